@@ -1,0 +1,32 @@
+# agentbot — the two commands of the quick start are `make demo` and `make test`.
+GO        ?= go
+BIN       := bin/agentbot
+IMAGE     ?= agentbot-sandbox:dev
+GOFLAGS_T ?= -count=1 -timeout 25m
+
+.PHONY: build test demo deps sandbox-image bench lint
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentbot
+
+# Installs what the tests and the demo need and is a no-op when it is there.
+deps:
+	deploy/install-deps.sh
+
+sandbox-image: deps
+	deploy/sandbox/build-offline.sh $(IMAGE)
+
+test: deps sandbox-image
+	$(GO) vet ./...
+	$(GO) test $(GOFLAGS_T) ./...
+
+demo: deps sandbox-image build
+	$(BIN) demo
+
+bench: deps sandbox-image
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	gofmt -l . | (! grep .)
+	$(GO) vet ./...
+	staticcheck ./...

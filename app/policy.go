@@ -1,0 +1,138 @@
+package app
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// PolicyPath is where a repository keeps its policy, on the default branch.
+const PolicyPath = ".github/agent.yml"
+
+// Policy is a repository's validated .github/agent.yml, merged over the
+// built-in defaults and the organisation's defaults and bounded by the
+// server's caps. Every field is usable as is: durations are parsed, globs
+// are checked, limits are within the caps.
+type Policy struct {
+	Version     int
+	Trigger     Trigger
+	Checks      []Check // the definition of done, fastest first
+	Setup       Setup
+	Sandbox     SandboxSpec
+	Paths       Paths
+	Limits      Limits
+	Tools       Tools
+	Model       Models
+	PullRequest PullRequestSpec
+	// Source names where the policy was read: "owner/repo@sha:.github/agent.yml".
+	Source string
+}
+
+// Trigger says who may start the agent and how.
+type Trigger struct {
+	Command    string   // "/agent"
+	Label      string   // "agent:fix"
+	Roles      []string // repository roles allowed to command: admin, maintain, write, triage, read
+	Users      []string // extra logins allowed regardless of role
+	Approvers  []string // logins or roles allowed to /agent approve and /agent deny
+	AllowForks bool     // whether commands on pull requests from forks are served
+}
+
+// Check is one acceptance check: a shell line run in the sandbox.
+type Check struct {
+	Name    string
+	Run     string
+	Timeout time.Duration
+}
+
+// Setup runs before the agent acts, optionally with network.
+type Setup struct {
+	Network bool
+	Run     []string
+	Timeout time.Duration
+}
+
+// SandboxSpec is the container the agent's commands run in.
+type SandboxSpec struct {
+	Image   string
+	CPUs    float64
+	Memory  int64 // bytes; also the memory+swap limit
+	Pids    int64
+	Timeout time.Duration // wall clock for the whole agent phase
+}
+
+// Paths says which files the agent may write. Deny wins over Allow.
+type Paths struct {
+	Allow []string
+	Deny  []string
+}
+
+// Check returns nil when the slash-separated, tree-relative path may be
+// written, or an *Error that names the rule refusing it.
+func (p Paths) Check(path string) error {
+	for _, g := range p.Deny {
+		if doublestar.MatchUnvalidated(g, path) {
+			return Errorf(EPolicy, "%s matches the denied path %q", path, g)
+		}
+	}
+	for _, g := range p.Allow {
+		if doublestar.MatchUnvalidated(g, path) {
+			return nil
+		}
+	}
+	return Errorf(EPolicy, "%s is outside the allowed paths %q", path, p.Allow)
+}
+
+// Limits are the task's budgets.
+type Limits struct {
+	Iterations   int
+	DiffLines    int
+	FilesChanged int
+	Tokens       int64
+	CostUSD      float64
+	WallClock    time.Duration
+}
+
+// Approval is how calls of one tool class are approved.
+type Approval string
+
+// Approval policies.
+const (
+	ApprovalAuto      Approval = "auto"      // run without asking
+	ApprovalAllowlist Approval = "allowlist" // run only what Allow matches
+	ApprovalHuman     Approval = "human"     // pause until an approver decides
+	ApprovalOff       Approval = "off"       // never offered to the model
+)
+
+// ToolRule is the approval policy of one tool class.
+type ToolRule struct {
+	Policy Approval
+	Allow  []string // exact command lines or globs, for ApprovalAllowlist
+}
+
+// Tools holds the rule for each tool class.
+type Tools struct {
+	Write ToolRule
+	Shell ToolRule
+}
+
+// Models names the model for each role.
+type Models struct {
+	Edit string // drives the loop
+	Fast string // digests long logs and old context
+}
+
+// PullRequestSpec says how the agent's pull requests look.
+type PullRequestSpec struct {
+	Draft        bool
+	BranchPrefix string
+	Labels       []string
+	Reviewers    []string
+	OnFailure    string // "comment" (default) or "draft_pr"
+}
+
+// Branch returns the deterministic branch name for a task on an issue.
+func (s PullRequestSpec) Branch(number int, slug string) string {
+	return fmt.Sprintf("%s%d-%s", s.BranchPrefix, number, slug)
+}

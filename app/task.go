@@ -1,0 +1,69 @@
+package app
+
+import "time"
+
+// Verb is what a command asks agentbot to do.
+type Verb string
+
+// The verbs of the command grammar. Free-form text after the command word
+// is a fix with instructions.
+const (
+	VerbFix     Verb = "fix"
+	VerbStop    Verb = "stop"
+	VerbRetry   Verb = "retry"
+	VerbStatus  Verb = "status"
+	VerbHelp    Verb = "help"
+	VerbApprove Verb = "approve"
+	VerbDeny    Verb = "deny"
+)
+
+// State is where a task is in its lifecycle.
+type State string
+
+// Task states. Queued and Running are active; the rest are final except
+// AwaitingApproval, which waits for /agent approve or /agent deny.
+const (
+	StateQueued           State = "queued"
+	StateRunning          State = "running"
+	StateAwaitingApproval State = "awaiting_approval"
+	StateSucceeded        State = "succeeded"
+	StateFailed           State = "failed"
+	StateStopped          State = "stopped"
+	StateRefused          State = "refused"
+)
+
+// Final reports whether no further work will happen on a task in this state.
+func (s State) Final() bool {
+	switch s {
+	case StateSucceeded, StateFailed, StateStopped, StateRefused:
+		return true
+	}
+	return false
+}
+
+// ReviewComment locates an inline pull request review comment, so that the
+// agent sees the line the reviewer pointed at.
+type ReviewComment struct {
+	ID       int64  `json:"id"`
+	Path     string `json:"path"`
+	Line     int    `json:"line,omitempty"`
+	DiffHunk string `json:"diff_hunk,omitempty"`
+}
+
+// Task is one command received from GitHub, as queued for a worker. Its ID is
+// derived from the webhook delivery, so a redelivery maps to the same task.
+type Task struct {
+	ID             string         `json:"id"`
+	Delivery       string         `json:"delivery"`
+	Event          string         `json:"event"`
+	InstallationID int64          `json:"installation_id"`
+	Repo           string         `json:"repo"` // owner/name
+	Number         int            `json:"number"`
+	IsPR           bool           `json:"is_pr"`
+	Verb           Verb           `json:"verb"`
+	Instructions   string         `json:"instructions,omitempty"`
+	Requester      string         `json:"requester"`
+	CommentID      int64          `json:"comment_id,omitempty"`
+	ReviewComment  *ReviewComment `json:"review_comment,omitempty"`
+	ReceivedAt     time.Time      `json:"created_at"`
+}

@@ -1,0 +1,73 @@
+package llm
+
+import "encoding/json"
+
+// Roles of chat messages.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message. Assistant messages may carry tool calls; tool
+// messages answer one call by its ID.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is the model's request to run a tool. Arguments are the raw JSON
+// text the model produced, which may be malformed.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function offered to the model, with the JSON Schema of its
+// arguments.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Request is one chat completion request.
+type Request struct {
+	Model     string
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int
+}
+
+// Usage counts the tokens of one call and what they cost.
+type Usage struct {
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CostUSD:          u.CostUSD + v.CostUSD,
+	}
+}
+
+// Total is the number of tokens sent and received.
+func (u Usage) Total() int64 { return u.PromptTokens + u.CompletionTokens }
+
+// Response is the model's answer to a Request.
+type Response struct {
+	Message      Message
+	FinishReason string
+	Usage        Usage
+	Model        string
+}

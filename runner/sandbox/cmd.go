@@ -1,0 +1,27 @@
+package sandbox
+
+import "time"
+
+// Cmd is one command for the executor inside a container. Exactly one of
+// Argv and Shell is set; Shell runs under "sh -c".
+type Cmd struct {
+	Argv    []string      `json:"argv,omitempty"`
+	Shell   string        `json:"shell,omitempty"`
+	Dir     string        `json:"dir,omitempty"` // relative to the work tree
+	Env     []string      `json:"env,omitempty"` // KEY=VALUE, added to the sandbox's own minimal env
+	Stdin   []byte        `json:"stdin,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Result is what a command did. Output is capped: the head and the tail are
+// kept and the number of bytes dropped between them is reported.
+type Result struct {
+	ExitCode      int           `json:"exit_code"`
+	Stdout        []byte        `json:"stdout,omitempty"`
+	Stderr        []byte        `json:"stderr,omitempty"`
+	StdoutDropped int64         `json:"stdout_dropped,omitempty"`
+	StderrDropped int64         `json:"stderr_dropped,omitempty"`
+	Duration      time.Duration `json:"duration"`
+	TimedOut      bool          `json:"timed_out,omitempty"`
+	OOMKilled     bool          `json:"oom_killed,omitempty"`
+}
