@@ -1,0 +1,172 @@
+package app
+
+import (
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RetryPolicy bounds how the GitHub transport retries. Zero fields take
+// their defaults.
+type RetryPolicy struct {
+	// Attempts is the most requests sent for one call, the first included
+	// (default 4).
+	Attempts int
+	// BaseDelay is the first back-off after a 5xx without Retry-After; it
+	// doubles on each attempt, with jitter, up to MaxDelay (default 500ms).
+	BaseDelay time.Duration
+	// MaxDelay is the longest wait agentbot accepts (default one minute). A
+	// rate limit that asks for longer is returned to the caller at once
+	// rather than stalling a worker: the task fails with a clear error and
+	// can be retried.
+	MaxDelay time.Duration
+	// Sleep waits for d or until ctx is done; tests replace it to record the
+	// waits instead of sleeping.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.Attempts <= 0 {
+		p.Attempts = 4
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = 500 * time.Millisecond
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = time.Minute
+	}
+	if p.Sleep == nil {
+		p.Sleep = sleepCtx
+	}
+	return p
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryTransport retries what GitHub asks to be retried: rate limits, primary
+// (x-ratelimit-remaining: 0 until x-ratelimit-reset) and secondary (403 or 429
+// with Retry-After), and server errors. A rate-limited request was not
+// processed, so any method is replayed; a 5xx on a POST may have created
+// something, so it is replayed only where GitHub makes the POST idempotent
+// (reactions, token minting) and otherwise left to the caller, whose creates
+// look before they post.
+type retryTransport struct {
+	next   http.RoundTripper
+	policy RetryPolicy
+	now    func() time.Time
+}
+
+func newRetryTransport(next http.RoundTripper, p RetryPolicy) *retryTransport {
+	return &retryTransport{next: next, policy: p.withDefaults(), now: time.Now}
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(req.Context())
+			req.Body = body
+		}
+		resp, err := t.next.RoundTrip(req)
+		if err != nil || !replayable || attempt >= t.policy.Attempts {
+			return resp, err
+		}
+		wait, retry := t.delay(req, resp, attempt)
+		if !retry {
+			return resp, nil
+		}
+		// Drain so the connection is reused.
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if err := t.policy.Sleep(req.Context(), wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// delay says whether resp is worth another attempt and how long to wait first.
+func (t *retryTransport) delay(req *http.Request, resp *http.Response, attempt int) (time.Duration, bool) {
+	h := resp.Header
+	retryAfter, hasRetryAfter := parseRetryAfter(h.Get("Retry-After"), t.now())
+	var wait time.Duration
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests,
+		resp.StatusCode == http.StatusForbidden && hasRetryAfter:
+		// Secondary rate limit. Without Retry-After GitHub says to wait at
+		// least a minute; fall back to the primary reset or back-off.
+		wait = retryAfter
+		if !hasRetryAfter {
+			wait = t.untilReset(h, attempt)
+		}
+	case resp.StatusCode == http.StatusForbidden && h.Get("X-Ratelimit-Remaining") == "0":
+		wait = t.untilReset(h, attempt)
+	case resp.StatusCode >= 500 && idempotent(req):
+		wait = t.backoff(attempt)
+		if hasRetryAfter {
+			wait = retryAfter
+		}
+	default:
+		return 0, false
+	}
+	if wait > t.policy.MaxDelay {
+		return 0, false
+	}
+	if dl, ok := req.Context().Deadline(); ok && t.now().Add(wait).After(dl) {
+		return 0, false
+	}
+	return wait, true
+}
+
+func (t *retryTransport) untilReset(h http.Header, attempt int) time.Duration {
+	if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+		return max(time.Unix(reset, 0).Sub(t.now()), 0)
+	}
+	return t.backoff(attempt)
+}
+
+func (t *retryTransport) backoff(attempt int) time.Duration {
+	d := t.policy.BaseDelay << (attempt - 1)
+	d += rand.N(d/2 + 1)
+	return min(d, t.policy.MaxDelay)
+}
+
+// parseRetryAfter reads Retry-After as seconds or as an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// idempotent reports whether replaying req after a server error cannot make
+// GitHub do something twice.
+func idempotent(req *http.Request) bool {
+	if req.Method != http.MethodPost {
+		return true
+	}
+	p := req.URL.Path
+	return strings.HasSuffix(p, "/reactions") || strings.HasSuffix(p, "/access_tokens")
+}
