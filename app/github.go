@@ -1,7 +1,7 @@
 package app
 
 import (
-	"container/list"
+	linkedlist "container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -39,16 +39,14 @@ type GitHubConfig struct {
 // GitHubApp is agentbot's GitHub App: it mints installation tokens and hands
 // out one cached client per installation. Safe for concurrent use.
 type GitHubApp struct {
-	cfg     GitHubConfig
-	apps    *ghinstallation.AppsTransport
-	appAPI  *github.Client // authenticated as the App (JWT)
-	retry   http.RoundTripper
-	log     *slog.Logger
-	mu      sync.Mutex
-	lru     *list.List // of *Installation, most recently used first
-	byID    map[int64]*list.Element
-	webURL  string
-	private bool // whether APIURL is not github.com
+	cfg    GitHubConfig
+	apps   *ghinstallation.AppsTransport
+	appAPI *github.Client // authenticated as the App (JWT)
+	retry  http.RoundTripper
+	log    *slog.Logger
+	mu     sync.Mutex
+	lru    *linkedlist.List // of *Installation, most recently used first
+	byID   map[int64]*linkedlist.Element
 }
 
 // NewGitHubApp checks the identity and returns the App.
@@ -72,25 +70,23 @@ func NewGitHubApp(cfg GitHubConfig) (*GitHubApp, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	web, err := WebURL(cfg.APIURL)
-	if err != nil {
+	if _, err := WebURL(cfg.APIURL); err != nil {
 		return nil, err
 	}
 	g := &GitHubApp{
-		cfg:     cfg,
-		retry:   newRetryTransport(cfg.Transport, cfg.Retry),
-		log:     cfg.Logger,
-		lru:     list.New(),
-		byID:    map[int64]*list.Element{},
-		webURL:  web,
-		private: cfg.APIURL != PublicAPIURL,
+		cfg:   cfg,
+		retry: newRetryTransport(cfg.Transport, cfg.Retry),
+		log:   cfg.Logger,
+		lru:   linkedlist.New(),
+		byID:  map[int64]*linkedlist.Element{},
 	}
+	var err error
 	g.apps, err = ghinstallation.NewAppsTransport(g.retry, cfg.AppID, cfg.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("github app %d: private key: %w", cfg.AppID, err)
 	}
 	g.apps.BaseURL = cfg.APIURL
-	if g.appAPI, err = g.client(g.apps); err != nil {
+	if g.appAPI, err = apiClient(cfg.APIURL, g.apps); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -110,15 +106,16 @@ func WebURL(apiURL string) (string, error) {
 	return u.String(), nil
 }
 
-// client returns a go-github client that sends through rt to the App's GitHub.
-func (g *GitHubApp) client(rt http.RoundTripper) (*github.Client, error) {
+// apiClient returns a go-github client that sends through rt to the GitHub
+// whose REST root is apiURL (without a trailing slash).
+func apiClient(apiURL string, rt http.RoundTripper) (*github.Client, error) {
 	c := github.NewClient(&http.Client{Transport: rt})
-	if !g.private {
+	if apiURL == PublicAPIURL {
 		return c, nil
 	}
-	c, err := c.WithEnterpriseURLs(g.cfg.APIURL, strings.TrimSuffix(g.cfg.APIURL, "/api/v3")+"/api/uploads")
+	c, err := c.WithEnterpriseURLs(apiURL, strings.TrimSuffix(apiURL, "/api/v3")+"/api/uploads")
 	if err != nil {
-		return nil, fmt.Errorf("github url %q: %w", g.cfg.APIURL, err)
+		return nil, fmt.Errorf("github url %q: %w", apiURL, err)
 	}
 	return c, nil
 }
@@ -139,7 +136,7 @@ func (g *GitHubApp) Installation(id int64) (*Installation, error) {
 		return e.Value.(*Installation), nil
 	}
 	tr := ghinstallation.NewFromAppsTransport(g.apps, id)
-	gh, err := g.client(tr)
+	gh, err := apiClient(g.cfg.APIURL, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -188,10 +185,10 @@ func (g *GitHubApp) Token(ctx context.Context, installationID int64, repo string
 	opts := &github.InstallationTokenOptions{
 		Repositories: []string{name},
 		Permissions: &github.InstallationPermissions{
-			Contents:     nonEmpty(perms.Contents),
-			Issues:       nonEmpty(perms.Issues),
-			PullRequests: nonEmpty(perms.PullRequests),
-			Checks:       nonEmpty(perms.Checks),
+			Contents:     permissionOrNil(perms.Contents),
+			Issues:       permissionOrNil(perms.Issues),
+			PullRequests: permissionOrNil(perms.PullRequests),
+			Checks:       permissionOrNil(perms.Checks),
 		},
 	}
 	tok, _, err := g.appAPI.Apps.CreateInstallationToken(ctx, installationID, opts)
@@ -203,7 +200,7 @@ func (g *GitHubApp) Token(ctx context.Context, installationID int64, repo string
 	return RepoToken{Value: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time}, nil
 }
 
-func nonEmpty(s string) *string {
+func permissionOrNil(s string) *string {
 	if s == "" {
 		return nil
 	}
