@@ -70,4 +70,7 @@ type Response struct {
 	FinishReason string
 	Usage        Usage
 	Model        string
+	// Unpriced says the price table has no entry for the model, so
+	// Usage.CostUSD is 0 rather than the call's cost.
+	Unpriced bool
 }
