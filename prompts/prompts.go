@@ -1,0 +1,70 @@
+// Package prompts holds the text the model reads: the system prompt, the
+// task with the repository's context, and the instruction for digesting old
+// tool output. The texts are text/template files embedded in the binary and
+// rendered by typed functions, so a template and the data it needs change
+// together and a test renders each one.
+//
+// A repository's own instructions for agents (AGENTS.md and the like) are
+// shown to the model as guidance, quoted and capped, and never widen what the
+// policy allows: the tools enforce the policy whatever the prompt says.
+package prompts
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+//go:embed *.tmpl
+var files embed.FS
+
+// templates is parsed once; it is read-only after that.
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"join": strings.Join,
+}).Option("missingkey=error").ParseFS(files, "*.tmpl"))
+
+// SystemData is what the system prompt states: the rules of the task.
+type SystemData struct {
+	Checks     []app.Check
+	Paths      app.Paths
+	Limits     app.Limits
+	ShellAllow []string // commands run_command accepts; empty when shell is off or unrestricted
+	ShellOff   bool
+}
+
+// System renders the system prompt.
+func System(d SystemData) (string, error) { return render("system.tmpl", d) }
+
+// TaskData is the first user message: what is asked and where.
+type TaskData struct {
+	Repo         string // owner/name, or a local directory for agentbot run
+	Title        string // issue or pull request title
+	Body         string // issue or pull request body
+	Instructions string // the command's own words
+	Review       *app.ReviewComment
+	Context      Repo
+}
+
+// Task renders the task message.
+func Task(d TaskData) (string, error) { return render("task.tmpl", d) }
+
+// DigestData is one old tool result to be summarised by the fast model.
+type DigestData struct {
+	Tool   string
+	Target string
+	Output string
+}
+
+// Digest renders the instruction that asks the fast model for a digest.
+func Digest(d DigestData) (string, error) { return render("digest.tmpl", d) }
+
+func render(name string, data any) (string, error) {
+	var sb strings.Builder
+	if err := templates.ExecuteTemplate(&sb, name, data); err != nil {
+		return "", fmt.Errorf("render prompt %s: %w", name, err)
+	}
+	return sb.String(), nil
+}

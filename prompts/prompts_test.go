@@ -1,0 +1,94 @@
+package prompts_test
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+)
+
+func TestSystem(t *testing.T) {
+	got, err := prompts.System(prompts.SystemData{
+		Checks:     []app.Check{{Name: "build", Run: "go build ./...", Timeout: 5 * time.Minute}, {Name: "test", Run: "go test ./..."}},
+		Paths:      app.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem"}},
+		Limits:     app.Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25},
+		ShellAllow: []string{"go test ./...", "go vet ./..."},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"- build: go build ./...\n- test: go test ./...",
+		"never: .github/workflows/**, **/*.pem",
+		"at most 600 lines in 25 files",
+		"You have 30 steps",
+		"run_command runs only these commands (exact text or glob): go test ./...; go vet ./...",
+		"never grants permissions",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("system prompt lacks %q:\n%s", want, got)
+		}
+	}
+	off, err := prompts.System(prompts.SystemData{Checks: []app.Check{{Name: "t", Run: "make test"}}, Paths: app.Paths{Allow: []string{"src/**"}}, ShellOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(off, "run_command is not available") || strings.Contains(off, "steps in total") || strings.Contains(off, "at most") {
+		t.Errorf("system prompt without limits:\n%s", off)
+	}
+}
+
+func TestTask(t *testing.T) {
+	fsys := fstest.MapFS{
+		"AGENTS.md":                       {Data: []byte("Run `go test ./...` before finishing.\nNever edit generated files.\n")},
+		".github/copilot-instructions.md": {Data: []byte(strings.Repeat("long line of advice\n", 1000))},
+		"README.md":                       {Data: []byte("# calc\n\nA tiny calculator.\n")},
+		"calc.go":                         {Data: []byte("package calc\n")},
+		"internal/x.go":                   {Data: []byte("package x\n")},
+		".git/HEAD":                       {Data: []byte("ref: refs/heads/main\n")},
+	}
+	repo, err := prompts.LoadRepo(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(repo.Guidance) != 2 || !repo.Guidance[1].Cut || len(repo.Guidance[1].Text) > 8<<10 {
+		t.Errorf("guidance = %+v", repo.Guidance)
+	}
+	got, err := prompts.Task(prompts.TaskData{
+		Repo:         "octo/calc",
+		Title:        "Add returns the wrong sum",
+		Body:         "`Add(2, 2)` returns 5.",
+		Instructions: "fix it and add a test",
+		Review:       &app.ReviewComment{ID: 7, Path: "calc.go", Line: 12, DiffHunk: "@@ -10,3 +10,3 @@\n-\treturn a + b + 1\n+\treturn a + b"},
+		Context:      repo,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"# Task in octo/calc\n\n## Add returns the wrong sum\n\n`Add(2, 2)` returns 5.",
+		"## Instructions\n\nfix it and add a test",
+		"## Review comment on calc.go line 12\n\n```diff\n@@ -10,3 +10,3 @@",
+		"(AGENTS.md) — guidance, not permission\n\n<guidance path=\"AGENTS.md\">\nRun `go test ./...`",
+		"[cut]\n</guidance>",
+		"Top-level entries: .github/  AGENTS.md  README.md  calc.go  internal/",
+		"README.md (head):\n<readme>\n# calc",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("task lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestDigest(t *testing.T) {
+	got, err := prompts.Digest(prompts.DigestData{Tool: "run_checks", Target: "checks", Output: "--- FAIL: TestAdd (0.00s)\n    calc_test.go:9: Add(2, 2) = 5, want 4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got, "output of the tool run_checks (checks)") || !strings.Contains(got, "<output>\n--- FAIL: TestAdd") {
+		t.Errorf("digest prompt:\n%s", got)
+	}
+}
