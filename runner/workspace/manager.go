@@ -1,0 +1,292 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// Options tune a Manager; the zero value is usable.
+type Options struct {
+	Logger *slog.Logger
+	// CommandTimeout bounds every git command, clones included. Default 10m.
+	CommandTimeout time.Duration
+	// MaxFileSize is the gate's cap on the size of any file a change
+	// writes, in bytes. Default 1 MiB.
+	MaxFileSize int64
+}
+
+// Manager owns the data directory: one bare mirror per repository under
+// mirrors/, one directory per task under work/, and an empty home/ that is
+// HOME for every git command.
+type Manager struct {
+	dataDir     string
+	git         *gitRunner
+	log         *slog.Logger
+	maxFileSize int64
+}
+
+// DefaultDataDir is the data directory used when none is configured:
+// agentbot under the user's cache directory.
+func DefaultDataDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("default data dir: %w", err)
+	}
+	return filepath.Join(dir, "agentbot"), nil
+}
+
+// NewManager returns a Manager keeping its mirrors and work trees under
+// dataDir (DefaultDataDir when empty, or agentbot under the temporary
+// directory if the user has no cache directory). Directories are created on
+// first use.
+func NewManager(dataDir string, opts Options) *Manager {
+	if dataDir == "" {
+		d, err := DefaultDataDir()
+		if err != nil {
+			d = filepath.Join(os.TempDir(), "agentbot")
+		}
+		dataDir = d
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.CommandTimeout <= 0 {
+		opts.CommandTimeout = 10 * time.Minute
+	}
+	if opts.MaxFileSize <= 0 {
+		opts.MaxFileSize = 1 << 20
+	}
+	return &Manager{
+		dataDir:     dataDir,
+		git:         newGitRunner(filepath.Join(dataDir, "home"), opts.CommandTimeout, opts.Logger),
+		log:         opts.Logger,
+		maxFileSize: opts.MaxFileSize,
+	}
+}
+
+// Remote is where a repository is fetched from and pushed to, with the
+// installation token that authenticates it. The URL must carry no
+// credentials.
+type Remote struct {
+	URL   string
+	Token string
+}
+
+// CheckoutOptions say which commit of which repository a task works on.
+type CheckoutOptions struct {
+	Repo   string // owner/name; names the mirror
+	Remote Remote
+	// Base is a commit id, or a ref the remote has ("main",
+	// "refs/pull/7/head"); empty means the remote's HEAD. It is resolved
+	// after the mirror is up to date.
+	Base string
+}
+
+var repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+
+func (o CheckoutOptions) validate() error {
+	if !repoName.MatchString(o.Repo) || strings.Contains(o.Repo, "..") {
+		return app.Errorf(app.EInvalid, "repository %q is not owner/name", o.Repo)
+	}
+	u, err := url.Parse(o.Remote.URL)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return app.Errorf(app.EInvalid, "remote of %s is not an http(s) URL", o.Repo)
+	}
+	if u.User != nil {
+		// A URL credential would be stored in the mirror's config.
+		return app.Errorf(app.EInvalid, "remote of %s carries credentials in its URL", o.Repo)
+	}
+	if strings.HasPrefix(o.Base, "-") {
+		return app.Errorf(app.EInvalid, "base %q is not a commit or ref", o.Base)
+	}
+	return nil
+}
+
+// Checkout brings the repository's mirror up to date and returns a fresh
+// work tree at the base commit, with its own git dir outside the tree.
+//
+// The checkout is cheap because nothing is copied: the task's git dir is an
+// empty bare repository whose objects/info/alternates points at the mirror,
+// and "read-tree -u" writes the base commit's files straight from the
+// mirror's packs into the tree. No refs are copied and no .git appears in
+// the tree. Commits made in the task land in the task's own object store.
+func (m *Manager) Checkout(ctx context.Context, opts CheckoutOptions) (*Workspace, error) {
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	mirror, base, err := m.syncMirror(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	w, err := m.newWorkspace(ctx, mirror, base)
+	if err != nil {
+		return nil, fmt.Errorf("check out %s at %s: %w", opts.Repo, base, err)
+	}
+	return w, nil
+}
+
+// syncMirror clones or fetches the repository's mirror under a per-repository
+// lock and resolves the base commit in it.
+func (m *Manager) syncMirror(ctx context.Context, opts CheckoutOptions) (dir, base string, err error) {
+	dir = filepath.Join(m.dataDir, "mirrors", filepath.FromSlash(opts.Repo)+".git")
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+		return "", "", fmt.Errorf("mirror %s: %w", opts.Repo, err)
+	}
+	if err := os.MkdirAll(filepath.Join(m.dataDir, "home"), 0o700); err != nil {
+		return "", "", fmt.Errorf("mirror %s: %w", opts.Repo, err)
+	}
+	unlock, err := lockFile(ctx, dir+".lock")
+	if err != nil {
+		return "", "", fmt.Errorf("lock mirror %s: %w", opts.Repo, err)
+	}
+	defer unlock()
+
+	_, err = os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := m.cloneMirror(ctx, opts.Remote, dir); err != nil {
+			return "", "", fmt.Errorf("clone %s: %w", opts.Repo, err)
+		}
+	case err != nil:
+		return "", "", fmt.Errorf("mirror %s: %w", opts.Repo, err)
+	case isCommitID(opts.Base) && m.hasCommit(ctx, dir, opts.Base):
+		// Commit ids are immutable: a mirror that has the base need not
+		// ask the remote.
+	default:
+		_, err := m.git.run(ctx, gitCall{gitDir: dir, token: opts.Remote.Token,
+			args: []string{"fetch", "--quiet", "--prune", opts.Remote.URL, "+refs/*:refs/*"}})
+		if err != nil {
+			return "", "", fmt.Errorf("fetch %s: %w", opts.Repo, err)
+		}
+	}
+
+	rev := opts.Base
+	if rev == "" {
+		rev = "HEAD"
+	}
+	base, err = m.git.runString(ctx, gitCall{gitDir: dir,
+		args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	if err != nil {
+		return "", "", app.Errorf(app.ENotFound, "%s has no commit %q", opts.Repo, opts.Base)
+	}
+	return dir, base, nil
+}
+
+// cloneMirror clones into a temporary directory and renames it into place,
+// so that an interrupted clone never passes for a mirror.
+func (m *Manager) cloneMirror(ctx context.Context, remote Remote, dir string) error {
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".clone-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	_, err = m.git.run(ctx, gitCall{token: remote.Token,
+		args: []string{"clone", "--quiet", "--mirror", "--", remote.URL, tmp}})
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, dir)
+}
+
+func (m *Manager) hasCommit(ctx context.Context, gitDir, id string) bool {
+	_, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"cat-file", "-e", id + "^{commit}"}})
+	return err == nil
+}
+
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+func isCommitID(s string) bool { return commitID.MatchString(s) }
+
+// newWorkspace makes the task's directory: git/ (host-owned git dir) and
+// tree/ (the work tree the sandbox mounts), and checks base out into it.
+func (m *Manager) newWorkspace(ctx context.Context, mirror, base string) (_ *Workspace, err error) {
+	work := filepath.Join(m.dataDir, "work")
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(work, "task-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	w := &Workspace{
+		m:      m,
+		dir:    dir,
+		gitDir: filepath.Join(dir, "git"),
+		tree:   filepath.Join(dir, "tree"),
+		base:   base,
+		head:   base,
+	}
+	// --template= leaves out the sample hooks and the default excludes.
+	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "--quiet", "--bare", "--template=", w.gitDir}}); err != nil {
+		return nil, err
+	}
+	files := map[string]string{
+		"objects/info/alternates": filepath.Join(mirror, "objects") + "\n",
+		"info/attributes":         neutralAttributes,
+	}
+	for name, content := range files {
+		p := filepath.Join(w.gitDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Mkdir(w.tree, 0o755); err != nil {
+		return nil, err
+	}
+	if _, err := w.git(ctx, gitCall{args: []string{"read-tree", "--reset", "-u", base}}); err != nil {
+		return nil, err
+	}
+	if _, err := w.git(ctx, gitCall{args: []string{"update-ref", "--no-deref", "HEAD", base}}); err != nil {
+		return nil, err
+	}
+	if w.root, err = os.OpenRoot(w.tree); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// lockFile takes an exclusive flock on path, polling so that ctx can end
+// the wait. The lock holds across processes sharing the data dir as well as
+// across goroutines, since every call opens its own file description.
+func lockFile(ctx context.Context, path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

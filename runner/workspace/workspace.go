@@ -1,0 +1,349 @@
+// Package workspace is the host side of a task's repository: how it gets
+// from GitHub into a work tree the sandbox can mount, and how the agent's
+// change gets back, without a credential or the host ever being exposed.
+//
+// A Manager keeps one bare mirror per repository in its data directory
+// ("git clone --mirror" once, "git fetch --prune" later, under a lock per
+// repository). Manager.Checkout gives each task a Workspace: a fresh work
+// tree at the base commit and, beside it, a git dir that borrows the
+// mirror's objects. The work tree holds no .git; only the tree is mounted
+// into the container, which may write anything into it.
+//
+// Everything the host does with the tree assumes that hostile content:
+//
+//   - git runs only as "git --git-dir=<host-owned> --work-tree=<tree>", with
+//     hooks and fsmonitor off, no system or global config, HOME an empty
+//     host directory, a timeout, and an info/attributes that neutralises
+//     any .gitattributes in the tree (no filters, textconv or drivers);
+//   - the token reaches git only through the environment of the one command
+//     that talks to the remote (an http.extraHeader), never a file, URL,
+//     argv or log line;
+//   - Root gives os.Root access to the tree, so symlinks cannot lead out.
+//
+// Workspace.Diff is the change against the base commit (persisted after
+// every agent step; Workspace.Apply restores it on another worker).
+// Workspace.Gate recomputes it and checks it against the repository's
+// policy; Workspace.Commit commits exactly the tree the gate passed, and
+// Workspace.Push pushes it with a lease.
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// ErrNoChanges is returned by Commit when the gated tree is the base tree.
+var ErrNoChanges = errors.New("no changes to commit")
+
+// Workspace is one task's checkout. Its methods are safe for concurrent use;
+// git operations on it run one at a time.
+type Workspace struct {
+	m      *Manager
+	dir    string // holds git/ and tree/
+	gitDir string
+	tree   string
+	root   *os.Root
+
+	mu    sync.Mutex
+	base  string // the commit the task started from
+	head  string // the last commit made, base before any
+	gated string // the tree object the last passing Gate checked
+}
+
+// Dir is the work tree's path on the host: the directory to mount into the
+// sandbox. Host code reads and writes it through Root, never by path.
+func (w *Workspace) Dir() string { return w.tree }
+
+// Root opens the work tree for host-side reads and writes that cannot follow
+// a symlink out of it. It stays valid until Close.
+func (w *Workspace) Root() *os.Root { return w.root }
+
+// Base is the commit the task started from.
+func (w *Workspace) Base() string { return w.base }
+
+// Head is the last commit made by Commit, or Base.
+func (w *Workspace) Head() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.head
+}
+
+// git runs a command against the task's git dir and work tree.
+func (w *Workspace) git(ctx context.Context, c gitCall) ([]byte, error) {
+	c.gitDir, c.workTree = w.gitDir, w.tree
+	return w.m.git.run(ctx, c)
+}
+
+func (w *Workspace) gitString(ctx context.Context, c gitCall) (string, error) {
+	out, err := w.git(ctx, c)
+	return strings.TrimSpace(string(out)), err
+}
+
+// snapshot stages the whole work tree in the host's index and writes it as
+// a tree object, which is what Diff, Gate and Commit work from.
+func (w *Workspace) snapshot(ctx context.Context) (string, error) {
+	if err := w.refuseNestedRepos(); err != nil {
+		return "", err
+	}
+	if _, err := w.git(ctx, gitCall{args: []string{"add", "--all", "--", "."}}); err != nil {
+		return "", fmt.Errorf("stage work tree: %w", err)
+	}
+	tree, err := w.gitString(ctx, gitCall{args: []string{"write-tree"}})
+	if err != nil {
+		return "", fmt.Errorf("write tree: %w", err)
+	}
+	return tree, nil
+}
+
+// refuseNestedRepos fails on a .git entry below the top of the tree. git
+// would record such a directory as a submodule (or refuse the whole "add"
+// when it has no commit), so it is reported here with its path instead. A
+// .git at the top is ignored by git, which uses the host's git dir.
+func (w *Workspace) refuseNestedRepos() error {
+	return fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("scan work tree: %w", err)
+		}
+		if d.Name() != ".git" {
+			return nil
+		}
+		if p == ".git" {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		return app.Errorf(app.EPolicy, "%s is a nested git repository; submodules and nested repositories are not allowed", p)
+	})
+}
+
+// diff is the full binary diff from the base commit to tree: new, deleted,
+// renamed and mode-changed files, binary files as git binary patches. It
+// compares two tree objects, so nothing in the work tree takes part.
+func (w *Workspace) diff(ctx context.Context, tree string) (string, error) {
+	out, err := w.git(ctx, gitCall{args: []string{"diff", "--binary", "--full-index", "--find-renames",
+		"--no-color", "--no-textconv", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/",
+		w.base, tree, "--"}})
+	if err != nil {
+		return "", fmt.Errorf("diff %s: %w", w.base, err)
+	}
+	return string(out), nil
+}
+
+// Diff returns the unified diff of the work tree against the base commit,
+// in the form Apply takes back.
+func (w *Workspace) Diff(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tree, err := w.snapshot(ctx)
+	if err != nil {
+		return "", err
+	}
+	return w.diff(ctx, tree)
+}
+
+// Apply applies a diff made by Diff to the work tree and the index. It is
+// meant for a fresh checkout of the same base, before the sandbox starts:
+// either the whole diff applies or nothing changes.
+func (w *Workspace) Apply(ctx context.Context, diff string) error {
+	if diff == "" {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// "apply --index" wants the index's stat data to match the tree, which
+	// a fresh checkout's index does not always record.
+	if _, err := w.git(ctx, gitCall{args: []string{"update-index", "-q", "--refresh"}}); err != nil {
+		return fmt.Errorf("apply saved diff: refresh index: %w", err)
+	}
+	_, err := w.git(ctx, gitCall{stdin: strings.NewReader(diff),
+		args: []string{"apply", "--index", "--whitespace=nowarn", "-"}})
+	if err != nil {
+		return fmt.Errorf("apply saved diff onto %s: %w", w.base, err)
+	}
+	return nil
+}
+
+// Signature names a commit's author or co-author.
+type Signature struct {
+	Name  string
+	Email string
+}
+
+func (s Signature) validate(role string) error {
+	if s.Name == "" || s.Email == "" || strings.ContainsAny(s.Name+s.Email, "<>\n\r\x00") {
+		return app.Errorf(app.EInvalid, "commit %s %q <%s> is not a valid name and email", role, s.Name, s.Email)
+	}
+	return nil
+}
+
+// CommitOptions describe a commit. Committer defaults to Author.
+type CommitOptions struct {
+	Message   string
+	Author    Signature
+	Committer Signature
+	CoAuthors []Signature // added as Co-authored-by trailers
+}
+
+// Commit commits the tree that the last passing Gate checked, on top of
+// Head, and returns the new commit id. It refuses to run without a passing
+// Gate, so what is committed is always what policy allowed, even if the
+// work tree changed since. Committing the same tree again returns Head.
+// It runs plumbing only (commit-tree, update-ref): no hook is involved.
+func (w *Workspace) Commit(ctx context.Context, opts CommitOptions) (string, error) {
+	if opts.Committer == (Signature{}) {
+		opts.Committer = opts.Author
+	}
+	if strings.TrimSpace(opts.Message) == "" {
+		return "", app.Errorf(app.EInvalid, "commit message is empty")
+	}
+	for role, s := range map[string]Signature{"author": opts.Author, "committer": opts.Committer} {
+		if err := s.validate(role); err != nil {
+			return "", err
+		}
+	}
+	msg := strings.TrimRight(opts.Message, "\n") + "\n"
+	for i, s := range opts.CoAuthors {
+		if err := s.validate("co-author"); err != nil {
+			return "", err
+		}
+		if i == 0 {
+			msg += "\n"
+		}
+		msg += fmt.Sprintf("Co-authored-by: %s <%s>\n", s.Name, s.Email)
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gated == "" {
+		return "", errors.New("commit: no passing gate since the last change")
+	}
+	headTree, err := w.gitString(ctx, gitCall{args: []string{"rev-parse", w.head + "^{tree}"}})
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if headTree == w.gated {
+		if w.head == w.base {
+			return "", ErrNoChanges
+		}
+		return w.head, nil
+	}
+	id, err := w.gitString(ctx, gitCall{
+		stdin: strings.NewReader(msg),
+		env: []string{
+			"GIT_AUTHOR_NAME=" + opts.Author.Name, "GIT_AUTHOR_EMAIL=" + opts.Author.Email,
+			"GIT_COMMITTER_NAME=" + opts.Committer.Name, "GIT_COMMITTER_EMAIL=" + opts.Committer.Email,
+		},
+		args: []string{"commit-tree", w.gated, "-p", w.head, "-F", "-"}})
+	if err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	if _, err := w.git(ctx, gitCall{args: []string{"update-ref", "--no-deref", "HEAD", id, w.head}}); err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
+	w.head = id
+	return id, nil
+}
+
+// Push makes branch on remote point at Head. lease is the commit the branch
+// is expected to be at, or "" when the branch must not exist yet; if the
+// branch moved, nothing is pushed and the error has code app.EConflict.
+// Pushing again once the branch is at Head succeeds without pushing.
+func (w *Workspace) Push(ctx context.Context, remote Remote, branch, lease string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.head == w.base {
+		return errors.New("push: nothing committed")
+	}
+	ref := "refs/heads/" + branch
+	if _, err := w.git(ctx, gitCall{args: []string{"check-ref-format", ref}}); err != nil || strings.HasPrefix(branch, "-") {
+		return app.Errorf(app.EInvalid, "%q is not a valid branch name", branch)
+	}
+	out, err := w.git(ctx, gitCall{token: remote.Token, args: []string{"ls-remote", "--", remote.URL, ref}})
+	if err != nil {
+		return fmt.Errorf("push %s: read remote branch: %w", branch, err)
+	}
+	current, _, _ := strings.Cut(string(out), "\t")
+	switch current {
+	case w.head:
+		return nil
+	case lease:
+	default:
+		return app.Errorf(app.EConflict, "branch %s moved (expected %s, found %s); nothing was pushed",
+			branch, orNone(lease), orNone(current))
+	}
+	// The lease is checked again by the remote, atomically with the update.
+	_, err = w.git(ctx, gitCall{token: remote.Token, args: []string{"push", "--quiet", "--porcelain",
+		"--force-with-lease=" + ref + ":" + lease, "--", remote.URL, w.head + ":" + ref}})
+	if err != nil {
+		return fmt.Errorf("push %s: %w", branch, err)
+	}
+	return nil
+}
+
+func orNone(id string) string {
+	if id == "" {
+		return "no branch"
+	}
+	return id
+}
+
+// Close removes the work tree and the task's git dir; the mirror stays.
+func (w *Workspace) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.root.Close()
+	if err := os.RemoveAll(w.dir); err != nil {
+		return fmt.Errorf("remove workspace: %w", err)
+	}
+	return nil
+}
+
+// resolveLink returns where target, the content of a symlink in directory
+// dir, leads inside the tree, following the tree's other symlinks (links
+// maps a path to its target) the way the kernel would. ok is false when any
+// step leaves the tree, the target is absolute, or more than 40 links are
+// followed in all (the kernel's limit, which also ends loops).
+func resolveLink(dir, target string, links map[string]string, hops *int) (_ string, ok bool) {
+	if target == "" || path.IsAbs(target) || *hops > 40 {
+		return "", false
+	}
+	cur := dir
+	for _, part := range strings.Split(target, "/") {
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if cur == "" {
+				return "", false
+			}
+			cur = parent(cur)
+			continue
+		}
+		next := path.Join(cur, part)
+		if t, isLink := links[next]; isLink {
+			*hops++
+			if next, ok = resolveLink(cur, t, links, hops); !ok {
+				return "", false
+			}
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// parent is path.Dir with the tree's top as "".
+func parent(p string) string {
+	if d := path.Dir(p); d != "." {
+		return d
+	}
+	return ""
+}
