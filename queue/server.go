@@ -1,0 +1,85 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// Handler does the work of one task. An error makes asynq retry the task
+// later; a task whose payload cannot be decoded is never retried.
+type Handler interface {
+	ProcessTask(ctx context.Context, t app.Task) error
+}
+
+// ServerConfig tunes a Server.
+type ServerConfig struct {
+	Concurrency     int           // tasks processed at once; the number of CPUs when 0
+	ShutdownTimeout time.Duration // how long Run waits for running tasks after cancellation; 8s when 0
+	Logger          *slog.Logger  // slog.Default() when nil
+}
+
+// Server is the consumer side: it takes queued tasks and hands each to a
+// Handler.
+type Server struct {
+	srv *asynq.Server
+	h   Handler
+}
+
+// NewServer returns a Server over rdb, which the caller closes after Run
+// returns.
+func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:     cfg.Concurrency,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+		Queues:          map[string]int{DefaultQueue: 1},
+		Logger:          asynqLogger{log},
+		LogLevel:        asynq.WarnLevel,
+	})
+	return &Server{srv: srv, h: h}
+}
+
+// Run processes tasks until ctx is cancelled, then waits for running tasks
+// (up to the shutdown timeout; unfinished ones go back to the queue).
+func (s *Server) Run(ctx context.Context) error {
+	err := s.srv.Start(asynq.HandlerFunc(func(ctx context.Context, at *asynq.Task) error {
+		var t app.Task
+		if err := json.Unmarshal(at.Payload(), &t); err != nil {
+			return fmt.Errorf("decode task: %w: %w", err, asynq.SkipRetry)
+		}
+		return s.h.ProcessTask(ctx, t)
+	}))
+	if err != nil {
+		return fmt.Errorf("start queue server: %w", err)
+	}
+	<-ctx.Done()
+	s.srv.Shutdown()
+	return nil
+}
+
+// asynqLogger sends asynq's logs to slog.
+type asynqLogger struct{ log *slog.Logger }
+
+func (l asynqLogger) Debug(args ...any) { l.log.Debug(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Info(args ...any)  { l.log.Info(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Warn(args ...any)  { l.log.Warn(fmt.Sprint(args...), "component", "asynq") }
+func (l asynqLogger) Error(args ...any) { l.log.Error(fmt.Sprint(args...), "component", "asynq") }
+
+// Fatal is called by asynq only when it cannot go on; its contract is to
+// exit the process.
+func (l asynqLogger) Fatal(args ...any) {
+	l.log.Error(fmt.Sprint(args...), "component", "asynq", "fatal", true)
+	os.Exit(1)
+}

@@ -1,0 +1,158 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// Record is a task as stored, with where it is in its lifecycle.
+type Record struct {
+	app.Task
+	State     app.State `json:"state"`
+	Step      string    `json:"step,omitempty"` // what a running task is doing, for status replies
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Store reads and updates task records and the workers' resumable state.
+type Store struct {
+	rdb redis.UniversalClient
+}
+
+// NewStore returns a Store over rdb, which the caller closes.
+func NewStore(rdb redis.UniversalClient) *Store {
+	return &Store{rdb: rdb}
+}
+
+const indexKey = "agentbot:tasks"
+
+func taskKey(id string) string { return "agentbot:task:" + id }
+func runKey(id string) string  { return "agentbot:task:" + id + ":run" }
+
+// create stores t's record in state queued unless one exists, in one
+// transaction, and returns t as JSON.
+func (s *Store) create(ctx context.Context, t app.Task) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
+	}
+	key := taskKey(t.ID)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSetNX(ctx, key, "task", b)
+		p.HSetNX(ctx, key, "state", string(app.StateQueued))
+		p.HSetNX(ctx, key, "updated_at", now)
+		p.ZAddNX(ctx, indexKey, redis.Z{Score: float64(t.ReceivedAt.UnixMilli()), Member: t.ID})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// Task returns the record of the task id, or an *app.Error with code
+// app.ENotFound.
+func (s *Store) Task(ctx context.Context, id string) (Record, error) {
+	h, err := s.rdb.HGetAll(ctx, taskKey(id)).Result()
+	if err != nil {
+		return Record{}, fmt.Errorf("read task %s: %w", id, err)
+	}
+	return decodeRecord(id, h)
+}
+
+// List returns up to limit records, newest first.
+func (s *Store) List(ctx context.Context, limit int) ([]Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ids, err := s.rdb.ZRevRange(ctx, indexKey, 0, int64(limit-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, taskKey(id))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	recs := make([]Record, 0, len(ids))
+	for i, id := range ids {
+		r, err := decodeRecord(id, cmds[i].Val())
+		if app.ErrorCode(err) == app.ENotFound {
+			continue // indexed but its record is gone: nothing to show
+		}
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+func decodeRecord(id string, h map[string]string) (Record, error) {
+	if h["task"] == "" {
+		return Record{}, app.Errorf(app.ENotFound, "There is no task %q.", id)
+	}
+	var r Record
+	if err := json.Unmarshal([]byte(h["task"]), &r.Task); err != nil {
+		return Record{}, fmt.Errorf("decode task %s: %w", id, err)
+	}
+	r.State = app.State(h["state"])
+	r.Step = h["step"]
+	if err := r.UpdatedAt.UnmarshalText([]byte(h["updated_at"])); err != nil {
+		return Record{}, fmt.Errorf("decode task %s: updated_at: %w", id, err)
+	}
+	return r, nil
+}
+
+// setStateScript updates an existing record only, so that a late worker
+// cannot resurrect a task record that was removed.
+var setStateScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'step', ARGV[2], 'updated_at', ARGV[3])
+return 1`)
+
+// SetState moves the task id to state s; step says what it is doing.
+func (s *Store) SetState(ctx context.Context, id string, st app.State, step string) error {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	n, err := setStateScript.Run(ctx, s.rdb, []string{taskKey(id)}, string(st), step, now).Int()
+	if err != nil {
+		return fmt.Errorf("set state of task %s: %w", id, err)
+	}
+	if n == 0 {
+		return app.Errorf(app.ENotFound, "There is no task %q.", id)
+	}
+	return nil
+}
+
+// SaveState stores the worker's resumable state of the task id, replacing
+// what was there.
+func (s *Store) SaveState(ctx context.Context, id string, state []byte) error {
+	if err := s.rdb.Set(ctx, runKey(id), state, 0).Err(); err != nil {
+		return fmt.Errorf("save state of task %s: %w", id, err)
+	}
+	return nil
+}
+
+// LoadState returns what SaveState stored for the task id, or nil, nil.
+func (s *Store) LoadState(ctx context.Context, id string) ([]byte, error) {
+	b, err := s.rdb.Get(ctx, runKey(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load state of task %s: %w", id, err)
+	}
+	return b, nil
+}
