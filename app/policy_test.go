@@ -1,0 +1,359 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// openServer is a server config that bounds nothing, so that a test sees
+// what a file says by itself.
+func openServer() ServerConfig {
+	return ServerConfig{SetupNetwork: true, DefaultImage: "agentbot-sandbox:dev"}
+}
+
+func readPolicy(t *testing.T, file string) *RawPolicy {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ParsePolicy(PolicyPath, data)
+	if err != nil {
+		t.Fatalf("ParsePolicy(%s): %v", file, err)
+	}
+	return r
+}
+
+func parseString(t *testing.T, name, yaml string) *RawPolicy {
+	t.Helper()
+	r, err := ParsePolicy(name, []byte(yaml))
+	if err != nil {
+		t.Fatalf("ParsePolicy(%s): %v", name, err)
+	}
+	return r
+}
+
+func TestDesignExample(t *testing.T) {
+	p, err := BuildPolicy(openServer(), readPolicy(t, "testdata/policy/valid/design-example.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Policy{
+		Version: 1,
+		Trigger: Trigger{Command: "/agent", Label: "agent:fix", Roles: []string{"admin", "maintain", "write"}, Users: []string{},
+			Approvers: []string{"admin", "maintain"}},
+		Checks: []Check{
+			{Name: "build", Run: "go build ./...", Timeout: 5 * time.Minute},
+			{Name: "test", Run: "go test ./...", Timeout: 15 * time.Minute},
+		},
+		Setup:   Setup{Network: true, Run: []string{"go mod download"}, Timeout: 10 * time.Minute},
+		Sandbox: SandboxSpec{Image: "golang:1.26", CPUs: 2, Memory: 4 << 30, Pids: 512, Timeout: 45 * time.Minute},
+		Paths:   Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem", "**/.env*"}},
+		Limits:  Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25, Tokens: 2000000, CostUSD: 10, WallClock: time.Hour},
+		Tools: Tools{
+			Write: ToolRule{Policy: ApprovalAuto},
+			Shell: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"go test ./...", "go vet ./...", "make lint"}},
+		},
+		Model:       Models{Edit: "plugsky-coder", Fast: "plugsky-coder-fast"},
+		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment"},
+		Source:      PolicyPath,
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("got  %+v\nwant %+v", p, want)
+	}
+}
+
+func TestEveryKeySet(t *testing.T) {
+	p, err := BuildPolicy(openServer(), readPolicy(t, "testdata/policy/valid/full.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Policy{
+		Version: 1,
+		Trigger: Trigger{Command: "/bot", Label: "bot:fix", Roles: []string{"admin", "maintain"}, Users: []string{"octocat"},
+			Approvers: []string{"admin", "hubot"}, AllowForks: true},
+		Checks: []Check{
+			{Name: "vet", Run: "go vet ./...", Timeout: 2 * time.Minute},
+			{Name: "go test -short ./...", Run: "go test -short ./...", Timeout: defaultCheckTimeout},
+		},
+		Setup:   Setup{Network: true, Run: []string{"go mod download", "make tools"}, Timeout: 5 * time.Minute},
+		Sandbox: SandboxSpec{Image: "agentbot-sandbox:go", CPUs: 1.5, Memory: 512 << 20, Pids: 256, Timeout: 30 * time.Minute},
+		Paths:   Paths{Allow: []string{"src/**", "docs/*.md"}, Deny: []string{"src/vendor/**"}},
+		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute},
+		Tools: Tools{
+			Write: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"src/**"}},
+			Shell: ToolRule{Policy: ApprovalHuman},
+		},
+		Model:       Models{Edit: "big-model", Fast: "small-model"},
+		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr"},
+		Source:      PolicyPath,
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("got  %+v\nwant %+v", p, want)
+	}
+}
+
+func TestBuiltinDefaults(t *testing.T) {
+	p, err := BuildPolicy(DefaultServerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Source != "built-in defaults" || p.Sandbox.Image != "agentbot-sandbox:dev" || p.Setup.Network ||
+		p.Trigger.Command != DefaultCommand || len(p.Checks) != 0 || p.Tools.Shell.Policy != ApprovalAuto {
+		t.Errorf("defaults: %+v", p)
+	}
+}
+
+// TestBrokenFiles checks the exact message of every kind of mistake; the
+// files in testdata/policy/invalid are checked against testdata/policy/server.yml.
+func TestBrokenFiles(t *testing.T) {
+	server, err := LoadServerConfig("testdata/policy/server.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{"unknown-key.yml", []string{`.github/agent.yml:4: trigger.lable: unknown key (did you mean "label"?)`}},
+		{"wrong-type.yml", []string{`.github/agent.yml:4: limits.iterations: "thirty" is not a whole number`}},
+		{"bad-glob.yml", []string{`.github/agent.yml:5: paths.deny[0]: "src/[a-z" is not a valid glob (see https://github.com/bmatcuk/doublestar#patterns)`}},
+		{"bad-duration.yml", []string{`.github/agent.yml:2: checks[0].timeout: "5 minutes" is not a duration such as 90s, 15m or 1h30m`}},
+		{"bad-size.yml", []string{`.github/agent.yml:4: sandbox.memory: "4 gigs" is not a size such as 512MiB or 4GiB`}},
+		{"bad-approval.yml", []string{`.github/agent.yml:4: tools.shell.policy: "sometimes" is not one of auto, allowlist, human, off`}},
+		{"allowlist-empty.yml", []string{`.github/agent.yml:4: tools.shell.policy: allowlist needs at least one entry in tools.shell.allow`}},
+		{"duplicate-check.yml", []string{`.github/agent.yml:3: checks[1].name: "test" is already the name of checks[0]; check names must differ`}},
+		{"empty-check-run.yml", []string{
+			`.github/agent.yml:2: checks[0].run: a check needs a command line to run`,
+			`.github/agent.yml:3: checks[1].run: a check needs a command line to run`,
+		}},
+		{"above-cap.yml", []string{
+			`.github/agent.yml:4: limits.iterations: 80 is above this server's cap of 50`,
+			`.github/agent.yml:5: limits.wall_clock: 3h is above this server's cap of 2h`,
+			`.github/agent.yml:7: sandbox.memory: 16GiB is above this server's cap of 8GiB`,
+		}},
+		{"image-not-allowed.yml", []string{`.github/agent.yml:4: sandbox.image: "ubuntu:24.04" is not an image this server allows (agentbot-sandbox:*)`}},
+		{"setup-network.yml", []string{`.github/agent.yml:4: setup.network: this server does not allow network during setup; set it to false, or ask the operator`}},
+		{"structure.yml", []string{
+			`.github/agent.yml:2: checks: expected a list, not a mapping`,
+			`.github/agent.yml:4: sandbox.cpus: expected a single value, not a list`,
+			`.github/agent.yml:5: sandbox.pids: 0 must be more than zero`,
+			`.github/agent.yml:6: version: is set twice (first on line 1)`,
+		}},
+		{"bad-values.yml", []string{
+			`.github/agent.yml:1: version: 2 is not a version this agentbot reads; write version: 1`,
+			`.github/agent.yml:3: trigger.command: "agent" must be a slash and a word, such as /agent`,
+			`.github/agent.yml:4: trigger.roles[1]: "owner" is not a repository role (admin, maintain, write, triage, read)`,
+			`.github/agent.yml:5: trigger.users[0]: "not a login" is not a GitHub login`,
+			`.github/agent.yml:7: pull_request.branch_prefix: "-x" cannot start a git branch name; use letters, digits, '-', '_', '.' and '/', such as agent/`,
+			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
+		}},
+		{"syntax.yml", []string{`.github/agent.yml:1: not valid YAML: did not find expected ',' or '}'`}},
+	}
+	files, err := filepath.Glob("testdata/policy/invalid/*.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(tests) {
+		t.Errorf("%d files in testdata/policy/invalid, %d cases: every broken file needs its message checked", len(files), len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata/policy/invalid", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := ParsePolicy(PolicyPath, data)
+			if err == nil {
+				_, err = BuildPolicy(server, r)
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if code := ErrorCode(err); code != EInvalid {
+				t.Errorf("code %q, want %q", code, EInvalid)
+			}
+			if got, want := ErrorMessage(err), strings.Join(tt.want, "\n"); got != want {
+				t.Errorf("message:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+func TestMergeOrder(t *testing.T) {
+	org := parseString(t, "acme/.github:.github/agent.yml", `
+checks: [{name: test, run: make test}]
+limits: {iterations: 20, tokens: 1000}
+pull_request: {labels: [org-label], draft: true}
+`)
+	repo := parseString(t, "acme/app:.github/agent.yml", `
+limits: {iterations: 10}
+pull_request: {labels: [repo-label]}
+`)
+	p, err := BuildPolicy(openServer(), org, nil, repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.Iterations != 10 {
+		t.Errorf("iterations %d: the repository's file must win over the organisation's", p.Limits.Iterations)
+	}
+	if p.Limits.Tokens != 1000 || !p.PullRequest.Draft || len(p.Checks) != 1 {
+		t.Errorf("what the repository does not set must come from the organisation: %+v", p)
+	}
+	if !reflect.DeepEqual(p.PullRequest.Labels, []string{"repo-label"}) {
+		t.Errorf("labels %q: lists are replaced, not appended", p.PullRequest.Labels)
+	}
+	if p.Limits.DiffLines != 600 {
+		t.Errorf("diff_lines %d: what no file sets keeps the built-in default", p.Limits.DiffLines)
+	}
+	if want := "acme/.github:.github/agent.yml < acme/app:.github/agent.yml"; p.Source != want {
+		t.Errorf("Source %q, want %q", p.Source, want)
+	}
+
+	// A repository can remove the organisation's checks, and is then refused.
+	none := parseString(t, "acme/app:.github/agent.yml", "checks: []\n")
+	p, err = BuildPolicy(openServer(), org, none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Checks) != 0 || p.RequireChecks() == nil {
+		t.Errorf("checks: [] must clear the organisation's checks, got %+v", p.Checks)
+	}
+}
+
+func TestMergeErrorsNameTheirFile(t *testing.T) {
+	server := openServer()
+	server.Max.Limits.Iterations = 25
+	org := parseString(t, "acme/.github:.github/agent.yml", "tools: {shell: allowlist}\nlimits: {iterations: 40}\n")
+	repo := parseString(t, "acme/app:.github/agent.yml", "\nlimits: {iterations: 30}\n")
+	_, err := BuildPolicy(server, org, repo)
+	want := "acme/.github:.github/agent.yml:1: tools.shell.policy: allowlist needs at least one entry in tools.shell.allow\n" +
+		"acme/.github:.github/agent.yml:2: limits.iterations: 40 is above this server's cap of 25\n" +
+		"acme/app:.github/agent.yml:2: limits.iterations: 30 is above this server's cap of 25"
+	if got := ErrorMessage(err); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestCaps(t *testing.T) {
+	server := openServer()
+	server.Max = Caps{Limits: Limits{Iterations: 20, CostUSD: 1.5}, Sandbox: SandboxSpec{Memory: 1 << 30, Timeout: 20 * time.Minute}}
+	server.Images = []string{"agentbot-sandbox:*", "ghcr.io/acme/*"}
+
+	// Built-in defaults above a cap are lowered to it: nobody asked for them.
+	p, err := BuildPolicy(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.Iterations != 20 || p.Limits.CostUSD != 1.5 || p.Sandbox.Memory != 1<<30 || p.Sandbox.Timeout != 20*time.Minute {
+		t.Errorf("defaults not lowered to the caps: %+v %+v", p.Limits, p.Sandbox)
+	}
+
+	// A value at the cap and an allowed image are accepted.
+	r := parseString(t, PolicyPath, "limits: {iterations: 20, cost_usd: 1.5}\nsandbox: {memory: 1GiB, image: ghcr.io/acme/go}\n")
+	if p, err = BuildPolicy(server, r); err != nil || p.Sandbox.Image != "ghcr.io/acme/go" {
+		t.Errorf("values at the caps: %v, image %q", err, p.Sandbox.Image)
+	}
+
+	// A glob's * stays within one path segment of the image name.
+	r = parseString(t, PolicyPath, "sandbox: {image: ghcr.io/acme/team/go}\n")
+	if _, err = BuildPolicy(server, r); err == nil {
+		t.Error("ghcr.io/acme/* must not allow ghcr.io/acme/team/go")
+	}
+
+	r = parseString(t, PolicyPath, "limits: {cost_usd: 1.51}\n")
+	_, err = BuildPolicy(server, r)
+	if got, want := ErrorMessage(err), ".github/agent.yml:1: limits.cost_usd: 1.51 is above this server's cap of 1.5"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestRequireChecks(t *testing.T) {
+	p, err := BuildPolicy(openServer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.RequireChecks()
+	if ErrorCode(err) != EPolicy {
+		t.Fatalf("RequireChecks without checks: %v", err)
+	}
+	want := "agentbot needs to know when a task is done, and this repository defines no checks. " +
+		"Add a `checks:` list to `.github/agent.yml` on the default branch (or to the organisation's `.github` repository), " +
+		"fastest first; a task is done when all of them pass. For example:\n\n" +
+		"```yaml\nchecks:\n  - {name: build, run: \"go build ./...\", timeout: 5m}\n  - {name: test, run: \"go test ./...\", timeout: 15m}\n```"
+	if got := ErrorMessage(err); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+
+	// The snippet in the message must itself be a valid policy with checks.
+	snippet := want[strings.Index(want, "```yaml\n")+8 : strings.LastIndex(want, "```")]
+	p, err = BuildPolicy(openServer(), parseString(t, "snippet", snippet))
+	if err != nil || p.RequireChecks() != nil {
+		t.Errorf("the snippet does not give a policy with checks: %v", err)
+	}
+}
+
+func TestParsePolicyEdgeCases(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"empty file", "", ""},
+		{"comments only", "# nothing yet\n", ""},
+		{"null section", "limits:\n", ""},
+		{"alias", "x: &t 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
+		{"top level list", "- a\n", `.github/agent.yml:1: expected a mapping of keys to values, not a list`},
+		{"bool for int", "limits: {iterations: true}\n", `.github/agent.yml:1: limits.iterations: "true" is not a whole number`},
+		{"float for int", "limits: {diff_lines: 1.5}\n", `.github/agent.yml:1: limits.diff_lines: "1.5" is not a whole number`},
+		{"word for bool", "setup: {network: maybe}\n", `.github/agent.yml:1: setup.network: "maybe" is not true or false`},
+		{"negative", "sandbox: {cpus: -1}\n", `.github/agent.yml:1: sandbox.cpus: -1 must be more than zero`},
+		{"shorthand rule", "tools: {write: off}\n", ""},
+		{"mapping for tool rule list", "tools: {write: [auto]}\n", `.github/agent.yml:1: tools.write: expected a mapping of keys to values, not a list`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParsePolicy(PolicyPath, []byte(tt.yaml))
+			if got := errorText(err); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return ErrorMessage(err)
+}
+
+func FuzzParsePolicy(f *testing.F) {
+	for _, dir := range []string{"testdata/policy/valid", "testdata/policy/invalid"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.yml"))
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("checks: [{run: x}]\ntools: {shell: {policy: allowlist, allow: ['[']}}\n"))
+	server := DefaultServerConfig()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := ParsePolicy(PolicyPath, data)
+		if err != nil {
+			if ErrorMessage(err) == "Internal error." {
+				t.Fatalf("a broken file must be explained: %v", err)
+			}
+			return
+		}
+		if _, err := BuildPolicy(server, r); err != nil && ErrorCode(err) != EInvalid {
+			t.Fatalf("BuildPolicy: %v", err)
+		}
+	})
+}

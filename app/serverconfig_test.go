@@ -1,0 +1,92 @@
+package app
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestServerConfigExample(t *testing.T) {
+	c, err := LoadServerConfig("../deploy/server.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ServerConfig{
+		Repos:        []string{"acme/*", "acme-labs/tools"},
+		Images:       []string{"agentbot-sandbox:*", "golang:1.2*"},
+		DefaultImage: "agentbot-sandbox:dev",
+		SetupNetwork: true,
+		Max: Caps{
+			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour},
+			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute},
+		},
+		Source: "../deploy/server.example.yaml",
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("got  %+v\nwant %+v", c, want)
+	}
+	// The design's example policy is within the example's bounds.
+	if _, err := BuildPolicy(c, readPolicy(t, "testdata/policy/valid/design-example.yml")); err != nil {
+		t.Errorf("design example against server.example.yaml: %v", err)
+	}
+}
+
+func TestLoadServerConfigDefaults(t *testing.T) {
+	c, err := LoadServerConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, DefaultServerConfig()) {
+		t.Errorf("no file: %+v", c)
+	}
+	if _, err := LoadServerConfig("testdata/policy/no-such-file.yml"); err == nil {
+		t.Error("a missing file must be an error, not the defaults")
+	}
+	// A file that sets only caps keeps the other defaults.
+	c, err = ParseServerConfig("server.yaml", []byte("max: {limits: {iterations: 5}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Max.Limits.Iterations != 5 || c.DefaultImage != "agentbot-sandbox:dev" || c.SetupNetwork {
+		t.Errorf("partial file: %+v", c)
+	}
+}
+
+func TestParseServerConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown key", "repo: [a/b]\n", `server.yaml:1: repo: unknown key (did you mean "repos"?)`},
+		{"bad glob", "repos: [\"acme/[\"]\n", `server.yaml:1: repos[0]: "acme/[" is not a valid glob (see https://github.com/bmatcuk/doublestar#patterns)`},
+		{"default image outside images", "sandbox:\n  images: [golang:*]\n", `server.yaml:2: sandbox.default_image: "agentbot-sandbox:dev" is not among sandbox.images (golang:*)`},
+		{"bad cap", "max:\n  limits:\n    wall_clock: soon\n  sandbox: {memory: lots}\n",
+			"server.yaml:3: max.limits.wall_clock: \"soon\" is not a duration such as 90s, 15m or 1h30m\n" +
+				`server.yaml:4: max.sandbox.memory: "lots" is not a size such as 512MiB or 4GiB`},
+		{"image under max", "max: {sandbox: {image: x}}\n", `server.yaml:1: max.sandbox.image: unknown key (expected one of: cpus, memory, pids, timeout)`},
+		{"wrong type", "setup: {allow_network: sometimes}\n", `server.yaml:1: setup.allow_network: "sometimes" is not true or false`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseServerConfig("server.yaml", []byte(tt.yaml))
+			if got := errorText(err); got != tt.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAllowsRepo(t *testing.T) {
+	c := ServerConfig{Repos: []string{"acme/*", "other/one"}}
+	for repo, allowed := range map[string]bool{"acme/app": true, "other/one": true, "other/two": false, "acmeish/app": false} {
+		if err := c.AllowsRepo(repo); (err == nil) != allowed {
+			t.Errorf("AllowsRepo(%s) = %v, want allowed %v", repo, err, allowed)
+		}
+	}
+	err := c.AllowsRepo("other/two")
+	if want := "agentbot is not enabled for other/two on this server; its operator lists the repositories it serves"; ErrorMessage(err) != want || ErrorCode(err) != EPolicy {
+		t.Errorf("got %v", err)
+	}
+	if err := (ServerConfig{}).AllowsRepo("any/repo"); err != nil {
+		t.Errorf("no repos listed must serve every repository: %v", err)
+	}
+}
