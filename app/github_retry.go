@@ -60,9 +60,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // (x-ratelimit-remaining: 0 until x-ratelimit-reset) and secondary (403 or 429
 // with Retry-After), and server errors. A rate-limited request was not
 // processed, so any method is replayed; a 5xx on a POST may have created
-// something, so it is replayed only where GitHub makes the POST idempotent
-// (reactions, token minting) and otherwise left to the caller, whose creates
-// look before they post.
+// something, so it is replayed only where the POST is idempotent (see
+// idempotent) and otherwise left to the caller, whose creates look before
+// they post.
 type retryTransport struct {
 	next   http.RoundTripper
 	policy RetryPolicy
@@ -162,11 +162,16 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 }
 
 // idempotent reports whether replaying req after a server error cannot make
-// GitHub do something twice.
+// GitHub do something twice. Among POSTs, those that add to a set (a
+// user's reaction, labels, requested reviewers) or mint a token are.
 func idempotent(req *http.Request) bool {
 	if req.Method != http.MethodPost {
 		return true
 	}
-	p := req.URL.Path
-	return strings.HasSuffix(p, "/reactions") || strings.HasSuffix(p, "/access_tokens")
+	for _, suffix := range []string{"/reactions", "/labels", "/requested_reviewers", "/access_tokens"} {
+		if strings.HasSuffix(req.URL.Path, suffix) {
+			return true
+		}
+	}
+	return false
 }

@@ -268,8 +268,10 @@ type CheckRun struct {
 	id   int64
 }
 
-// CheckRun returns the check run of task on headSHA. ID is the run's id
-// when the caller kept it from an earlier Start, zero otherwise.
+// CheckRun returns the check run of task on headSHA. id is the run's id
+// when the task kept it from an earlier Start (keep it with the task's
+// state, so that a worker resuming the task updates the same run), zero
+// otherwise.
 func (i *Installation) CheckRun(repo, headSHA, taskID string, id int64) *CheckRun {
 	return &CheckRun{inst: i, repo: repo, sha: headSHA, task: taskID, id: id}
 }
@@ -277,7 +279,7 @@ func (i *Installation) CheckRun(repo, headSHA, taskID string, id int64) *CheckRu
 // ID is the check run's id, zero before Start.
 func (c *CheckRun) ID() int64 { return c.id }
 
-// Start marks the check run in progress, creating it unless it exists.
+// Start marks the check run in progress, creating it unless its id is known.
 func (c *CheckRun) Start(ctx context.Context, out CheckOutput) error {
 	owner, name, err := splitOwnerRepo(c.repo)
 	if err != nil {
@@ -303,7 +305,13 @@ func (c *CheckRun) Start(ctx context.Context, out CheckOutput) error {
 		}
 		return err
 	}
-	if err := c.inst.createOnce(ctx, c.find, create); err != nil {
+	// GitHub has no lookup of a check run by its external id in the API
+	// agentbot uses, so a run is found again only by the id its creator
+	// kept (see Installation.CheckRun). A create that failed with a 5xx is
+	// tried again; should GitHub have created it nonetheless, the newer run
+	// of the same name is the one GitHub shows on the commit.
+	known := func(context.Context) (bool, error) { return c.id != 0, nil }
+	if err := c.inst.createOnce(ctx, known, create); err != nil {
 		return fmt.Errorf("create check run on %s@%s: %w", c.repo, c.sha, err)
 	}
 	return nil
@@ -318,12 +326,7 @@ func (c *CheckRun) Complete(ctx context.Context, conclusion Conclusion, out Chec
 	ctx, cancel := c.inst.app.withTimeout(ctx)
 	defer cancel()
 	if c.id == 0 {
-		if _, err := c.find(ctx); err != nil {
-			return err
-		}
-		if c.id == 0 {
-			return fmt.Errorf("complete check run of task %s on %s@%s: never started", c.task, c.repo, c.sha)
-		}
+		return fmt.Errorf("complete check run of task %s on %s@%s: it was never started", c.task, c.repo, c.sha)
 	}
 	status, concl := "completed", string(conclusion)
 	return c.update(ctx, owner, name, github.UpdateCheckRunOptions{
@@ -340,29 +343,6 @@ func (c *CheckRun) update(ctx context.Context, owner, name string, opts github.U
 		return fmt.Errorf("update check run %d on %s: %w", c.id, c.repo, err)
 	}
 	return nil
-}
-
-// find looks for the task's check run among the head commit's runs.
-func (c *CheckRun) find(ctx context.Context) (bool, error) {
-	owner, name, _ := splitOwnerRepo(c.repo)
-	check := CheckName
-	opts := &github.ListCheckRunsOptions{CheckName: &check, ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		res, resp, err := c.inst.gh.Checks.ListCheckRunsForRef(ctx, owner, name, c.sha, opts)
-		if err != nil {
-			return false, fmt.Errorf("list check runs of %s@%s: %w", c.repo, c.sha, err)
-		}
-		for _, r := range res.CheckRuns {
-			if r.GetExternalID() == c.task {
-				c.id = r.GetID()
-				return true, nil
-			}
-		}
-		if resp.NextPage == 0 {
-			return false, nil
-		}
-		opts.Page = resp.NextPage
-	}
 }
 
 // PullRequestDraft is the pull request a task wants to exist.
