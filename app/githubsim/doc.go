@@ -1,0 +1,52 @@
+// Package githubsim is an in-process GitHub: the REST subset agentbot uses,
+// git over smart HTTP backed by real bare repositories, signed webhook
+// deliveries and the App manifest flow. Tests and `make demo` run agentbot
+// against it because no real GitHub is reachable from our machines.
+//
+// The simulator is only useful if it answers as GitHub does, so every
+// response shape of the operations in the shared OpenAPI subset
+// (../shared/fixtures/github-rest-openapi-subset.json) is validated against
+// that description in this package's tests, with real field names, status
+// codes, error bodies, html_urls, node_ids and timestamps.
+//
+// # Layout
+//
+// New starts one HTTP server on 127.0.0.1. It plays both hosts of a GitHub
+// Enterprise Server:
+//
+//   - /api/v3/...: the REST API. APIURL returns this base, so go-github's
+//     WithEnterpriseURLs(base, base) and ghinstallation's BaseURL work
+//     unchanged.
+//   - /OWNER/REPO.git/...: git smart HTTP, served by `git http-backend`
+//     through net/http/cgi; this is each repository's clone_url.
+//   - /settings/apps/new (and /organizations/ORG/settings/apps/new): the
+//     page the App manifest form posts to; it redirects to the manifest's
+//     redirect_url with a one-time code and the caller's state, which
+//     POST /api/v3/app-manifests/{code}/conversions exchanges for the App's
+//     credentials.
+//
+// # Identity and authorisation
+//
+// The simulator owns one GitHub App, generated at start (App). Routes
+// under /app are authenticated with the App's JWT (RS256, iss = app id,
+// checked against the App's public key, expired or too long-lived tokens
+// refused). Everything else takes an installation token minted by
+// POST /app/installations/{id}/access_tokens, which honours the
+// repositories/repository_ids and permissions the caller asks for and
+// expires after an hour. A token used on a repository outside its scope
+// gets GitHub's 404; a token lacking the permission a route needs gets
+// 403 "Resource not accessible by integration". Git accepts the token as
+// Basic auth (x-access-token:TOKEN, the canonical form) or as a bearer
+// header; pushing needs contents: write.
+//
+// # Driving it from a test
+//
+// A test builds the world with AddInstallation, AddRepo (a real bare
+// repository on branch main with an initial commit), SetPermission,
+// AddIssue, AddComment and AddPullRequest; acts as GitHub toward the bot
+// with Deliver and the Deliver* helpers, which sign the payload as GitHub
+// does; injects failures with Inject; and reads what the bot did through
+// accessors that return copies (Comments, Issue, PullRequests, CheckRuns,
+// ReviewComments, Reviews, BranchSHA). All state is safe for concurrent
+// use.
+package githubsim
