@@ -10,7 +10,10 @@ type Cmd struct {
 	Dir     string        `json:"dir,omitempty"` // relative to the work tree
 	Env     []string      `json:"env,omitempty"` // KEY=VALUE, added to the sandbox's own minimal env
 	Stdin   []byte        `json:"stdin,omitempty"`
-	Timeout time.Duration `json:"timeout,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"` // 0 means DefaultTimeout
+	// OutputLimit is how many bytes of each of stdout and stderr are kept
+	// (half from the start, half from the end); 0 means DefaultOutputLimit.
+	OutputLimit int `json:"output_limit,omitempty"`
 }
 
 // Result is what a command did. Output is capped: the head and the tail are

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Builds the sandbox image with no registry: debootstrap a minimal Debian
+# bookworm into a temporary folder, "docker import" it as the base layer, then
+# add the host's Go toolchain in a second layer with a "docker build" whose
+# FROM is that local image, so nothing is ever pulled.
+#
+#   deploy/sandbox/build-offline.sh [TAG]      (default agentbot-sandbox:dev)
+#
+# Idempotent and cached by tag: when TAG exists the script exits at once; the
+# debootstrap base is cached under its own tag, so a new Go toolchain only
+# rebuilds the second layer. Needs root (debootstrap), docker and debootstrap.
+#
+# Environment:
+#   MIRROR      Debian mirror for debootstrap (default: the first Debian URI of
+#               apt's own sources, which is the one this machine can reach)
+#   GOROOT_SRC  the Go toolchain to copy (default /usr/local/go)
+#   REBUILD=1   rebuild even when TAG exists
+set -euo pipefail
+
+tag=${1:-agentbot-sandbox:dev}
+base_tag=agentbot-sandbox-base:bookworm
+goroot=${GOROOT_SRC:-/usr/local/go}
+uid=65532 # the sandbox user; also hard-coded in runner/sandbox (DefaultUser)
+
+have_image() { docker image inspect "$1" >/dev/null 2>&1; }
+
+if [ "${REBUILD:-}" != 1 ] && have_image "$tag"; then
+	exit 0
+fi
+
+# Concurrent "make test" runs share one build instead of racing.
+exec 9>/tmp/agentbot-sandbox-build.lock
+flock 9
+if [ "${REBUILD:-}" != 1 ] && have_image "$tag"; then
+	exit 0
+fi
+
+# apt's configured Debian mirror, from either the deb822 or the one-line format.
+apt_mirror() {
+	local f
+	for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -r "$f" ] || continue
+		grep -hoE '(URIs:[[:space:]]*|^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?)https?://[^[:space:]]+/debian/?([[:space:]]|$)' "$f" |
+			grep -oE 'https?://[^[:space:]]+' | head -n1
+	done | head -n1
+}
+
+work=$(mktemp -d /tmp/agentbot-sandbox.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
+	mirror=${MIRROR:-$(apt_mirror)}
+	mirror=${mirror:-http://deb.debian.org/debian}
+	echo "debootstrap bookworm from $mirror" >&2
+	root=$work/rootfs
+	debootstrap --variant=minbase --components=main \
+		--include=git,ca-certificates,gcc,make,libc6-dev,ripgrep,procps \
+		bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+		{ tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+	# Smaller image; nothing in the sandbox runs apt.
+	rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
+		"$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
+	# A named user so tools that look up the uid (git, ssh, id) work; mount points
+	# for the work tree, the executor and the tmpfs home.
+	echo "sandbox:x:$uid:$uid:sandbox:/home/sandbox:/bin/sh" >>"$root/etc/passwd"
+	echo "sandbox:x:$uid:" >>"$root/etc/group"
+	mkdir -p "$root/workspace" "$root/home/sandbox"
+	touch "$root/agentbot"
+	# The whole configuration is set here: every instruction of a "docker
+	# build" costs a layer commit, which is slow on fuse-overlayfs. Go state
+	# lives under the tmpfs $HOME, and the sandbox has no network, so the
+	# module proxy is off.
+	tar -C "$root" -c . | docker import \
+		--change "ENV PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+		--change "ENV HOME=/home/sandbox" \
+		--change "ENV GOTOOLCHAIN=local" \
+		--change "ENV GOPROXY=off" \
+		--change "ENV GOTELEMETRY=off" \
+		--change "ENV GOPATH=/home/sandbox/go" \
+		--change "ENV GOCACHE=/home/sandbox/.cache/go-build" \
+		--change "USER $uid:$uid" \
+		--change "WORKDIR /workspace" \
+		--change 'CMD ["/bin/sh"]' \
+		- "$base_tag" >/dev/null
+fi
+
+# Second layer: the host's Go toolchain, from the local base (nothing pulled).
+# The build context is streamed: the Dockerfile plus the toolchain, no copy on disk.
+printf 'FROM %s\nCOPY go /usr/local/go\n' "$base_tag" >"$work/Dockerfile"
+tar -c -C "$work" Dockerfile -C "$(dirname "$goroot")" --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
+	DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >"$work/build.log" 2>&1 ||
+	{ cat "$work/build.log" >&2; exit 1; }
+echo "built $tag" >&2

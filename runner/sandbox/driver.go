@@ -1,0 +1,425 @@
+// Package sandbox runs the agent's commands in hardened, network-less Docker
+// containers. It is the only package of agentbot that imports Docker.
+//
+// A Driver talks to the engine on behalf of one worker. Driver.Start creates
+// a Container for a task over the task's work tree, with the design's
+// defaults: no network (a bridge only for the setup phase), a read-only root
+// filesystem, the work tree as the only writable bind mount (at /workspace),
+// size-limited tmpfs for /tmp and $HOME, a non-root user, every capability
+// dropped, no-new-privileges, default seccomp, pids, memory (= memory+swap)
+// and CPU limits, an init process, and an environment holding only what the
+// driver sets, so no credential of the host can leak in.
+//
+// The container's command is the agentbot binary itself, mounted read-only,
+// running "agentbot sandbox-exec" (Serve): a long-lived executor that reads
+// one JSON Cmd per line from the attached stdin and answers one JSON Result
+// per line on stdout. A call costs a pipe round trip instead of the tens of
+// milliseconds of "docker exec", and every process a command starts stays
+// under the container's pids limit, which exec'd processes escape.
+//
+// Container.Close stops and removes a container with a context that outlives
+// the task's cancellation; Driver.RemoveOrphans removes what a killed worker
+// left behind, found by the agentbot.worker label.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Labels put on every container, so that a restarted worker finds the
+// containers of workers that died.
+const (
+	LabelTask   = "agentbot.task"
+	LabelWorker = "agentbot.worker"
+)
+
+// The user commands run as: not root, and not the uid of the worker (which
+// owns the host side). The work tree must be writable by it; the image names
+// it "sandbox" with its home at Home.
+const (
+	UID  = 65532
+	GID  = 65532
+	Home = "/home/sandbox"
+	// WorkDir is where the work tree is mounted inside the container.
+	WorkDir = "/workspace"
+)
+
+// Defaults of a Spec that leaves its limits zero, as in the design's policy.
+const (
+	DefaultCPUs      = 2.0
+	DefaultMemory    = 4 << 30
+	DefaultPids      = 512
+	DefaultTmpfsSize = 1 << 30
+)
+
+// Timeouts of the engine calls the driver makes on its own.
+const (
+	engineTimeout = 30 * time.Second
+	stopGrace     = 2 * time.Second
+	// answerGrace is how long past a command's own timeout the host waits for
+	// its answer before it declares the executor wedged.
+	answerGrace = 30 * time.Second
+)
+
+// executorPath is where the agentbot binary is mounted in the container.
+const executorPath = "/agentbot"
+
+// Options configure a Driver.
+type Options struct {
+	Image        string // the sandbox image, e.g. agentbot-sandbox:dev
+	Runtime      string // OCI runtime such as runsc; empty = the engine's default
+	WorkerID     string // put on every container as LabelWorker
+	ExecutorPath string // the static agentbot binary on the host
+	Logger       *slog.Logger
+}
+
+// Driver creates and removes sandbox containers for one worker.
+type Driver struct {
+	cli  *client.Client
+	opts Options
+	log  *slog.Logger
+}
+
+// New connects to the Docker engine named by the environment (DOCKER_HOST…),
+// negotiating the API version, and checks that the image and the executor
+// exist.
+func New(ctx context.Context, opts Options) (*Driver, error) {
+	if opts.Image == "" || opts.WorkerID == "" || opts.ExecutorPath == "" {
+		return nil, errors.New("sandbox: Image, WorkerID and ExecutorPath are required")
+	}
+	exe, err := filepath.Abs(opts.ExecutorPath)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox executor %s: %w", opts.ExecutorPath, err)
+	}
+	if fi, err := os.Stat(exe); err != nil || !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("sandbox executor %s is not an executable file", exe)
+	}
+	opts.ExecutorPath = exe
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	if _, err := cli.ImageInspect(ctx, opts.Image); err != nil {
+		cli.Close()
+		if client.IsErrNotFound(err) {
+			return nil, fmt.Errorf("sandbox image %s is missing; build it with deploy/sandbox/build-offline.sh %s", opts.Image, opts.Image)
+		}
+		return nil, fmt.Errorf("inspect sandbox image %s: %w", opts.Image, err)
+	}
+	return &Driver{cli: cli, opts: opts, log: opts.Logger.With("worker", opts.WorkerID)}, nil
+}
+
+// Close releases the connection to the engine; containers are left alone.
+func (d *Driver) Close() error { return d.cli.Close() }
+
+// Spec is one container for one task. Zero limits take the defaults.
+type Spec struct {
+	TaskID    string
+	WorkTree  string  // host directory mounted read-write at WorkDir
+	CPUs      float64 // DefaultCPUs when zero
+	Memory    int64   // bytes, memory and memory+swap; DefaultMemory when zero
+	Pids      int64   // DefaultPids when zero
+	TmpfsSize int64   // bytes for each of /tmp and $HOME; DefaultTmpfsSize when zero
+	// Network gives the container a bridge network. Only the setup phase may
+	// ask for it; the agent phase always runs in a fresh container without.
+	Network bool
+	Env     []string // KEY=VALUE added to the sandbox's minimal environment
+}
+
+// Container is a running sandbox with its executor attached.
+type Container struct {
+	ID string
+
+	d       *Driver
+	log     *slog.Logger
+	conn    types.HijackedResponse
+	answers <-chan answer
+	done    chan struct{} // closed by Close: the listener stops delivering
+	stderr  *capture      // the executor's own stderr, for errors when it dies
+
+	mu     sync.Mutex // one command at a time
+	broken error      // set once the executor can no longer be trusted
+	closed bool
+}
+
+// Start creates the container, attaches to the executor and starts it.
+func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
+	cfg, host, err := d.config(spec)
+	if err != nil {
+		return nil, err
+	}
+	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("create sandbox for task %s: %w", spec.TaskID, err)
+	}
+	c := &Container{ID: created.ID, d: d, log: d.log.With("task", spec.TaskID, "container", shortID(created.ID))}
+	// Attach before start, so that nothing the executor writes is missed.
+	conn, err := d.cli.ContainerAttach(ctx, c.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err == nil {
+		c.conn = conn
+		c.listen()
+		err = d.cli.ContainerStart(ctx, c.ID, container.StartOptions{})
+	}
+	if err != nil {
+		c.Close(ctx)
+		return nil, fmt.Errorf("start sandbox for task %s: %w", spec.TaskID, err)
+	}
+	c.log.Debug("sandbox started", "network", spec.Network)
+	return c, nil
+}
+
+func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, error) {
+	if spec.TaskID == "" {
+		return nil, nil, errors.New("sandbox spec: TaskID is required")
+	}
+	tree, err := filepath.Abs(spec.WorkTree)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox work tree %q: %w", spec.WorkTree, err)
+	}
+	if fi, err := os.Stat(tree); err != nil || !fi.IsDir() {
+		return nil, nil, fmt.Errorf("sandbox work tree %s is not a directory", tree)
+	}
+	cpus := orDefault(spec.CPUs, DefaultCPUs)
+	memory := orDefault(spec.Memory, DefaultMemory)
+	pids := orDefault(spec.Pids, DefaultPids)
+	tmpfs := orDefault(spec.TmpfsSize, DefaultTmpfsSize)
+	network := container.NetworkMode("none")
+	if spec.Network {
+		network = "bridge"
+	}
+	cfg := &container.Config{
+		Image:      d.opts.Image,
+		User:       fmt.Sprintf("%d:%d", UID, GID),
+		Cmd:        []string{executorPath, "sandbox-exec"},
+		WorkingDir: WorkDir,
+		// Only what is listed here: never the worker's own environment.
+		Env:          append([]string{"HOME=" + Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...),
+		Labels:       map[string]string{LabelTask: spec.TaskID, LabelWorker: d.opts.WorkerID},
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+	}
+	init := true
+	host := &container.HostConfig{
+		NetworkMode:    network,
+		ReadonlyRootfs: true,
+		Mounts: []mount.Mount{
+			{Type: mount.TypeBind, Source: tree, Target: WorkDir},
+			{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
+		},
+		Tmpfs: map[string]string{
+			"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
+			Home:   fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, UID, GID),
+		},
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		IpcMode:     "private",
+		Init:        &init,
+		Runtime:     d.opts.Runtime,
+		// Answers go over the attach stream; a log driver would keep a
+		// second copy of everything on the host's disk.
+		LogConfig: container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			NanoCPUs:   int64(cpus * 1e9),
+			Memory:     memory,
+			MemorySwap: memory,
+			PidsLimit:  &pids,
+		},
+	}
+	return cfg, host, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// listen demultiplexes the attach stream: answers from the executor's stdout
+// go to c.answers, which is closed when the executor's output ends.
+func (c *Container) listen() {
+	answers := make(chan answer)
+	c.answers = answers
+	c.done = make(chan struct{})
+	c.stderr = newCapture(8 << 10)
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, c.stderr, c.conn.Reader)
+		pw.CloseWithError(err)
+	}()
+	go func() {
+		defer close(answers)
+		dec := json.NewDecoder(pr)
+		for {
+			var a answer
+			if err := dec.Decode(&a); err != nil {
+				pr.CloseWithError(err)
+				return
+			}
+			select {
+			case answers <- a:
+			case <-c.done:
+				return
+			}
+		}
+	}()
+}
+
+// Run runs one command through the executor and waits for its result. A
+// command that fails is a Result with its exit code, not an error; errors
+// mean the command was refused (ErrInvalidCmd) or the sandbox failed. If ctx
+// ends first, Run returns its error and the container is unusable: Close it.
+func (c *Container) Run(ctx context.Context, cmd Cmd) (Result, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.broken != nil {
+		return Result{}, c.broken
+	}
+	req, err := json.Marshal(cmd)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode command: %w", err)
+	}
+	timeout := cmd.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	wedged := time.NewTimer(timeout + answerGrace)
+	defer wedged.Stop()
+	// A write blocks only while the executor is busy reading; ctx still wins.
+	stop := context.AfterFunc(ctx, func() { c.conn.Conn.SetWriteDeadline(time.Unix(1, 0)) })
+	_, err = c.conn.Conn.Write(append(req, '\n'))
+	stop()
+	if err != nil {
+		return Result{}, c.fail(ctx, fmt.Errorf("send command: %w", err))
+	}
+	select {
+	case a, ok := <-c.answers:
+		if !ok {
+			return Result{}, c.fail(ctx, c.exited(ctx))
+		}
+		if a.Invalid {
+			return Result{}, fmt.Errorf("sandbox: %s: %w", strings.TrimPrefix(a.Error, ErrInvalidCmd.Error()+": "), ErrInvalidCmd)
+		}
+		if a.Error != "" {
+			return Result{}, fmt.Errorf("sandbox executor: %s", a.Error)
+		}
+		return a.Result, nil
+	case <-ctx.Done():
+		return Result{}, c.fail(ctx, fmt.Errorf("command abandoned: %w", context.Cause(ctx)))
+	case <-wedged.C:
+		return Result{}, c.fail(ctx, fmt.Errorf("no answer %s past the command's timeout", answerGrace))
+	}
+}
+
+// fail marks the container broken: the executor may still be running the
+// abandoned command, so its next answer would not match the next request.
+func (c *Container) fail(ctx context.Context, err error) error {
+	c.broken = fmt.Errorf("sandbox %s: %w", shortID(c.ID), err)
+	if ctx.Err() != nil {
+		return fmt.Errorf("sandbox %s: %w", shortID(c.ID), ctx.Err())
+	}
+	return c.broken
+}
+
+// exited explains why the executor's output ended, from the container's state.
+func (c *Container) exited(ctx context.Context) error {
+	out, _ := c.stderr.bytes()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
+	defer cancel()
+	info, err := c.d.cli.ContainerInspect(ctx, c.ID)
+	if err != nil || info.State == nil {
+		return fmt.Errorf("executor exited (stderr: %q)", out)
+	}
+	if info.State.OOMKilled {
+		return fmt.Errorf("executor killed: out of memory")
+	}
+	return fmt.Errorf("executor exited with status %d (stderr: %q)", info.State.ExitCode, out)
+}
+
+// Close stops, kills and removes the container. It runs on a context that
+// outlives ctx's cancellation, so a cancelled task still cleans up; a
+// container that is already gone counts as removed.
+func (c *Container) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if c.broken == nil {
+		c.broken = fmt.Errorf("sandbox %s: closed", shortID(c.ID))
+	}
+	if c.conn.Conn != nil {
+		close(c.done)
+		c.conn.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
+	defer cancel()
+	grace := int(stopGrace / time.Second)
+	if err := c.d.cli.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &grace}); err != nil && !client.IsErrNotFound(err) {
+		c.log.Warn("stop sandbox", "err", err)
+	}
+	return c.d.remove(ctx, c.ID)
+}
+
+func (d *Driver) remove(ctx context.Context, id string) error {
+	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("remove sandbox %s: %w", shortID(id), err)
+	}
+	return nil
+}
+
+// RemoveOrphans removes every agentbot container whose worker is not alive,
+// such as those of a worker killed with SIGKILL. It returns how many it
+// removed. alive is asked once per container; a worker should count itself.
+func (d *Driver) RemoveOrphans(ctx context.Context, alive func(workerID string) bool) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelWorker))})
+	if err != nil {
+		return 0, fmt.Errorf("list sandboxes: %w", err)
+	}
+	removed := 0
+	var errs []error
+	for _, c := range list {
+		worker := c.Labels[LabelWorker]
+		if alive(worker) {
+			continue
+		}
+		if err := d.remove(ctx, c.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+		d.log.Info("removed orphan sandbox", "container", shortID(c.ID), "dead_worker", worker, "task", c.Labels[LabelTask])
+	}
+	return removed, errors.Join(errs...)
+}
+
+func shortID(id string) string { return id[:min(12, len(id))] }

@@ -1,0 +1,358 @@
+package sandbox_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/agentbot/agentbot/queue/redistest"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// workerEnv turns the test binary into a worker that starts one sandbox,
+// prints its id and waits to be killed (TestOrphansOfKilledWorker).
+const workerEnv = "AGENTBOT_TEST_SANDBOX_WORKER"
+
+func TestMain(m *testing.M) {
+	if id := os.Getenv(workerEnv); id != "" {
+		os.Exit(runWorker(id))
+	}
+	sandboxtest.Main(m)
+}
+
+func runWorker(workerID string) int {
+	ctx := context.Background()
+	d, err := sandbox.New(ctx, sandbox.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
+	if err == nil {
+		var c *sandbox.Container
+		if c, err = d.Start(ctx, sandbox.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")}); err == nil {
+			fmt.Println(c.ID)
+			select {} // until SIGKILL
+		}
+	}
+	fmt.Fprintln(os.Stderr, err)
+	return 1
+}
+
+// shell runs a shell line in c and returns its result.
+func shell(t *testing.T, c *sandbox.Container, line string) sandbox.Result {
+	t.Helper()
+	return sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: line, Timeout: time.Minute})
+}
+
+func TestRunBasics(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	tree := sandboxtest.WorkTree(t)
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
+
+	res := shell(t, c, `echo "$GREETING from $(pwd)"; echo oops >&2; exit 7`)
+	if got := string(res.Stdout); got != "hello from /workspace\n" || string(res.Stderr) != "oops\n" || res.ExitCode != 7 {
+		t.Errorf("got exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	// The tree is shared with the host: what one writes the other reads.
+	if err := os.WriteFile(filepath.Join(tree, "from-host"), []byte("host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shell(t, c, "mkdir sub && cat from-host > sub/from-sandbox")
+	if b, err := os.ReadFile(filepath.Join(tree, "sub", "from-sandbox")); err != nil || string(b) != "host" {
+		t.Errorf("host reads %q, %v", b, err)
+	}
+	// A refused request is an error and leaves the sandbox usable.
+	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"ls"}, Dir: "../etc"}); !errors.Is(err, sandbox.ErrInvalidCmd) {
+		t.Errorf("dir outside the tree: err = %v", err)
+	}
+	if res := shell(t, c, "echo ok"); string(res.Stdout) != "ok\n" {
+		t.Errorf("after a refused request: %+v", res)
+	}
+	// The Go toolchain works offline, with its caches on the tmpfs home.
+	shell(t, c, "printf 'module m\\ngo 1.22\\n' > go.mod && printf 'package main\\nfunc main(){ println(\"built\") }\\n' > main.go")
+	if res := shell(t, c, "go run ."); res.ExitCode != 0 || string(res.Stderr) != "built\n" {
+		t.Errorf("go run: exit %d stderr %q", res.ExitCode, res.Stderr)
+	}
+}
+
+func TestStartRefusesBadSpec(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	tests := []struct {
+		name string
+		spec sandbox.Spec
+		want string
+	}{
+		{"no task", sandbox.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
+		{"missing tree", sandbox.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := d.Start(context.Background(), tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Start = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewRefusesMissingImage(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	_, err := sandbox.New(context.Background(), sandbox.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
+	if err == nil || !strings.Contains(err.Error(), "build-offline.sh") {
+		t.Errorf("New = %v, want a hint to build the image", err)
+	}
+}
+
+// hostAddrs returns the bridge gateway and the host's first outside address.
+func hostAddrs(t *testing.T) (gateway, host string) {
+	t.Helper()
+	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}").Output()
+	if err != nil {
+		t.Fatalf("docker network inspect bridge: %v", err)
+	}
+	gateway = strings.TrimSpace(string(out))
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && ip.IP.String() != gateway {
+			return gateway, ip.IP.String()
+		}
+	}
+	t.Fatal("the host has no outside IPv4 address")
+	return "", ""
+}
+
+func TestNoNetwork(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	redis := redistest.Start(t)
+	_, redisPort, _ := net.SplitHostPort(redis.Addr)
+	// An open port on every host address, standing for any service of the host.
+	l, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	openPort := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	gateway, hostIP := hostAddrs(t)
+	connect := func(host, port string) string {
+		return fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s' 2>/dev/null", host, port)
+	}
+	tree := sandboxtest.WorkTree(t)
+
+	// The probe works: the setup container, on a bridge, reaches the host.
+	setup := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Network: true})
+	if res := shell(t, setup, connect(gateway, openPort)); res.ExitCode != 0 {
+		t.Fatalf("control: the setup container cannot reach %s:%s (exit %d); the probe proves nothing", gateway, openPort, res.ExitCode)
+	}
+
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
+	probes := []struct{ name, line string }{
+		{"redis via 127.0.0.1", connect("127.0.0.1", redisPort)},
+		{"redis via the bridge gateway", connect(gateway, redisPort)},
+		{"redis via the host address", connect(hostIP, redisPort)},
+		{"open port via the bridge gateway", connect(gateway, openPort)},
+		{"open port via the host address", connect(hostIP, openPort)},
+		{"cloud metadata", connect("169.254.169.254", "80")},
+		{"DNS lookup", "timeout 5 getent hosts deb.debian.org"},
+		{"public address", connect("1.1.1.1", "443")},
+	}
+	for _, p := range probes {
+		t.Run(p.name, func(t *testing.T) {
+			if res := shell(t, c, p.line); res.ExitCode == 0 {
+				t.Errorf("%s succeeded from the sandbox", p.line)
+			}
+		})
+	}
+	if res := shell(t, c, "ip -o link 2>/dev/null || ls /sys/class/net"); !strings.Contains(string(res.Stdout), "lo") || strings.Contains(string(res.Stdout), "eth0") {
+		t.Errorf("network interfaces: %q, want only lo", res.Stdout)
+	}
+}
+
+func TestForkBombStoppedByPidsLimit(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	c := sandboxtest.Start(t, d, sandbox.Spec{Pids: 64})
+	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "b() { b | b & }; b; sleep 30", Timeout: 5 * time.Second})
+	if !res.TimedOut {
+		t.Errorf("fork bomb: %+v, want stopped at its timeout", res)
+	}
+	if !strings.Contains(string(res.Stderr), "Resource temporarily unavailable") {
+		t.Errorf("fork bomb never hit the pids limit; stderr %q", res.Stderr)
+	}
+	// The host still forks and the sandbox is clean and usable again.
+	if err := exec.Command("true").Run(); err != nil {
+		t.Errorf("host cannot run a process after the bomb: %v", err)
+	}
+	res = shell(t, c, "ps -e --no-headers | wc -l")
+	if n := strings.TrimSpace(string(res.Stdout)); res.ExitCode != 0 || len(n) > 1 {
+		t.Errorf("processes left after the bomb: %q (exit %d, stderr %q)", n, res.ExitCode, res.Stderr)
+	}
+}
+
+func TestMemoryHogKilledAndReported(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 128 << 20})
+	res := shell(t, c, "dd if=/dev/zero of=/dev/null bs=512M count=1")
+	if !res.OOMKilled || res.ExitCode != 137 {
+		t.Errorf("memory hog: exit %d oom %v stderr %q; want 137, out of memory", res.ExitCode, res.OOMKilled, res.Stderr)
+	}
+	// A command killed by a plain SIGKILL is not reported as out of memory.
+	if res := shell(t, c, "kill -9 $$"); res.OOMKilled || res.ExitCode != 137 {
+		t.Errorf("kill -9: exit %d oom %v", res.ExitCode, res.OOMKilled)
+	}
+}
+
+func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "sleep 1000 & sleep 1001 & while :; do :; done", Timeout: time.Second})
+	if !res.TimedOut || res.ExitCode != 137 {
+		t.Errorf("loop: %+v, want timed out", res)
+	}
+	if res := shell(t, c, "ps -eo args --no-headers"); strings.Contains(string(res.Stdout), "sleep 100") {
+		t.Errorf("the loop's children survived its timeout:\n%s", res.Stdout)
+	}
+}
+
+func TestHugeOutputIsCapped(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	// The executor shares this limit: buffering the output would kill it.
+	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 256 << 20})
+	const size = 2 << 30
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res := shell(t, c, fmt.Sprintf("head -c %d /dev/zero; echo end >&2", size))
+	runtime.ReadMemStats(&after)
+	if res.ExitCode != 0 || string(res.Stderr) != "end\n" {
+		t.Fatalf("exit %d stderr %q", res.ExitCode, res.Stderr)
+	}
+	if int64(len(res.Stdout))+res.StdoutDropped != size || len(res.Stdout) != sandbox.DefaultOutputLimit {
+		t.Errorf("kept %d, dropped %d of %d bytes; want %d kept", len(res.Stdout), res.StdoutDropped, size, sandbox.DefaultOutputLimit)
+	}
+	if grown := int64(after.HeapSys) - int64(before.HeapSys); grown > 64<<20 {
+		t.Errorf("the worker's heap grew by %d MiB", grown>>20)
+	}
+}
+
+func TestConfinement(t *testing.T) {
+	const token = "ghs_SandboxCanary0123456789abcdef"
+	// The worker holds the token in its environment and in a file next to the
+	// work tree; neither may reach the container.
+	t.Setenv("GITHUB_TOKEN", token)
+	d := sandboxtest.NewDriver(t)
+	tree := sandboxtest.WorkTree(t)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(tree), "credentials"), []byte(token), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
+
+	res := shell(t, c, "id -u; id -g; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status")
+	want := fmt.Sprintf("%d\n%d\nCapBnd:\t0000000000000000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
+	if got := string(res.Stdout); got != want {
+		t.Errorf("identity:\n%s\nwant:\n%s", got, want)
+	}
+	for _, path := range []string{"/etc/evil", "/usr/bin/evil", "/evil", "/agentbot", "/root/evil", "/var/tmp/evil", "/dev/shm/evil", "/proc/sys/kernel/hostname"} {
+		if res := shell(t, c, "echo x > "+path); res.ExitCode == 0 {
+			t.Errorf("wrote %s", path)
+		}
+	}
+	for _, path := range []string{"/workspace/ok", "/tmp/ok", "$HOME/ok"} {
+		if res := shell(t, c, "echo x > "+path); res.ExitCode != 0 {
+			t.Errorf("cannot write %s: %s", path, res.Stderr)
+		}
+	}
+	res = shell(t, c, "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; env; rg -uuu -l --no-messages -F "+token[:12]+" / 2>/dev/null; echo done")
+	if strings.Contains(string(res.Stdout), token[:12]) || !strings.HasSuffix(string(res.Stdout), "done\n") {
+		t.Errorf("the token is visible in the sandbox:\n%s", res.Stdout)
+	}
+}
+
+func TestCancellationRemovesContainer(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	c, err := d.Start(context.Background(), sandbox.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	if _, err := c.Run(ctx, sandbox.Cmd{Argv: []string{"sleep", "600"}}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"true"}}); err == nil {
+		t.Error("a container with an abandoned command still takes commands")
+	}
+	// Close runs on the task's cancelled context and still removes it.
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, c.ID)
+	if err := c.Close(ctx); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func requireGone(t *testing.T, id string) {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.ContainerInspect(context.Background(), id); !client.IsErrNotFound(err) {
+		t.Errorf("container %s still exists (inspect: %v)", id, err)
+	}
+}
+
+func TestOrphansOfKilledWorker(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	dead := "test-dead-" + sandboxtest.RandomID()
+	worker := exec.Command(os.Args[0], "-test.run=^$")
+	worker.Env = append(os.Environ(), workerEnv+"="+dead,
+		"AGENTBOT_SANDBOX_IMAGE="+sandboxtest.Image(t),
+		"AGENTBOT_TEST_SANDBOX_EXECUTOR="+sandboxtest.Executor(t),
+		"AGENTBOT_TEST_TREE="+sandboxtest.WorkTree(t))
+	out, err := worker.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker.Stderr = os.Stderr
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		worker.Process.Kill()
+		t.Fatalf("worker did not start a sandbox: %v", err)
+	}
+	id := strings.TrimSpace(line)
+	if err := worker.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	worker.Wait()
+
+	d := sandboxtest.NewDriver(t)
+	n, err := d.RemoveOrphans(context.Background(), func(w string) bool { return w != dead })
+	if err != nil || n != 1 {
+		t.Errorf("RemoveOrphans = %d, %v; want 1 removed", n, err)
+	}
+	requireGone(t, id)
+}

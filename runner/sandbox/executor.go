@@ -1,0 +1,236 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Defaults for a Cmd that leaves them zero.
+const (
+	DefaultTimeout     = 10 * time.Minute
+	DefaultOutputLimit = 256 << 10 // bytes kept per stream: half head, half tail
+)
+
+// maxRequest bounds one request line (its Stdin included), so that a
+// malformed stream cannot make the executor buffer without end.
+const maxRequest = 64 << 20
+
+// ErrInvalidCmd is wrapped by errors about a request the executor refused to
+// run: no argv, both argv and a shell line, a directory outside the work tree.
+var ErrInvalidCmd = errors.New("invalid command")
+
+// answer is the executor's reply on the wire: a Result, or why the request
+// was not run at all.
+type answer struct {
+	Result
+	Error   string `json:"error,omitempty"`
+	Invalid bool   `json:"invalid,omitempty"` // Error wraps ErrInvalidCmd
+}
+
+// ExecOptions configure Serve.
+type ExecOptions struct {
+	// Root is the work tree; a Cmd's Dir is resolved inside it.
+	Root string
+	// Env is every command's base environment; a Cmd's Env is appended.
+	Env []string
+	// OOMCounter returns how many processes the kernel has killed for memory
+	// in this container so far; Serve compares it around a command to tell an
+	// out-of-memory kill from any other SIGKILL. Nil means CgroupOOMKills.
+	OOMCounter func() (int64, bool)
+}
+
+// Serve is the executor that runs inside the container as "agentbot
+// sandbox-exec": it reads one JSON Cmd per line from r, runs it, and writes
+// one JSON answer per line to w, one command at a time. It returns nil when r
+// ends, or the context's error once ctx is done (the running command, if any,
+// is killed with its process group).
+func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) error {
+	if opts.OOMCounter == nil {
+		opts.OOMCounter = CgroupOOMKills
+	}
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64<<10), maxRequest)
+		for sc.Scan() {
+			select {
+			case lines <- bytes.Clone(sc.Bytes()):
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+	}()
+	enc := json.NewEncoder(w)
+	for {
+		var line []byte
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			if err != nil {
+				return fmt.Errorf("read request: %w", err)
+			}
+			return nil
+		case line = <-lines:
+		}
+		var a answer
+		var cmd Cmd
+		err := json.Unmarshal(line, &cmd)
+		if err != nil {
+			err = fmt.Errorf("%w: decode request: %v", ErrInvalidCmd, err)
+		} else {
+			a.Result, err = runCmd(ctx, cmd, opts)
+		}
+		if err != nil {
+			a.Error, a.Invalid = err.Error(), errors.Is(err, ErrInvalidCmd)
+		}
+		if err := enc.Encode(&a); err != nil {
+			return fmt.Errorf("write answer: %w", err)
+		}
+	}
+}
+
+// runCmd runs one command in its own process group under its timeout.
+func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
+	argv, err := c.argv()
+	if err != nil {
+		return Result{}, err
+	}
+	dir, err := confine(opts.Root, c.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	limit := c.OutputLimit
+	if limit <= 0 {
+		limit = DefaultOutputLimit
+	}
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	stdout, stderr := newCapture(limit), newCapture(limit)
+	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(append([]string(nil), opts.Env...), c.Env...)
+	cmd.Stdin = bytes.NewReader(c.Stdin)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The whole group dies at the timeout, not just the shell at its head.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// A background child that keeps the output pipes open must not hold the
+	// answer back once the command itself has exited.
+	cmd.WaitDelay = time.Second
+
+	oomBefore, oomKnown := opts.OOMCounter()
+	start := time.Now()
+	runErr := cmd.Run()
+	res := Result{Duration: time.Since(start)}
+	if cmd.Process != nil {
+		// Nothing a command started outlives it into the next one.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	switch {
+	case cmd.ProcessState != nil:
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		res.ExitCode = ws.ExitStatus()
+		if ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+			if ws.Signal() == syscall.SIGKILL && !res.TimedOut && ctx.Err() == nil && oomKnown {
+				after, _ := opts.OOMCounter()
+				res.OOMKilled = after > oomBefore
+			}
+		}
+	case runErr != nil:
+		// The program could not be started: answer as a shell would.
+		res.ExitCode = 127
+		fmt.Fprintf(stderr, "%s: %v\n", argv[0], runErr)
+	}
+	res.Stdout, res.StdoutDropped = stdout.bytes()
+	res.Stderr, res.StderrDropped = stderr.bytes()
+	return res, nil
+}
+
+func (c Cmd) argv() ([]string, error) {
+	switch {
+	case len(c.Argv) > 0 && c.Shell != "":
+		return nil, fmt.Errorf("%w: both argv and shell are set", ErrInvalidCmd)
+	case c.Shell != "":
+		return []string{"/bin/sh", "-c", c.Shell}, nil
+	case len(c.Argv) > 0 && c.Argv[0] != "":
+		return c.Argv, nil
+	}
+	return nil, fmt.Errorf("%w: no argv and no shell line", ErrInvalidCmd)
+}
+
+// confine resolves dir, relative to root, to a directory that is still inside
+// root once symlinks are followed.
+func confine(root, dir string) (string, error) {
+	if root == "" {
+		return "", fmt.Errorf("executor has no work tree")
+	}
+	if dir == "" {
+		return root, nil
+	}
+	if !filepath.IsLocal(dir) {
+		return "", fmt.Errorf("%w: dir %q is not inside the work tree", ErrInvalidCmd, dir)
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", fmt.Errorf("resolve work tree: %w", err)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(realRoot, dir))
+	if err != nil {
+		return "", fmt.Errorf("%w: dir %q: %v", ErrInvalidCmd, dir, err)
+	}
+	if rel, err := filepath.Rel(realRoot, real); err != nil || !filepath.IsLocal(rel) && rel != "." {
+		return "", fmt.Errorf("%w: dir %q leads out of the work tree", ErrInvalidCmd, dir)
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%w: dir %q is not a directory", ErrInvalidCmd, dir)
+	}
+	return real, nil
+}
+
+// CgroupOOMKills reads the container's count of out-of-memory kills: the
+// oom_kill line of memory.events on cgroup v2, or of memory.oom_control on
+// cgroup v1 (kernels since 4.13). ok is false when neither can be read.
+func CgroupOOMKills() (n int64, ok bool) {
+	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		if n, ok := oomKillLine(f); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func oomKillLine(file string) (int64, bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,225 @@
+// Package sandboxtest gives tests real sandbox containers on the local Docker
+// engine: the image (built offline when missing), a static executor binary, a
+// Driver whose containers are removed when the test ends, and a work tree the
+// sandbox user may write.
+//
+// Where Docker is not reachable the test is skipped, except under CI=true,
+// where a missing Docker is a failure.
+//
+// A package whose tests start sandboxes builds the executor once for all of
+// them from its TestMain:
+//
+//	func TestMain(m *testing.M) { sandboxtest.Main(m) }
+package sandboxtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/agentbot/agentbot/runner/sandbox"
+)
+
+// DefaultImage is the tag deploy/sandbox/build-offline.sh builds.
+const DefaultImage = "agentbot-sandbox:dev"
+
+// executorEnv carries the executor built by Main to the tests of its process.
+const executorEnv = "AGENTBOT_TEST_SANDBOX_EXECUTOR"
+
+// executorPkg is the executor command built for the tests.
+const executorPkg = "github.com/agentbot/agentbot/runner/sandbox/sandboxtest/executor"
+
+// Main builds the executor once, runs the tests and removes it. Tests that
+// run without Main build their own executor in Executor.
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentbot-executor-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandboxtest:", err)
+		os.Exit(1)
+	}
+	exe, err := buildExecutor(dir)
+	if err != nil {
+		// Not fatal here: tests that need it fail or skip with the reason.
+		fmt.Fprintln(os.Stderr, "sandboxtest:", err)
+	} else {
+		os.Setenv(executorEnv, exe)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// RequireDocker skips the test when the engine is not reachable, or fails it
+// under CI=true.
+func RequireDocker(t testing.TB) {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = cli.Ping(ctx)
+		cancel()
+		cli.Close()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("docker engine is not reachable; CI requires it: %v", err)
+		}
+		t.Skipf("docker engine is not reachable: %v", err)
+	}
+}
+
+// Image returns the sandbox image to test with (AGENTBOT_SANDBOX_IMAGE or
+// DefaultImage), building it with deploy/sandbox/build-offline.sh when it is
+// missing.
+func Image(t testing.TB) string {
+	t.Helper()
+	image := os.Getenv("AGENTBOT_SANDBOX_IMAGE")
+	if image == "" {
+		image = DefaultImage
+	}
+	if exec.Command("docker", "image", "inspect", image).Run() == nil {
+		return image
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("sandbox image %s is missing and the build script cannot be found: %v", image, err)
+	}
+	script := filepath.Join(root, "deploy", "sandbox", "build-offline.sh")
+	t.Logf("sandbox image %s is missing; building it with %s (a few minutes)", image, script)
+	out, err := exec.Command(script, image).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build sandbox image %s with %s (needs root and debootstrap): %v\n%s", image, script, err, out)
+	}
+	return image
+}
+
+// Executor returns a static executor binary for sandbox containers: the one
+// Main built, or one built now for this test.
+func Executor(t testing.TB) string {
+	t.Helper()
+	if exe := os.Getenv(executorEnv); exe != "" {
+		return exe
+	}
+	exe, err := buildExecutor(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exe
+}
+
+func buildExecutor(dir string) (string, error) {
+	exe := filepath.Join(dir, "agentbot")
+	cmd := exec.Command(goTool(), "build", "-trimpath", "-o", exe, executorPkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build sandbox executor: %v\n%s", err, out)
+	}
+	return exe, nil
+}
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return "/usr/local/go/bin/go"
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the agentbot module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// NewDriver returns a Driver for the sandbox image with a fresh worker id;
+// every container it started is removed when the test ends.
+func NewDriver(t testing.TB) *sandbox.Driver {
+	t.Helper()
+	RequireDocker(t)
+	image, exe := Image(t), Executor(t)
+	worker := "test-" + RandomID()
+	d, err := sandbox.New(context.Background(), sandbox.Options{Image: image, WorkerID: worker, ExecutorPath: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := d.RemoveOrphans(context.Background(), func(w string) bool { return w != worker }); err != nil {
+			t.Errorf("remove the test's sandboxes: %v", err)
+		}
+		d.Close()
+	})
+	return d
+}
+
+// Start starts a container for spec, filling in a TaskID and a WorkTree
+// when they are empty, and closes it when the test ends.
+func Start(t testing.TB, d *sandbox.Driver, spec sandbox.Spec) *sandbox.Container {
+	t.Helper()
+	if spec.TaskID == "" {
+		spec.TaskID = "task-" + RandomID()
+	}
+	if spec.WorkTree == "" {
+		spec.WorkTree = WorkTree(t)
+	}
+	c, err := d.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(context.Background()); err != nil {
+			t.Errorf("close sandbox: %v", err)
+		}
+	})
+	return c
+}
+
+// WorkTree returns an empty directory the sandbox user may write: owned by
+// it when the test runs as root, world-writable otherwise.
+func WorkTree(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, sandbox.UID, sandbox.GID); err != nil {
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// RandomID returns 12 random hex digits, for unique task and worker ids.
+func RandomID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// MustRun runs cmd in c and fails the test when the sandbox (not the
+// command) fails.
+func MustRun(t testing.TB, c *sandbox.Container, cmd sandbox.Cmd) sandbox.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := c.Run(ctx, cmd)
+	if err != nil {
+		t.Fatalf("run %v%s: %v", cmd.Argv, cmd.Shell, err)
+	}
+	return res
+}
