@@ -219,7 +219,7 @@ func TestCheckoutChangeGateCommitPush(t *testing.T) {
 			t.Errorf("commit lacks %q:\n%s", want, msg)
 		}
 	}
-	if got := workspacetest.Git(t, bare, "show", sha+":src/renamed.go"); got != "package main\n\n// old" {
+	if got, _ := e.srv.File(t, "octo/hello", sha, "src/renamed.go"); got != "package main\n\n// old\n" {
 		t.Errorf("renamed file in pushed commit: %q", got)
 	}
 

@@ -105,6 +105,14 @@ func (s *Server) Ref(t testing.TB, name, ref string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// File returns the content of path in commit of the repository, and
+// whether it exists there.
+func (s *Server) File(t testing.TB, name, commit, path string) (string, bool) {
+	t.Helper()
+	out, err := command(s.RepoDir(name), "cat-file", "blob", commit+":"+path).Output()
+	return string(out), err == nil
+}
+
 // Git runs git in dir with a clean identity and no user config, failing
 // the test on error, and returns its output.
 func Git(t testing.TB, dir string, args ...string) string {
