@@ -244,12 +244,21 @@ func yamlKeys(t reflect.Type) []string {
 }
 
 func yamlField(v reflect.Value, key string) (reflect.Value, bool) {
-	for f, fv := range v.Fields() {
+	f, ok := yamlStructField(v.Type(), key)
+	if !ok {
+		return reflect.Value{}, false
+	}
+	return v.FieldByIndex(f.Index), true
+}
+
+// yamlStructField returns the field of struct type t written as key.
+func yamlStructField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for f := range t.Fields() {
 		if yamlKey(f) == key {
-			return fv, true
+			return f, true
 		}
 	}
-	return reflect.Value{}, false
+	return reflect.StructField{}, false
 }
 
 // suggestKey names the closest known key to a misspelt one, or lists the

@@ -36,7 +36,8 @@ type subcommand struct {
 // commands is built per call, never kept in a package variable.
 func commands() map[string]subcommand {
 	return map[string]subcommand{
-		"setup": {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
+		"config": {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
+		"setup":  {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 	}
 }
 

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// cmdConfig runs "agentbot config validate" and "agentbot config schema":
+// the offline tools of repository admins and operators.
+func cmdConfig(_ context.Context, args []string, env Env) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "validate":
+			return configValidate(args[1:], env)
+		case "schema":
+			return configSchema(args[1:], env)
+		}
+	}
+	fmt.Fprint(env.Stderr, `usage:
+  agentbot config validate [--config server.yaml] [FILE...]
+      check .github/agent.yml files (and the server config, when given);
+      exit status 1 if any is invalid
+  agentbot config schema
+      print the JSON Schema of .github/agent.yml, for editors
+`)
+	if len(args) == 0 {
+		return flag.ErrHelp
+	}
+	return fmt.Errorf("unknown config command %q", args[0])
+}
+
+// configValidate checks each policy file by itself and, with --config,
+// against that server's caps, printing "FILE: ok" or the file's problems.
+func configValidate(args []string, env Env) error {
+	fs := newFlagSet("config validate", env)
+	serverPath := fs.String("config", "", "server config (server.yaml) whose caps the files must respect")
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 && *serverPath == "" {
+		fs.Usage()
+		return errors.New("config validate: name a policy file or --config")
+	}
+
+	// Without a server config a file is checked by itself: nothing bounds
+	// its images, network or limits.
+	server := app.ServerConfig{SetupNetwork: true}
+	if *serverPath != "" {
+		var err error
+		if server, err = app.LoadServerConfig(*serverPath); err != nil {
+			fmt.Fprintln(env.Stderr, app.ErrorMessage(err))
+			return &exitError{code: 1, err: fmt.Errorf("server config %s is invalid", *serverPath)}
+		}
+		fmt.Fprintf(env.Stdout, "%s: ok\n", *serverPath)
+	}
+
+	invalid := 0
+	for _, file := range fs.Args() {
+		p, err := validatePolicyFile(file, server)
+		if err != nil {
+			invalid++
+			fmt.Fprintln(env.Stderr, err)
+			continue
+		}
+		if p.RequireChecks() != nil {
+			fmt.Fprintf(env.Stdout, "%s: ok, but no checks are defined: tasks are refused until checks: is set here or in the organisation's .github repository\n", file)
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "%s: ok\n", file)
+	}
+	if invalid > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%d of %d files invalid", invalid, fs.NArg())}
+	}
+	return nil
+}
+
+// validatePolicyFile returns the policy file makes over the built-in
+// defaults, or an error whose text lists every problem.
+func validatePolicyFile(file string, server app.ServerConfig) (app.Policy, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return app.Policy{}, err
+	}
+	raw, err := app.ParsePolicy(file, data)
+	if err != nil {
+		return app.Policy{}, errors.New(app.ErrorMessage(err))
+	}
+	p, err := app.BuildPolicy(server, raw)
+	if err != nil {
+		return app.Policy{}, errors.New(app.ErrorMessage(err))
+	}
+	return p, nil
+}
+
+func configSchema(args []string, env Env) error {
+	fs := newFlagSet("config schema", env)
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("config schema takes no arguments, got %q", fs.Args())
+	}
+	schema, err := app.PolicySchema()
+	if err != nil {
+		return err
+	}
+	_, err = env.Stdout.Write(schema)
+	return err
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runConfig runs agentbot in-process with args and the given environment,
+// returning what it printed and its exit status.
+func runConfig(t *testing.T, environ map[string]string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	env := Env{Getenv: func(k string) string { return environ[k] }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut}
+	err := run(context.Background(), args, env)
+	if err != nil {
+		code = exitCode(err)
+		errOut.WriteString("agentbot: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), code
+}
+
+func writeConfigFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestConfigValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := writeConfigFile(t, dir, "good.yml", "checks: [{name: test, run: make test}]\nsetup: {network: true}\nlimits: {iterations: 40}\n")
+	nochecks := writeConfigFile(t, dir, "nochecks.yml", "limits: {iterations: 5}\n")
+	bad := writeConfigFile(t, dir, "bad.yml", "checks: [{name: test, run: make test}]\nlimits:\n  iterations: thirty\n  tokns: 5\n")
+	server := writeConfigFile(t, dir, "server.yaml", "setup: {allow_network: false}\nmax: {limits: {iterations: 30}}\n")
+	brokenServer := writeConfigFile(t, dir, "broken.yaml", "max: {limits: {iterations: lots}}\n")
+
+	tests := []struct {
+		name       string
+		env        map[string]string
+		args       []string
+		code       int
+		out, errs  string
+		errContain string
+	}{
+		{
+			name: "valid files print ok",
+			args: []string{good, nochecks},
+			out:  good + ": ok\n" + nochecks + ": ok, but no checks are defined: tasks are refused until checks: is set here or in the organisation's .github repository\n",
+		},
+		{
+			name: "errors and exit status 1",
+			args: []string{good, bad},
+			code: 1,
+			out:  good + ": ok\n",
+			errs: bad + `:3: limits.iterations: "thirty" is not a whole number` + "\n" +
+				bad + `:4: limits.tokns: unknown key (did you mean "tokens"?)` + "\n" +
+				"agentbot: 1 of 2 files invalid\n",
+		},
+		{
+			name: "caps of the server config",
+			args: []string{"--config", server, good},
+			code: 1,
+			out:  server + ": ok\n",
+			errs: good + ":2: setup.network: this server does not allow network during setup; set it to false, or ask the operator\n" +
+				good + ":3: limits.iterations: 40 is above this server's cap of 30\n" +
+				"agentbot: 1 of 1 files invalid\n",
+		},
+		{
+			name: "server config from the environment",
+			env:  map[string]string{"AGENTBOT_CONFIG": server},
+			args: []string{nochecks},
+			out:  server + ": ok\n" + nochecks + ": ok, but no checks are defined: tasks are refused until checks: is set here or in the organisation's .github repository\n",
+		},
+		{
+			name: "broken server config",
+			args: []string{"--config", brokenServer, good},
+			code: 1,
+			errs: brokenServer + `:1: max.limits.iterations: "lots" is not a whole number` + "\n" +
+				"agentbot: server config " + brokenServer + " is invalid\n",
+		},
+		{
+			name:       "missing file",
+			args:       []string{filepath.Join(dir, "absent.yml")},
+			code:       1,
+			errContain: "no such file or directory",
+		},
+		{
+			name:       "nothing to validate",
+			args:       nil,
+			code:       1,
+			errContain: "name a policy file or --config",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errs, code := runConfig(t, tt.env, append([]string{"config", "validate"}, tt.args...)...)
+			if code != tt.code {
+				t.Errorf("exit status %d, want %d; stderr:\n%s", code, tt.code, errs)
+			}
+			if out != tt.out {
+				t.Errorf("stdout:\n%s\nwant:\n%s", out, tt.out)
+			}
+			if tt.errContain != "" {
+				if !strings.Contains(errs, tt.errContain) {
+					t.Errorf("stderr %q does not say %q", errs, tt.errContain)
+				}
+			} else if errs != tt.errs {
+				t.Errorf("stderr:\n%s\nwant:\n%s", errs, tt.errs)
+			}
+		})
+	}
+}
+
+func TestConfigValidateTestdata(t *testing.T) {
+	files, err := filepath.Glob("../../app/testdata/policy/valid/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no valid policies: %v", err)
+	}
+	args := append([]string{"config", "validate", "--config", "../../deploy/server.example.yaml"}, files...)
+	if _, errs, code := runConfig(t, nil, args...); code != 0 {
+		t.Errorf("exit status %d:\n%s", code, errs)
+	}
+}
+
+func TestConfigSchema(t *testing.T) {
+	out, errs, code := runConfig(t, nil, "config", "schema")
+	if code != 0 {
+		t.Fatalf("exit status %d: %s", code, errs)
+	}
+	var schema struct {
+		Schema     string                     `json:"$schema"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal([]byte(out), &schema); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if schema.Schema == "" || schema.Properties["checks"] == nil || schema.Properties["limits"] == nil {
+		t.Errorf("not the policy schema: %.200s", out)
+	}
+	if _, _, code := runConfig(t, nil, "config", "schema", "extra"); code != 1 {
+		t.Errorf("an argument to config schema must be refused, exit status %d", code)
+	}
+}
+
+func TestConfigUsage(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"config"}, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errOut})
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "agentbot config validate") {
+		t.Errorf("config without a command: %v, %q", err, errOut.String())
+	}
+	if _, errs, code := runConfig(t, nil, "config", "lint"); code != 1 || !strings.Contains(errs, `unknown config command "lint"`) {
+		t.Errorf("unknown config command: %d %q", code, errs)
+	}
+}
