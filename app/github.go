@@ -70,6 +70,7 @@ func NewGitHubApp(cfg GitHubConfig) (*GitHubApp, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Retry = cfg.Retry.withDefaults()
 	if _, err := WebURL(cfg.APIURL); err != nil {
 		return nil, err
 	}

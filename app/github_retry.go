@@ -118,7 +118,7 @@ func (t *retryTransport) delay(req *http.Request, resp *http.Response, attempt i
 	case resp.StatusCode == http.StatusForbidden && h.Get("X-Ratelimit-Remaining") == "0":
 		wait = t.untilReset(h, attempt)
 	case resp.StatusCode >= 500 && idempotent(req):
-		wait = t.backoff(attempt)
+		wait = t.policy.backoff(attempt)
 		if hasRetryAfter {
 			wait = retryAfter
 		}
@@ -138,13 +138,16 @@ func (t *retryTransport) untilReset(h http.Header, attempt int) time.Duration {
 	if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
 		return max(time.Unix(reset, 0).Sub(t.now()), 0)
 	}
-	return t.backoff(attempt)
+	return t.policy.backoff(attempt)
 }
 
-func (t *retryTransport) backoff(attempt int) time.Duration {
-	d := t.policy.BaseDelay << (attempt - 1)
+// backoff is the wait before attempt+1 when GitHub named none: BaseDelay
+// doubling per attempt, plus up to half again of jitter so that workers
+// that failed together do not retry together, at most MaxDelay.
+func (p RetryPolicy) backoff(attempt int) time.Duration {
+	d := p.BaseDelay << (attempt - 1)
 	d += rand.N(d/2 + 1)
-	return min(d, t.policy.MaxDelay)
+	return min(d, p.MaxDelay)
 }
 
 // parseRetryAfter reads Retry-After as seconds or as an HTTP date.

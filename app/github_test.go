@@ -277,3 +277,31 @@ func TestRetriesHonourGitHubsAnswers(t *testing.T) {
 		})
 	}
 }
+
+// The trust rules ask an *Installation for roles.
+var _ app.Permissions = (*app.Installation)(nil)
+
+func TestAuthorizeAsksGitHubForRoles(t *testing.T) {
+	w := newWorld(t)
+	w.addRepo(t, "acme/a", nil)
+	for login, role := range map[string]string{"max": "maintain", "tia": "triage"} {
+		if err := w.sim.SetPermission("acme/a", login, role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policy, err := app.BuildPolicy(app.DefaultServerConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := app.NewAuthorizer(w.installation(t), policy)
+	for login, allowed := range map[string]bool{"max": true, "tia": false, "eve": false} {
+		d, err := auth.Authorize(t.Context(), app.Actor{Login: login, Type: "User"},
+			app.Invocation{Repo: "acme/a", Verb: app.VerbFix, Text: "/agent fix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed != allowed {
+			t.Errorf("%s: allowed %v (%s), want %v", login, d.Allowed, d.Reason, allowed)
+		}
+	}
+}

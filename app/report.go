@@ -115,24 +115,20 @@ func lineCut(s string, tail bool) string {
 // not have created it (a 5xx or a lost answer) looks again before another
 // try. The retrying transport never replays such a POST by itself.
 func (i *Installation) createOnce(ctx context.Context, find func(context.Context) (bool, error), create func(context.Context) error) error {
-	p := i.app.cfg.Retry.withDefaults()
-	var err error
-	for attempt := 1; attempt <= p.Attempts; attempt++ {
-		found, ferr := find(ctx)
-		if ferr != nil {
-			return ferr
-		}
-		if found {
-			return nil
-		}
-		if err = create(ctx); err == nil || !maybeCreated(err) {
+	p := i.app.cfg.Retry
+	for attempt := 1; ; attempt++ {
+		found, err := find(ctx)
+		if err != nil || found {
 			return err
 		}
-		if serr := p.Sleep(ctx, p.BaseDelay<<(attempt-1)); serr != nil {
+		err = create(ctx)
+		if err == nil || !maybeCreated(err) || attempt >= p.Attempts {
+			return err
+		}
+		if p.Sleep(ctx, p.backoff(attempt)) != nil {
 			return err
 		}
 	}
-	return err
 }
 
 // maybeCreated reports whether a failed POST may still have taken effect.

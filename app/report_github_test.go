@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -137,6 +139,30 @@ func TestReactionsOnIssueAndReviewComments(t *testing.T) {
 	// A label trigger has no comment: nothing to react to, no error.
 	if err := inst.React(ctx, &app.Task{Repo: "acme/a", Number: n}, app.ReactionFailed); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestReactionOnAReviewComment(t *testing.T) {
+	w := newWorld(t)
+	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
+	w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main\n\nfunc f() {}\n"})
+	n, err := w.sim.AddPullRequest("acme/a", githubsim.PullOptions{Author: "ada", Title: "f", Head: "feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	defer intake.Close()
+	id, _, err := w.sim.DeliverReviewComment(t.Context(), intake.URL, "acme/a", n, "ada", "main.go", 3, "/agent rename f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &app.Task{Repo: "acme/a", Number: n, IsPR: true, ReviewComment: &app.ReviewComment{ID: id, Path: "main.go", Line: 3}}
+	if err := w.installation(t).React(t.Context(), task, app.ReactionReceived); err != nil {
+		t.Fatal(err)
+	}
+	rcs := w.sim.ReviewComments("acme/a", n)
+	if len(rcs) != 1 || len(rcs[0].Reactions) != 1 || rcs[0].Reactions[0].Content != "eyes" {
+		t.Errorf("review comments %+v", rcs)
 	}
 }
 
