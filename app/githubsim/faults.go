@@ -27,6 +27,10 @@ type Fault struct {
 	Times int
 	// Latency is added before answering.
 	Latency time.Duration
+	// Processed lets the request take effect before the fault is
+	// answered, as when GitHub times out after writing: a client that
+	// retries blindly then creates twice.
+	Processed bool
 }
 
 type fault struct {
@@ -98,6 +102,9 @@ func (s *Server) withFaults(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if f.Processed {
+			next.ServeHTTP(discard{}, r)
+		}
 		s.writeFault(w, f)
 	})
 }
@@ -135,3 +142,11 @@ func (s *Server) writeFault(w http.ResponseWriter, f Fault) {
 		writeJSON(w, f.Status, obj{"message": http.StatusText(f.Status), "documentation_url": docsURL, "status": fmt.Sprint(f.Status)})
 	}
 }
+
+// discard is a ResponseWriter that drops the answer of a request whose
+// effect is kept but whose answer a fault replaces.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}

@@ -53,11 +53,16 @@ func (s *Server) initRepo(owner, name string, files map[string]string) (string, 
 	if _, err := s.runGit(ctx, bare, nil, "config", "http.receivepack", "true"); err != nil {
 		return "", err
 	}
-	work, err := os.MkdirTemp("", "githubsim-work-")
+	tmp, err := os.MkdirTemp("", "githubsim-work-")
 	if err != nil {
 		return "", fmt.Errorf("initial commit: %w", err)
 	}
-	defer os.RemoveAll(work)
+	defer os.RemoveAll(tmp)
+	// The index lives beside the work tree, or `add --all` would commit it.
+	work := filepath.Join(tmp, "tree")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return "", fmt.Errorf("initial commit: %w", err)
+	}
 	for _, p := range sortedKeys(files) {
 		full := filepath.Join(work, filepath.FromSlash(p))
 		if !strings.HasPrefix(full, work+string(filepath.Separator)) {
@@ -70,7 +75,7 @@ func (s *Server) initRepo(owner, name string, files map[string]string) (string, 
 			return "", fmt.Errorf("initial commit: %w", err)
 		}
 	}
-	env := []string{"GIT_DIR=" + bare, "GIT_WORK_TREE=" + work, "GIT_INDEX_FILE=" + filepath.Join(work, ".git-index")}
+	env := []string{"GIT_DIR=" + bare, "GIT_WORK_TREE=" + work, "GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
 	if _, err := s.runGit(ctx, work, env, "add", "--all", "--", "."); err != nil {
 		return "", err
 	}

@@ -1,6 +1,7 @@
 package githubsim
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -254,10 +255,6 @@ func (s *Server) addReviewCommentLocked(rp *repo, c *ReviewComment) *ReviewComme
 // replyReviewComment answers in a review comment's thread, as agentbot
 // does for inline feedback.
 func (s *Server) replyReviewComment(w http.ResponseWriter, r *http.Request) {
-	rp, is, ok := s.pullFor(w, r, "write")
-	if !ok {
-		return
-	}
 	id, ok := pathInt(w, r, "comment_id")
 	if !ok {
 		return
@@ -266,22 +263,62 @@ func (s *Server) replyReviewComment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	parent, found := s.reviewComments[id]
-	if !found || parent.Repo != rp.fullName() || parent.Pull != is.Number {
-		writeError(w, http.StatusNotFound, "Not Found")
+	s.reviewCommentOrReply(w, r, reviewCommentRequest{Body: body, InReplyTo: id})
+}
+
+type reviewCommentRequest struct {
+	Body      string `json:"body"`
+	CommitID  string `json:"commit_id"`
+	Path      string `json:"path"`
+	Line      int    `json:"line"`
+	Side      string `json:"side"`
+	InReplyTo int64  `json:"in_reply_to"`
+}
+
+// createReviewComment comments on a diff line, or replies in a thread
+// when in_reply_to is set (go-github's CreateCommentInReplyTo).
+func (s *Server) createReviewComment(w http.ResponseWriter, r *http.Request) {
+	var req reviewCommentRequest
+	if !decodeBody(w, r, &req) {
 		return
 	}
-	root := parent.ID
-	if parent.InReplyTo != 0 {
-		root = parent.InReplyTo
+	if req.Body == "" {
+		writeValidation(w, fieldError{Resource: "PullRequestReviewComment", Field: "body", Code: "missing_field"})
+		return
 	}
-	c := s.addReviewCommentLocked(rp, &ReviewComment{
-		Pull: is.Number, ReviewID: s.newID(), InReplyTo: root, Author: s.app.BotLogin, Body: body,
-		Path: parent.Path, Line: parent.Line, Side: parent.Side, CommitID: parent.CommitID,
-	})
-	writeJSON(w, http.StatusCreated, s.reviewCommentJSON(rp, c))
+	if bodyTooLong(w, "PullRequestReviewComment", req.Body) {
+		return
+	}
+	if req.InReplyTo == 0 && (req.Path == "" || req.Line == 0) {
+		writeValidation(w, fieldError{Resource: "PullRequestReviewComment", Field: "path", Code: "missing_field"})
+		return
+	}
+	s.reviewCommentOrReply(w, r, req)
+}
+
+func (s *Server) reviewCommentOrReply(w http.ResponseWriter, r *http.Request, req reviewCommentRequest) {
+	rp, is, ok := s.pullFor(w, r, "write")
+	if !ok {
+		return
+	}
+	if req.CommitID == "" {
+		req.CommitID = s.view(rp, is, false).headSHA
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &ReviewComment{Pull: is.Number, ReviewID: s.newID(), Author: s.app.BotLogin, Body: req.Body,
+		Path: req.Path, Line: req.Line, Side: req.Side, CommitID: req.CommitID}
+	if req.InReplyTo != 0 {
+		parent, found := s.reviewComments[req.InReplyTo]
+		if !found || parent.Repo != rp.fullName() || parent.Pull != is.Number {
+			writeError(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		// GitHub threads replies under the thread's first comment.
+		c.InReplyTo = cmp.Or(parent.InReplyTo, parent.ID)
+		c.Path, c.Line, c.Side, c.CommitID = parent.Path, parent.Line, parent.Side, parent.CommitID
+	}
+	writeJSON(w, http.StatusCreated, s.reviewCommentJSON(rp, s.addReviewCommentLocked(rp, c)))
 }
 
 type reviewRequest struct {
@@ -439,12 +476,13 @@ func (s *Server) createCheckRun(w http.ResponseWriter, r *http.Request) {
 	if !req.apply(w, c) {
 		return
 	}
+	heads, _ := s.branches(rp.dir) // only for pull_requests; empty on failure
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c.ID, c.Repo = s.newID(), rp.fullName()
 	rp.checkRuns = append(rp.checkRuns, c)
 	s.checkRuns[c.ID] = c
-	writeJSON(w, http.StatusCreated, s.checkRunJSON(rp, c))
+	writeJSON(w, http.StatusCreated, s.checkRunJSON(rp, c, heads))
 }
 
 func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
@@ -460,6 +498,7 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
+	heads, _ := s.branches(rp.dir) // only for pull_requests; empty on failure
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, found := s.checkRuns[id]
@@ -473,5 +512,5 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
 	}
 	next.Updates++
 	*c = next
-	writeJSON(w, http.StatusOK, s.checkRunJSON(rp, c))
+	writeJSON(w, http.StatusOK, s.checkRunJSON(rp, c, heads))
 }

@@ -112,7 +112,7 @@ func (s *Server) repoJSON(r *repo, full bool) obj {
 		"archived": false, "disabled": false,
 		"pushed_at": t, "created_at": t, "updated_at": t,
 		"allow_forking": true, "web_commit_signoff_required": false,
-		"license": nil,
+		"license": nil, "custom_properties": obj{},
 	}
 	if full {
 		m["network_count"] = 0
@@ -237,6 +237,7 @@ func (s *Server) issueJSON(r *repo, is *Issue) obj {
 		"author_association":       s.association(r, is.Author),
 		"performed_via_github_app": s.viaApp(is.Author),
 		"reactions":                reactionRollup(api+"/reactions", is.Reactions),
+		"draft":                    false,
 	}
 	if is.Pull != nil {
 		pulls := fmt.Sprintf("%s/pulls/%d", r.apiURL(s), is.Number)
@@ -353,7 +354,7 @@ func (s *Server) reviewCommentJSON(r *repo, c *ReviewComment) obj {
 		"url": api, "id": c.ID, "node_id": nodeID("PullRequestReviewComment", c.ID),
 		"pull_request_review_id": c.ReviewID, "diff_hunk": "@@ -1 +1 @@", "path": c.Path,
 		"position": c.Line, "original_position": c.Line, "line": c.Line, "original_line": c.Line,
-		"side": c.Side, "subject_type": "line", "start_line": nil, "original_start_line": nil,
+		"side": c.Side, "subject_type": "line", "start_line": nil, "original_start_line": nil, "start_side": nil,
 		"commit_id": c.CommitID, "original_commit_id": c.CommitID,
 		"user": s.loginJSON(c.Author), "body": c.Body,
 		"created_at": gitHubTime(c.CreatedAt), "updated_at": gitHubTime(c.UpdatedAt),
@@ -396,17 +397,17 @@ func nullString(v string) any {
 	return v
 }
 
-func (s *Server) checkRunJSON(r *repo, c *CheckRun) obj {
+// checkRunJSON renders a check run; heads are the repository's branch
+// heads, read before taking s.mu, to find the open pull requests whose
+// head is the run's commit.
+func (s *Server) checkRunJSON(r *repo, c *CheckRun, heads map[string]string) obj {
 	api := fmt.Sprintf("%s/check-runs/%d", r.apiURL(s), c.ID)
 	prs := []obj{}
 	for _, is := range r.issues {
-		if is.Pull == nil || is.State != "open" {
+		if is.Pull == nil || is.State != "open" || is.Pull.HeadRepo != r.fullName() || heads[is.Pull.Head] != c.HeadSHA {
 			continue
 		}
-		if sha, err := s.branchSHA(r.dir, is.Pull.Head); err != nil || sha != c.HeadSHA {
-			continue
-		}
-		base, _ := s.branchSHA(r.dir, is.Pull.Base)
+		base := heads[is.Pull.Base]
 		short := obj{"id": r.id, "url": r.apiURL(s), "name": r.name}
 		prs = append(prs, obj{
 			"id": is.Pull.ID, "number": is.Number, "url": fmt.Sprintf("%s/pulls/%d", r.apiURL(s), is.Number),

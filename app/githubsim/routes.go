@@ -37,6 +37,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /repos/{owner}/{repo}/pulls/{pull_number}", s.getPull)
 	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", s.requestReviewers)
 	api("GET /repos/{owner}/{repo}/pulls/{pull_number}/comments", s.listReviewComments)
+	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/comments", s.createReviewComment)
 	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", s.replyReviewComment)
 	api("POST /repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", s.reactToReviewComment)
 	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", s.createReview)

@@ -1,0 +1,217 @@
+package githubsim_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/google/go-github/v62/github"
+	"github.com/google/uuid"
+)
+
+func TestSignatureMatchesGitHubsVector(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-signature-vector.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Secret, Payload string
+		Signature256    string `json:"signature_256"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := githubsim.Signature256(v.Secret, []byte(v.Payload)); got != v.Signature256 {
+		t.Errorf("Signature256 = %s, want %s", got, v.Signature256)
+	}
+}
+
+// delivery is one webhook a test receiver got.
+type delivery struct {
+	header http.Header
+	body   []byte
+}
+
+// receiver records deliveries and answers 202, as agentbot's intake does.
+func receiver(t *testing.T) (*httptest.Server, <-chan delivery) {
+	t.Helper()
+	got := make(chan delivery, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- delivery{r.Header.Clone(), b}
+		w.WriteHeader(http.StatusAccepted)
+		io.WriteString(w, `{"task":"T1"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+// checkDelivery verifies GitHub's headers and signature and parses the
+// event with go-github, as the intake will.
+func checkDelivery(t *testing.T, w *world, d delivery, event string) any {
+	t.Helper()
+	secret := []byte(w.s.App().WebhookSecret)
+	if err := github.ValidateSignature(d.header.Get("X-Hub-Signature-256"), d.body, secret); err != nil {
+		t.Errorf("X-Hub-Signature-256: %v", err)
+	}
+	if err := github.ValidateSignature(d.header.Get("X-Hub-Signature"), d.body, secret); err != nil {
+		t.Errorf("X-Hub-Signature: %v", err)
+	}
+	if got := d.header.Get("X-GitHub-Event"); got != event {
+		t.Errorf("X-GitHub-Event %q, want %q", got, event)
+	}
+	if _, err := uuid.Parse(d.header.Get("X-GitHub-Delivery")); err != nil {
+		t.Errorf("X-GitHub-Delivery: %v", err)
+	}
+	if d.header.Get("X-GitHub-Hook-ID") == "" || !strings.HasPrefix(d.header.Get("User-Agent"), "GitHub-Hookshot/") {
+		t.Errorf("hook headers: %v", d.header)
+	}
+	ev, err := github.ParseWebHook(event, d.body)
+	if err != nil {
+		t.Fatalf("parse %s: %v", event, err)
+	}
+	return ev
+}
+
+// keysOf returns the keys of the object at path in a JSON document.
+func keysOf(t *testing.T, doc []byte, path ...string) []string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range path {
+		m, _ = m[p].(map[string]any)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// sameShape checks that every field of the real payload's object at path
+// is in ours too.
+func sameShape(t *testing.T, fixture, ours []byte, path ...string) {
+	t.Helper()
+	have := keysOf(t, ours, path...)
+	for _, k := range keysOf(t, fixture, path...) {
+		if !slices.Contains(have, k) {
+			t.Errorf("%s: field %q of GitHub's payload is missing", strings.Join(path, "."), k)
+		}
+	}
+}
+
+func TestDeliverIssueComment(t *testing.T) {
+	w := newWorld(t)
+	srv, got := receiver(t)
+	n, err := w.s.AddIssue(full, "octocat", "Widgets crash", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, resp, err := w.s.DeliverIssueComment(context.Background(), srv.URL, full, n, "octocat", "/agent fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("answer %d", resp.StatusCode)
+	}
+	d := <-got
+	ev := checkDelivery(t, w, d, "issue_comment").(*github.IssueCommentEvent)
+	if ev.GetAction() != "created" || ev.GetComment().GetID() != id || ev.GetComment().GetBody() != "/agent fix" ||
+		ev.GetIssue().GetNumber() != n || ev.GetRepo().GetFullName() != full || ev.GetInstallation().GetID() != w.install ||
+		ev.GetSender().GetLogin() != "octocat" || ev.GetRepo().GetCloneURL() != w.s.URL()+"/"+full+".git" {
+		t.Errorf("event %+v", ev)
+	}
+	if cs := w.s.Comments(full, n); len(cs) != 1 || cs[0].ID != id {
+		t.Errorf("comment not stored: %+v", cs)
+	}
+	fixture, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-webhooks", "issue_comment", "created.with-organization.payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range [][]string{{}, {"issue"}, {"comment"}, {"repository"}, {"repository", "owner"}, {"sender"}, {"organization"}} {
+		sameShape(t, fixture, d.body, path...)
+	}
+}
+
+func TestDeliverReviewFlows(t *testing.T) {
+	w := newWorld(t)
+	srv, got := receiver(t)
+	ctx := context.Background()
+	w.pushBranch(t, full, "feature", "f.go", "package f\n")
+	n, err := w.s.AddPullRequest(full, githubsim.PullOptions{Author: "octocat", Title: "Feature", Head: "feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	id, _, err := w.s.DeliverReviewComment(ctx, srv.URL, full, n, "octocat", "f.go", 1, "/agent rename this")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	rc := checkDelivery(t, w, d, "pull_request_review_comment").(*github.PullRequestReviewCommentEvent)
+	if rc.GetComment().GetID() != id || rc.GetComment().GetPath() != "f.go" || rc.GetPullRequest().GetNumber() != n ||
+		rc.GetPullRequest().GetHead().GetRef() != "feature" {
+		t.Errorf("review comment event %+v", rc)
+	}
+	fixture, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-webhooks", "pull_request_review_comment", "created.payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range [][]string{{}, {"comment"}, {"pull_request", "head"}, {"sender"}} {
+		sameShape(t, fixture, d.body, path...)
+	}
+
+	if _, err := w.s.DeliverReview(ctx, srv.URL, full, n, "octocat", "CHANGES_REQUESTED", "/agent add tests"); err != nil {
+		t.Fatal(err)
+	}
+	rv := checkDelivery(t, w, <-got, "pull_request_review").(*github.PullRequestReviewEvent)
+	if rv.GetAction() != "submitted" || rv.GetReview().GetState() != "changes_requested" || rv.GetReview().GetBody() != "/agent add tests" {
+		t.Errorf("review event %+v", rv)
+	}
+
+	if _, err := w.s.DeliverLabeled(ctx, srv.URL, full, n, "agent:fix", "octocat"); err != nil {
+		t.Fatal(err)
+	}
+	pl := checkDelivery(t, w, <-got, "pull_request").(*github.PullRequestEvent)
+	if pl.GetAction() != "labeled" || pl.GetLabel().GetName() != "agent:fix" || pl.GetNumber() != n {
+		t.Errorf("labeled event %+v", pl)
+	}
+	issue, err := w.s.AddIssue(full, "octocat", "bug", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.s.DeliverLabeled(ctx, srv.URL, full, issue, "agent:fix", "octocat"); err != nil {
+		t.Fatal(err)
+	}
+	il := checkDelivery(t, w, <-got, "issues").(*github.IssuesEvent)
+	if il.GetAction() != "labeled" || il.GetIssue().GetNumber() != issue || len(il.GetIssue().Labels) != 1 {
+		t.Errorf("issues labeled event %+v", il)
+	}
+
+	// The App answers in the thread and reacts, as agentbot does.
+	c := w.client(t, nil, nil)
+	if _, _, err := c.PullRequests.CreateCommentInReplyTo(ctx, owner, name, n, "On it.", id); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Reactions.CreatePullRequestCommentReaction(ctx, owner, name, id, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	rcs := w.s.ReviewComments(full, n)
+	if len(rcs) != 2 || rcs[1].InReplyTo != id || rcs[1].Author != w.s.App().BotLogin || len(rcs[0].Reactions) != 1 {
+		t.Errorf("review comments %+v", rcs)
+	}
+}
