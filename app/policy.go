@@ -25,7 +25,10 @@ type Policy struct {
 	Tools       Tools
 	Model       Models
 	PullRequest PullRequestSpec
-	// Source names where the policy was read: "owner/repo@sha:.github/agent.yml".
+	// Source names the files the policy was merged from, lowest first, as
+	// they were named to ParsePolicy:
+	// "acme/.github@sha:.github/agent.yml < acme/app@sha:.github/agent.yml",
+	// or "built-in defaults" when there were none.
 	Source string
 }
 

@@ -41,15 +41,22 @@ func (e fieldError) String() string {
 	return b.String()
 }
 
+// maxReported bounds the problems listed for one file, so that a file of
+// garbage still makes a readable comment.
+const maxReported = 20
+
 // fieldErrors turns collected problems into one *Error whose message lists
-// them, one a line, in file then line order, or nil when there are none.
+// them, one a line, or nil when there are none.
 func fieldErrors(errs []fieldError) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	lines := make([]string, len(errs))
-	for i, e := range errs {
-		lines[i] = e.String()
+	var lines []string
+	for _, e := range errs[:min(len(errs), maxReported)] {
+		lines = append(lines, e.String())
+	}
+	if n := len(errs) - maxReported; n > 0 {
+		lines = append(lines, fmt.Sprintf("… and %d more problems", n))
 	}
 	return &Error{Code: EInvalid, Message: strings.Join(lines, "\n")}
 }

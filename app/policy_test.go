@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -356,4 +357,41 @@ func FuzzParsePolicy(f *testing.F) {
 			t.Fatalf("BuildPolicy: %v", err)
 		}
 	})
+}
+
+func TestManyProblemsAreCut(t *testing.T) {
+	var b strings.Builder
+	for i := range maxReported + 5 {
+		fmt.Fprintf(&b, "key%d: x\n", i)
+	}
+	_, err := ParsePolicy(PolicyPath, []byte(b.String()))
+	lines := strings.Split(ErrorMessage(err), "\n")
+	if len(lines) != maxReported+1 || lines[len(lines)-1] != "… and 5 more problems" {
+		t.Errorf("%d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+}
+
+// BenchmarkLoadPolicy measures what a worker does per task with a policy
+// already fetched: parse the org's and the repo's files, then merge them.
+func BenchmarkLoadPolicy(b *testing.B) {
+	data, err := os.ReadFile("testdata/policy/valid/design-example.yml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	org := []byte("checks: [{name: test, run: make test}]\nlimits: {iterations: 20}\n")
+	server := openServer()
+	b.ReportAllocs()
+	for b.Loop() {
+		o, err := ParsePolicy("org", org)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := ParsePolicy("repo", data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := BuildPolicy(server, o, r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
