@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -123,7 +124,7 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	defer cancel()
 	if _, err := cli.ImageInspect(ctx, opts.Image); err != nil {
 		cli.Close()
-		if client.IsErrNotFound(err) {
+		if cerrdefs.IsNotFound(err) {
 			return nil, fmt.Errorf("sandbox image %s is missing; build it with deploy/sandbox/build-offline.sh %s", opts.Image, opts.Image)
 		}
 		return nil, fmt.Errorf("inspect sandbox image %s: %w", opts.Image, err)
@@ -236,9 +237,11 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		},
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
-		IpcMode:     "private",
-		Init:        &init,
-		Runtime:     d.opts.Runtime,
+		// POSIX shared memory stays available to tools, bounded and private.
+		IpcMode: "private",
+		ShmSize: 64 << 20,
+		Init:    &init,
+		Runtime: d.opts.Runtime,
 		// Answers go over the attach stream; a log driver would keep a
 		// second copy of everything on the host's disk.
 		LogConfig: container.LogConfig{Type: "none"},
@@ -381,7 +384,7 @@ func (c *Container) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
 	defer cancel()
 	grace := int(stopGrace / time.Second)
-	if err := c.d.cli.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &grace}); err != nil && !client.IsErrNotFound(err) {
+	if err := c.d.cli.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotFound(err) {
 		c.log.Warn("stop sandbox", "err", err)
 	}
 	return c.d.remove(ctx, c.ID)
@@ -389,7 +392,7 @@ func (c *Container) Close(ctx context.Context) error {
 
 func (d *Driver) remove(ctx context.Context, id string) error {
 	err := d.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !client.IsErrNotFound(err) {
+	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("remove sandbox %s: %w", shortID(id), err)
 	}
 	return nil

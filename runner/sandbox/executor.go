@@ -46,8 +46,10 @@ type ExecOptions struct {
 	// Env is every command's base environment; a Cmd's Env is appended.
 	Env []string
 	// OOMCounter returns how many processes the kernel has killed for memory
-	// in this container so far; Serve compares it around a command to tell an
-	// out-of-memory kill from any other SIGKILL. Nil means CgroupOOMKills.
+	// in this container so far; Serve compares it around each command to tell
+	// an out-of-memory kill from any other SIGKILL (the container's own
+	// OOMKilled state only says something once the whole container is dead).
+	// Nil means CgroupOOMKills.
 	OOMCounter func() (int64, bool)
 }
 
@@ -153,15 +155,18 @@ func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
 		res.ExitCode = ws.ExitStatus()
 		if ws.Signaled() {
 			res.ExitCode = 128 + int(ws.Signal())
-			if ws.Signal() == syscall.SIGKILL && !res.TimedOut && ctx.Err() == nil && oomKnown {
-				after, _ := opts.OOMCounter()
-				res.OOMKilled = after > oomBefore
-			}
 		}
 	case runErr != nil:
 		// The program could not be started: answer as a shell would.
 		res.ExitCode = 127
 		fmt.Fprintf(stderr, "%s: %v\n", argv[0], runErr)
+	}
+	if oomKnown {
+		// Commands run one at a time, so a kill counted while this one ran
+		// hit one of its processes, whether the command itself or a child
+		// (a shell reports its child's SIGKILL as exit status 137).
+		after, _ := opts.OOMCounter()
+		res.OOMKilled = after > oomBefore
 	}
 	res.Stdout, res.StdoutDropped = stdout.bytes()
 	res.Stderr, res.StderrDropped = stderr.bytes()
