@@ -215,9 +215,8 @@ func RandomID() string {
 // command) fails.
 func MustRun(t testing.TB, c *sandbox.Container, cmd sandbox.Cmd) sandbox.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	res, err := c.Run(ctx, cmd)
+	// The command's own timeout bounds the wait.
+	res, err := c.Run(t.Context(), cmd)
 	if err != nil {
 		t.Fatalf("run %v%s: %v", cmd.Argv, cmd.Shell, err)
 	}
