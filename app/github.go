@@ -42,8 +42,6 @@ type GitHubApp struct {
 	cfg    GitHubConfig
 	apps   *ghinstallation.AppsTransport
 	appAPI *github.Client // authenticated as the App (JWT)
-	retry  http.RoundTripper
-	log    *slog.Logger
 	mu     sync.Mutex
 	lru    *linkedlist.List // of *Installation, most recently used first
 	byID   map[int64]*linkedlist.Element
@@ -75,14 +73,13 @@ func NewGitHubApp(cfg GitHubConfig) (*GitHubApp, error) {
 		return nil, err
 	}
 	g := &GitHubApp{
-		cfg:   cfg,
-		retry: newRetryTransport(cfg.Transport, cfg.Retry),
-		log:   cfg.Logger,
-		lru:   linkedlist.New(),
-		byID:  map[int64]*linkedlist.Element{},
+		cfg:  cfg,
+		lru:  linkedlist.New(),
+		byID: map[int64]*linkedlist.Element{},
 	}
 	var err error
-	g.apps, err = ghinstallation.NewAppsTransport(g.retry, cfg.AppID, cfg.PrivateKey)
+	// Every request, token refreshes included, goes through the retries.
+	g.apps, err = ghinstallation.NewAppsTransport(newRetryTransport(cfg.Transport, cfg.Retry), cfg.AppID, cfg.PrivateKey)
 	if err != nil {
 		return nil, fmt.Errorf("github app %d: private key: %w", cfg.AppID, err)
 	}
@@ -196,7 +193,7 @@ func (g *GitHubApp) Token(ctx context.Context, installationID int64, repo string
 	if err != nil {
 		return RepoToken{}, fmt.Errorf("mint token for %s (installation %d): %w", repo, installationID, err)
 	}
-	g.log.InfoContext(ctx, "minted repository token", "repo", repo, "installation", installationID,
+	g.cfg.Logger.InfoContext(ctx, "minted repository token", "repo", repo, "installation", installationID,
 		"expires_at", tok.GetExpiresAt().Time)
 	return RepoToken{Value: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time}, nil
 }

@@ -150,6 +150,7 @@ func taskMarker(taskID string) string { return "<!-- agentbot:task=" + taskID + 
 // request: created on the first Set, edited on every later one, and found
 // again by its hidden task marker by a worker that picks the task up after
 // a restart.
+// It belongs to the one goroutine that runs the task.
 type StatusComment struct {
 	inst   *Installation
 	repo   string

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,6 +73,12 @@ func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
 	if _, err := w.sim.AddComment("acme/a", n, "ada", "<!-- agentbot:task=T1 -->\nquoted by a user"); err != nil {
 		t.Fatal(err)
 	}
+	// A long discussion puts the status comment beyond the first page.
+	for i := range 120 {
+		if _, err := w.sim.AddComment("acme/a", n, "bob", fmt.Sprintf("comment %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := w.installation(t).StatusComment("acme/a", n, "T1").Set(ctx, "Running: step 3."); err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +96,8 @@ func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
 	if len(mine) != 1 || !strings.HasSuffix(mine[0].Body, "\nDone.") || mine[0].ID != after.ID() {
 		t.Errorf("status comments of T1: %+v", mine)
 	}
-	if got := len(w.sim.Comments("acme/a", n)); got != 3 {
-		t.Errorf("%d comments in the thread, want 3", got)
+	if got := len(w.sim.Comments("acme/a", n)); got != 123 {
+		t.Errorf("%d comments in the thread, want 123", got)
 	}
 }
 
@@ -255,5 +262,43 @@ func TestPullRequestIsOpenedOnceUnderFaults(t *testing.T) {
 				t.Errorf("pull request %+v %+v", p, p.Pull)
 			}
 		})
+	}
+}
+
+// BenchmarkStatusCommentEdit measures one status update as a running task
+// makes it: a PATCH of the known comment through the installation client.
+func BenchmarkStatusCommentEdit(b *testing.B) {
+	sim, err := githubsim.New(githubsim.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	inst := sim.AddInstallation("acme")
+	if err := sim.AddRepo(inst, "acme/a", nil); err != nil {
+		b.Fatal(err)
+	}
+	n, _ := sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
+	gh, err := app.NewGitHubApp(app.GitHubConfig{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, _ := gh.Installation(inst)
+	status := client.StatusComment("acme/a", n, "T1")
+	ctx := b.Context()
+	if err := status.Set(ctx, "Queued."); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		if err := status.Set(ctx, fmt.Sprintf("Running: step %d.", i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFitText(b *testing.B) {
+	trace := strings.Repeat("=== RUN TestSomething\n--- FAIL: TestSomething (0.01s)\n", 20_000)
+	b.SetBytes(int64(len(trace)))
+	for b.Loop() {
+		app.FitText(trace, app.MaxTextLength)
 	}
 }
