@@ -241,3 +241,13 @@ func (s *Server) installedReposLocked(id int64) []*repo {
 	slices.SortFunc(out, func(a, b *repo) int { return int(a.id - b.id) })
 	return out
 }
+
+// ExpireTokens ends every installation token now, as if an hour had
+// passed or the installation had been reset: their next use gets 401.
+func (s *Server) ExpireTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.tokens {
+		t.expires = time.Now()
+	}
+}

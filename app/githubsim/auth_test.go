@@ -225,3 +225,23 @@ func TestTokenScopeGit(t *testing.T) {
 		t.Errorf("branch topic at %s, pushed %s", got, want)
 	}
 }
+
+func TestExpiredTokensAreRefused(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	c := w.client(t, nil, nil)
+	tok := w.token(t, nil)
+	if _, _, err := c.Repositories.Get(ctx, owner, name); err != nil {
+		t.Fatal(err)
+	}
+	w.s.ExpireTokens()
+	if _, resp, err := c.Repositories.Get(ctx, owner, name); resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("expired token on REST: %v, want 401", err)
+	}
+	if out, err := git("", "clone", "--quiet", w.cloneURL(full, tok), filepath.Join(t.TempDir(), "c")); err == nil {
+		t.Errorf("cloned with an expired token:\n%s", out)
+	}
+	if _, _, err := w.client(t, nil, nil).Repositories.Get(ctx, owner, name); err != nil {
+		t.Errorf("fresh token after expiry: %v", err)
+	}
+}

@@ -112,7 +112,7 @@ func (s *Server) withFaults(next http.Handler) http.Handler {
 // writeFault answers as GitHub does when it fails or limits a client.
 func (s *Server) writeFault(w http.ResponseWriter, f Fault) {
 	h := w.Header()
-	h.Set("X-GitHub-Request-Id", strings.ToUpper(randomHex(9)))
+	h.Set("X-GitHub-Request-Id", requestID())
 	if f.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(int(math.Ceil(f.RetryAfter.Seconds()))))
 	}

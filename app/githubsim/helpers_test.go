@@ -28,7 +28,7 @@ type world struct {
 	install int64
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	s, err := githubsim.New(githubsim.Options{})
 	if err != nil {
@@ -54,7 +54,7 @@ func newWorld(t *testing.T) *world {
 }
 
 // transport returns an installation transport over base (nil: default).
-func (w *world) transport(t *testing.T, base http.RoundTripper, opts *github.InstallationTokenOptions) *ghinstallation.Transport {
+func (w *world) transport(t testing.TB, base http.RoundTripper, opts *github.InstallationTokenOptions) *ghinstallation.Transport {
 	t.Helper()
 	if base == nil {
 		base = http.DefaultTransport
@@ -70,12 +70,12 @@ func (w *world) transport(t *testing.T, base http.RoundTripper, opts *github.Ins
 }
 
 // client is a go-github client acting as the installation.
-func (w *world) client(t *testing.T, base http.RoundTripper, opts *github.InstallationTokenOptions) *github.Client {
+func (w *world) client(t testing.TB, base http.RoundTripper, opts *github.InstallationTokenOptions) *github.Client {
 	t.Helper()
 	return newClient(t, w.s, w.transport(t, base, opts))
 }
 
-func newClient(t *testing.T, s *githubsim.Server, rt http.RoundTripper) *github.Client {
+func newClient(t testing.TB, s *githubsim.Server, rt http.RoundTripper) *github.Client {
 	t.Helper()
 	c, err := github.NewClient(&http.Client{Transport: rt, Timeout: 30 * time.Second}).WithEnterpriseURLs(s.APIURL(), s.APIURL())
 	if err != nil {
@@ -85,7 +85,7 @@ func newClient(t *testing.T, s *githubsim.Server, rt http.RoundTripper) *github.
 }
 
 // token mints an installation token with opts.
-func (w *world) token(t *testing.T, opts *github.InstallationTokenOptions) string {
+func (w *world) token(t testing.TB, opts *github.InstallationTokenOptions) string {
 	t.Helper()
 	tok, err := w.transport(t, nil, opts).Token(context.Background())
 	if err != nil {
@@ -104,7 +104,7 @@ func git(dir string, args ...string) (string, error) {
 	return string(out), err
 }
 
-func mustGit(t *testing.T, dir string, args ...string) string {
+func mustGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := git(dir, args...)
 	if err != nil {
@@ -120,7 +120,7 @@ func (w *world) cloneURL(repo, tok string) string {
 }
 
 // pushBranch clones repo, commits one file on branch and pushes it.
-func (w *world) pushBranch(t *testing.T, repo, branch, file, content string) {
+func (w *world) pushBranch(t testing.TB, repo, branch, file, content string) {
 	t.Helper()
 	tok := w.token(t, nil)
 	dir := filepath.Join(t.TempDir(), "clone")

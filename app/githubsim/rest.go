@@ -355,10 +355,6 @@ func (s *Server) updateComment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if c.Author != s.app.BotLogin {
-		writeError(w, http.StatusForbidden, "Resource not accessible by integration")
-		return
-	}
 	c.Body = body
 	c.Edits++
 	c.UpdatedAt = now()

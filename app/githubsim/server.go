@@ -18,8 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Options configure a Server. The zero value is usable.
@@ -83,6 +81,7 @@ type Server struct {
 	checkRuns      map[int64]*CheckRun
 	manifestCodes  map[string]manifestCode
 	faults         []*fault
+	hookID         int64
 }
 
 const defaultAppName = "agentbot-sim"
@@ -145,6 +144,7 @@ func New(opts Options) (*Server, error) {
 			"pull_request_review_comment", "installation", "installation_repositories"},
 	}
 	s.renameApp(name)
+	s.hookID = s.newID()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -256,13 +256,18 @@ type obj = map[string]any
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		// The client went away; nothing more to tell it.
-		return
-	}
+	// An encoding error here means the client went away: nobody to tell.
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 const docsURL = "https://docs.github.com/rest"
+
+// requestID is an X-GitHub-Request-Id, which GitHub's error messages
+// quote.
+func requestID() string {
+	id := strings.ToUpper(randomHex(10))
+	return id[:4] + ":" + id[4:8] + ":" + id[8:14] + ":" + id[14:]
+}
 
 // writeError answers with GitHub's basic-error body.
 func writeError(w http.ResponseWriter, status int, message string) {
@@ -299,7 +304,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 func (s *Server) common(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-GitHub-Request-Id", strings.ToUpper(uuid.NewString()[:18]))
+		h.Set("X-GitHub-Request-Id", requestID())
 		h.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
 		h.Set("X-RateLimit-Limit", "5000")
 		h.Set("X-RateLimit-Remaining", "4999")

@@ -338,6 +338,7 @@ func (s *Server) addCommentLocked(r *repo, issue int, author, body string) *Comm
 	c := &Comment{ID: s.newID(), Repo: r.fullName(), Issue: issue, Author: s.userLocked(author, "").login, Body: body, CreatedAt: t, UpdatedAt: t}
 	r.comments = append(r.comments, c)
 	s.comments[c.ID] = c
+	r.issues[issue-1].UpdatedAt = t
 	return c
 }
 

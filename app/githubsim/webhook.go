@@ -50,7 +50,7 @@ func (s *Server) Deliver(ctx context.Context, url, event string, payload any) (*
 		}
 	}
 	s.mu.Lock()
-	secret, appID := s.app.WebhookSecret, s.app.ID
+	secret, appID, hookID := s.app.WebhookSecret, s.app.ID, s.hookID
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
@@ -63,7 +63,7 @@ func (s *Server) Deliver(ctx context.Context, url, event string, payload any) (*
 	h.Set("User-Agent", "GitHub-Hookshot/"+randomHex(4)[:7])
 	h.Set("X-GitHub-Event", event)
 	h.Set("X-GitHub-Delivery", uuid.NewString())
-	h.Set("X-GitHub-Hook-ID", strconv.FormatInt(appID+1, 10))
+	h.Set("X-GitHub-Hook-ID", strconv.FormatInt(hookID, 10))
 	h.Set("X-GitHub-Hook-Installation-Target-ID", strconv.FormatInt(appID, 10))
 	h.Set("X-GitHub-Hook-Installation-Target-Type", "integration")
 	h.Set("X-Hub-Signature", Signature1(secret, body))
