@@ -36,8 +36,9 @@ type subcommand struct {
 // commands is built per call, never kept in a package variable.
 func commands() map[string]subcommand {
 	return map[string]subcommand{
-		"config": {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
-		"setup":  {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
+		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
+		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
+		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
 	}
 }
 

@@ -1,0 +1,27 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/agentbot/agentbot/runner/sandbox"
+)
+
+// cmdSandboxExec is the executor inside a sandbox container: the driver
+// mounts this binary read-only and starts it as the container's command. It
+// reads JSON commands on stdin and answers on stdout until stdin closes.
+func cmdSandboxExec(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("sandbox-exec", env)
+	root := fs.String("root", sandbox.WorkDir, "the work tree commands run in")
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	// The container's environment is exactly what the driver set, so
+	// commands inherit all of it.
+	err := sandbox.Serve(ctx, env.Stdin, env.Stdout, sandbox.ExecOptions{Root: *root, Env: os.Environ()})
+	if errors.Is(err, context.Canceled) {
+		return nil // stopped by SIGTERM: the container is being stopped
+	}
+	return err
+}
