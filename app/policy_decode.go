@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -73,21 +75,39 @@ type yamlWalker struct {
 // every problem found. An empty document sets nothing.
 func decodeFile(file string, data []byte, out any) (map[string]int, []fieldError) {
 	d := &yamlWalker{file: file, lines: map[string]int{}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		// A syntax error: yaml.v3 says "yaml: line N: ...".
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		line := 0
-		if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil {
-			_, msg, _ = strings.Cut(msg, ": ")
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
+		return d.lines, []fieldError{syntaxError(file, err)}
+	}
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if err == io.EOF {
+			break
 		}
-		return d.lines, []fieldError{{file: file, line: line, msg: "not valid YAML: " + msg}}
+		if err != nil {
+			return d.lines, []fieldError{syntaxError(file, err)}
+		}
+		if len(next.Content) > 0 && next.Content[0].ShortTag() != "!!null" {
+			return d.lines, []fieldError{{file: file, line: next.Line, msg: "a second YAML document (after ---); the file must hold one"}}
+		}
 	}
 	if len(doc.Content) == 0 {
 		return d.lines, nil
 	}
 	d.value(doc.Content[0], reflect.ValueOf(out).Elem(), "")
 	return d.lines, d.errs
+}
+
+// syntaxError places yaml.v3's "yaml: line N: ..." at its line.
+func syntaxError(file string, err error) fieldError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil {
+		_, msg, _ = strings.Cut(msg, ": ")
+	}
+	return fieldError{file: file, line: line, msg: "not valid YAML: " + msg}
 }
 
 func (d *yamlWalker) fail(n *yaml.Node, path, format string, args ...any) {
@@ -104,17 +124,18 @@ type yamlShorthand interface {
 // value decodes n into v and reports whether it did; on failure v is left
 // as it was, so a value that did not decode counts as unset.
 func (d *yamlWalker) value(n *yaml.Node, v reflect.Value, path string) bool {
+	at := n // where the value is used, an alias rather than its anchor
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return true // "key:" or "key: null" leaves the value unset
 	}
-	d.lines[path] = n.Line
+	d.lines[path] = at.Line
 	switch v.Kind() {
 	case reflect.Pointer:
 		elem := reflect.New(v.Type().Elem())
-		if !d.value(n, elem.Elem(), path) {
+		if !d.value(at, elem.Elem(), path) {
 			return false
 		}
 		v.Set(elem)
@@ -123,7 +144,7 @@ func (d *yamlWalker) value(n *yaml.Node, v reflect.Value, path string) bool {
 		return d.mapping(n, v, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, path, "expected a list, not %s", yamlKindOf(n))
+			d.fail(at, path, "expected a list, not %s", yamlKindOf(n))
 			return false
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -137,12 +158,12 @@ func (d *yamlWalker) value(n *yaml.Node, v reflect.Value, path string) bool {
 		return ok
 	}
 	if n.Kind != yaml.ScalarNode {
-		d.fail(n, path, "expected a single value, not %s", yamlKindOf(n))
+		d.fail(at, path, "expected a single value, not %s", yamlKindOf(n))
 		return false
 	}
 	// yaml.v3 would truncate 1.5 into an int; the tag check refuses it.
 	if tags := scalarTags(v.Kind()); tags != nil && !slices.Contains(tags, n.ShortTag()) || n.Decode(v.Addr().Interface()) != nil {
-		d.fail(n, path, "%q is not %s", n.Value, goKindName(v.Kind()))
+		d.fail(at, path, "%q is not %s", n.Value, goKindName(v.Kind()))
 		return false
 	}
 	return true
@@ -186,6 +207,11 @@ func (d *yamlWalker) mapping(n *yaml.Node, v reflect.Value, path string) bool {
 		}
 		seen[key.Value] = key.Line
 		f, known := yamlField(v, key.Value)
+		if key.ShortTag() == "!!merge" {
+			d.fail(key, path, "merge keys (<<) are not supported; write the keys out")
+			ok = false
+			continue
+		}
 		if !known {
 			d.fail(key, p, "unknown key%s", suggestKey(key.Value, yamlKeys(v.Type())))
 			ok = false

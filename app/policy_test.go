@@ -305,13 +305,17 @@ func TestParsePolicyEdgeCases(t *testing.T) {
 		{"empty file", "", ""},
 		{"comments only", "# nothing yet\n", ""},
 		{"null section", "limits:\n", ""},
-		{"alias", "x: &t 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
+		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
 		{"top level list", "- a\n", `.github/agent.yml:1: expected a mapping of keys to values, not a list`},
 		{"bool for int", "limits: {iterations: true}\n", `.github/agent.yml:1: limits.iterations: "true" is not a whole number`},
 		{"float for int", "limits: {diff_lines: 1.5}\n", `.github/agent.yml:1: limits.diff_lines: "1.5" is not a whole number`},
 		{"word for bool", "setup: {network: maybe}\n", `.github/agent.yml:1: setup.network: "maybe" is not true or false`},
 		{"negative", "sandbox: {cpus: -1}\n", `.github/agent.yml:1: sandbox.cpus: -1 must be more than zero`},
 		{"shorthand rule", "tools: {write: off}\n", ""},
+		{"trailing empty document", "limits: {iterations: 3}\n---\n", ""},
+		{"second document", "limits: {iterations: 3}\n---\nlimits: {iterations: 300}\n", `.github/agent.yml:2: a second YAML document (after ---); the file must hold one`},
+		{"merge key", "limits:\n  <<: {iterations: 3}\n", `.github/agent.yml:2: limits: merge keys (<<) are not supported; write the keys out`},
+		{"alias", "checks:\n  - &c {name: a, run: make}\nlimits: {iterations: *c}\n", `.github/agent.yml:3: limits.iterations: expected a single value, not a mapping`},
 		{"mapping for tool rule list", "tools: {write: [auto]}\n", `.github/agent.yml:1: tools.write: expected a mapping of keys to values, not a list`},
 	}
 	for _, tt := range tests {
