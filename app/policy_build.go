@@ -129,6 +129,22 @@ func (b *policyBuilder) finish() {
 			b.failIn(b.origin[t.path+".policy"], t.path+".policy", "allowlist needs at least one entry in %s.allow", t.path)
 		}
 	}
+	// A check runs within the agent phase, so sandbox.timeout bounds it; a
+	// check that names no timeout gets at most the phase's.
+	if r := b.origin["checks"]; r != nil {
+		for i := range b.p.Checks {
+			c := &b.p.Checks[i]
+			if c.Timeout <= b.p.Sandbox.Timeout {
+				continue
+			}
+			if r.Checks[i].Timeout == nil {
+				c.Timeout = b.p.Sandbox.Timeout
+				continue
+			}
+			b.failIn(r, fmt.Sprintf("checks[%d].timeout", i), "%s is longer than sandbox.timeout (%s), which bounds the whole agent phase",
+				shortDuration(c.Timeout), shortDuration(b.p.Sandbox.Timeout))
+		}
+	}
 	if b.p.Sandbox.Image == "" && b.server != nil {
 		b.p.Sandbox.Image = b.server.DefaultImage
 	}

@@ -273,6 +273,24 @@ func TestCaps(t *testing.T) {
 	}
 }
 
+func TestCheckTimeoutsWithinSandboxTimeout(t *testing.T) {
+	r := parseString(t, PolicyPath, `
+sandbox: {timeout: 5m}
+checks:
+  - {name: quick, run: make quick}
+  - {name: slow, run: make slow, timeout: 20m}
+`)
+	_, err := BuildPolicy(openServer(), r)
+	if got, want := ErrorMessage(err), ".github/agent.yml:5: checks[1].timeout: 20m is longer than sandbox.timeout (5m), which bounds the whole agent phase"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	r = parseString(t, PolicyPath, "sandbox: {timeout: 5m}\nchecks: [{name: quick, run: make quick}]\n")
+	p, err := BuildPolicy(openServer(), r)
+	if err != nil || p.Checks[0].Timeout != 5*time.Minute {
+		t.Errorf("a check without a timeout must get at most sandbox.timeout: %v %v", err, p.Checks)
+	}
+}
+
 func TestRequireChecks(t *testing.T) {
 	p, err := BuildPolicy(openServer())
 	if err != nil {
