@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"math/rand/v2"
@@ -56,9 +57,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// retryTransport retries what GitHub asks to be retried: rate limits, primary
-// (x-ratelimit-remaining: 0 until x-ratelimit-reset) and secondary (403 or 429
-// with Retry-After), and server errors. A rate-limited request was not
+// retryTransport retries what GitHub asks to be retried: rate limits,
+// primary and secondary (see delay), and server errors. A rate-limited request was not
 // processed, so any method is replayed; a 5xx on a POST may have created
 // something, so it is replayed only where the POST is idempotent (see
 // idempotent) and otherwise left to the caller, whose creates look before
@@ -101,22 +101,27 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// delay says whether resp is worth another attempt and how long to wait first.
+// delay says whether resp is worth another attempt and how long to wait
+// first. Rate limits are handled as GitHub documents: wait for Retry-After
+// when it is given; else, when x-ratelimit-remaining is 0, until
+// x-ratelimit-reset; else at least a minute.
 func (t *retryTransport) delay(req *http.Request, resp *http.Response, attempt int) (time.Duration, bool) {
 	h := resp.Header
 	retryAfter, hasRetryAfter := parseRetryAfter(h.Get("Retry-After"), t.now())
+	exhausted := h.Get("X-Ratelimit-Remaining") == "0"
+	limited := resp.StatusCode == http.StatusTooManyRequests ||
+		resp.StatusCode == http.StatusForbidden && (hasRetryAfter || exhausted || saysRateLimit(resp))
 	var wait time.Duration
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests,
-		resp.StatusCode == http.StatusForbidden && hasRetryAfter:
-		// Secondary rate limit. Without Retry-After GitHub says to wait at
-		// least a minute; fall back to the primary reset or back-off.
+	case limited && hasRetryAfter:
 		wait = retryAfter
-		if !hasRetryAfter {
-			wait = t.untilReset(h, attempt)
+	case limited && exhausted:
+		wait = time.Minute
+		if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
+			wait = max(time.Unix(reset, 0).Sub(t.now()), 0)
 		}
-	case resp.StatusCode == http.StatusForbidden && h.Get("X-Ratelimit-Remaining") == "0":
-		wait = t.untilReset(h, attempt)
+	case limited:
+		wait = time.Minute
 	case resp.StatusCode >= 500 && idempotent(req):
 		wait = t.policy.backoff(attempt)
 		if hasRetryAfter {
@@ -134,11 +139,16 @@ func (t *retryTransport) delay(req *http.Request, resp *http.Response, attempt i
 	return wait, true
 }
 
-func (t *retryTransport) untilReset(h http.Header, attempt int) time.Duration {
-	if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil {
-		return max(time.Unix(reset, 0).Sub(t.now()), 0)
-	}
-	return t.policy.backoff(attempt)
+// saysRateLimit reports whether a 403 without rate-limit headers is one all
+// the same: GitHub then says so only in the message ("You have exceeded a
+// secondary rate limit"). The body stays readable for the caller.
+func saysRateLimit(resp *http.Response) bool {
+	head, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	return err == nil && bytes.Contains(bytes.ToLower(head), []byte("rate limit"))
 }
 
 // backoff is the wait before attempt+1 when GitHub named none: BaseDelay

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,15 +33,23 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	reply(w)
 }
 
+const scriptedBody = `{"message":"scripted"}`
+
 func status(code int, headers ...string) func(http.ResponseWriter) {
+	return answer(code, scriptedBody, headers...)
+}
+
+func answer(code int, body string, headers ...string) func(http.ResponseWriter) {
 	return func(w http.ResponseWriter) {
 		for i := 0; i+1 < len(headers); i += 2 {
 			w.Header().Set(headers[i], headers[i+1])
 		}
 		w.WriteHeader(code)
-		io.WriteString(w, `{"message":"scripted"}`)
+		io.WriteString(w, body)
 	}
 }
+
+const secondaryLimitBody = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`
 
 func TestRetryTransport(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
@@ -60,8 +70,12 @@ func TestRetryTransport(t *testing.T) {
 			[]func(http.ResponseWriter){status(403, "Retry-After", "3"), ok}, 2, []time.Duration{3 * time.Second}, 200},
 		{"primary limit waits for the reset", "GET", "/repos/o/r",
 			[]func(http.ResponseWriter){status(403, "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", reset), ok}, 2, []time.Duration{42 * time.Second}, 200},
-		{"429 without headers backs off", "GET", "/repos/o/r",
-			[]func(http.ResponseWriter){status(429), ok}, 2, nil, 200},
+		{"429 without headers waits a minute", "GET", "/repos/o/r",
+			[]func(http.ResponseWriter){status(429), ok}, 2, []time.Duration{time.Minute}, 200},
+		{"403 that says secondary rate limit waits a minute", "GET", "/repos/o/r",
+			[]func(http.ResponseWriter){answer(403, secondaryLimitBody), ok}, 2, []time.Duration{time.Minute}, 200},
+		{"exhausted without a reset waits a minute", "GET", "/repos/o/r",
+			[]func(http.ResponseWriter){status(403, "X-Ratelimit-Remaining", "0"), ok}, 2, []time.Duration{time.Minute}, 200},
 		{"5xx on GET is retried", "GET", "/repos/o/r",
 			[]func(http.ResponseWriter){status(502), status(503), ok}, 3, nil, 200},
 		{"5xx with Retry-After honours it", "PATCH", "/repos/o/r/issues/comments/1",
@@ -71,7 +85,9 @@ func TestRetryTransport(t *testing.T) {
 		{"5xx on a reaction is replayed", "POST", "/repos/o/r/issues/comments/1/reactions",
 			[]func(http.ResponseWriter){status(500), ok}, 2, nil, 200},
 		{"plain 403 is final", "GET", "/repos/o/r",
-			[]func(http.ResponseWriter){status(403), ok}, 1, []time.Duration{}, 403},
+			[]func(http.ResponseWriter){answer(403, `{"message":"Resource not accessible by integration"}`), ok}, 1, []time.Duration{}, 403},
+		{"a final rate limit keeps its body", "GET", "/repos/o/r",
+			[]func(http.ResponseWriter){answer(403, secondaryLimitBody)}, 4, nil, 403},
 		{"404 is final", "GET", "/repos/o/r",
 			[]func(http.ResponseWriter){status(404), ok}, 1, []time.Duration{}, 404},
 		{"a wait above MaxDelay is not taken", "GET", "/repos/o/r",
@@ -103,7 +119,11 @@ func TestRetryTransport(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			got, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			if err != nil || !json.Valid(got) || !bytes.HasPrefix(got, []byte(`{"message":`)) {
+				t.Errorf("final body %q, %v: not what GitHub sent", got, err)
+			}
 			if resp.StatusCode != tc.final {
 				t.Errorf("final status %d, want %d", resp.StatusCode, tc.final)
 			}
