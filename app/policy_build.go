@@ -185,16 +185,17 @@ func (r *RawPolicy) lineOf(path string) int {
 	return 0
 }
 
-// policySetting is one thing a policy file may set. policySettings is the table of
-// everything a repository may override; apply reports whether the layer set
-// the value, after checking it and storing it into the builder's Policy.
+// policySetting is one thing a policy file may set; policySettings is the
+// table of everything a repository may override. apply reports whether the
+// layer set the value, after checking it and storing it into the Policy.
 type policySetting struct {
 	path  string
 	apply func(b *policyBuilder, r *RawPolicy) bool
 }
 
-// valueSetting is a setting holding one value, converted by conv; conv returns a
-// problem sentence instead of an error so that the builder places it.
+// valueSetting is a setting holding one value, converted by conv; conv
+// returns a problem sentence instead of an error so that the builder can
+// place it at its file, line and field.
 func valueSetting[R, V any](path string, raw func(*RawPolicy) *R, dst func(*Policy) *V, conv func(*policyBuilder, R) (V, string)) policySetting {
 	return policySetting{path, func(b *policyBuilder, r *RawPolicy) bool {
 		rv := raw(r)
@@ -233,8 +234,8 @@ func listSetting(path string, raw func(*RawPolicy) []string, dst func(*Policy) *
 	}}
 }
 
-// policySettings returns the table of everything a policy file may set, in file
-// order. Each value's checks and caps live in its row.
+// policySettings returns the table of everything a policy file may set, in
+// file order. Each value's checks and caps live in its row.
 func policySettings() []policySetting {
 	return []policySetting{
 		valueSetting("version", func(r *RawPolicy) *int { return r.Version }, func(p *Policy) *int { return &p.Version }, checkVersion),

@@ -111,11 +111,12 @@ type RawDuration string
 // RawSize is a byte size as written, such as 4GiB, 512m or 1073741824.
 type RawSize string
 
-// ParsePolicy decodes one policy file. name is how messages refer to the
-// file, such as "acme/app:.github/agent.yml". Unknown keys, wrong types and
-// repeated keys are reported together, each with its line and field; the
-// values themselves are checked by BuildPolicy, which knows the server's
-// caps.
+// ParsePolicy decodes and checks one policy file. name is how messages and
+// Policy.Source refer to the file, such as "acme/app@1a2b3c:.github/agent.yml".
+// Unknown keys, wrong types, repeated keys and bad values (globs, durations,
+// sizes, enums, duplicate check names) are reported together, one a line,
+// as "NAME:LINE: FIELD: sentence" in an *Error. What depends on the server
+// (caps, images, network) or on other files is checked by BuildPolicy.
 func ParsePolicy(name string, data []byte) (*RawPolicy, error) {
 	r := &RawPolicy{file: name}
 	var errs []fieldError
@@ -132,6 +133,3 @@ func ParsePolicy(name string, data []byte) (*RawPolicy, error) {
 	}
 	return r, nil
 }
-
-// Name returns the name the file was parsed under.
-func (r *RawPolicy) Name() string { return r.file }

@@ -98,6 +98,34 @@ func TestEveryKeySet(t *testing.T) {
 	}
 }
 
+// TestEveryFieldIsMerged proves that the settings table has a row for each
+// value of RawPolicy, so that no key is decoded and then ignored.
+func TestEveryFieldIsMerged(t *testing.T) {
+	var leaves []string
+	var walk func(typ reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		for f := range typ.Fields() {
+			key := yamlKey(f)
+			if key == "" {
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, yamlPathJoin(path, key))
+			} else {
+				leaves = append(leaves, yamlPathJoin(path, key))
+			}
+		}
+	}
+	walk(reflect.TypeFor[RawPolicy](), "")
+	var rows []string
+	for _, s := range policySettings() {
+		rows = append(rows, s.path)
+	}
+	if !reflect.DeepEqual(rows, leaves) {
+		t.Errorf("settings table:\n%q\nraw fields:\n%q", rows, leaves)
+	}
+}
+
 func TestBuiltinDefaults(t *testing.T) {
 	p, err := BuildPolicy(DefaultServerConfig())
 	if err != nil {
