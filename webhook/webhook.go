@@ -1,0 +1,207 @@
+// Package webhook is agentbot's HTTP intake: it receives GitHub's webhook
+// deliveries, turns the commands in them into app.Tasks, queues those
+// durably and answers within milliseconds.
+//
+// A delivery goes through, in order: a 25 MiB body cap (413), the
+// X-Hub-Signature-256 check against every configured secret (401), the
+// delivery de-duplication (200 {"duplicate": true}), parsing (400 with a
+// short reason), the filter that ignores what is not a command (200
+// {"ignored": reason}), and the enqueue (202 {"task": id}). Nothing
+// happens after the answer, so a restart loses nothing; when Redis cannot be
+// reached the answer is 503 and GitHub shows the delivery as failed, ready
+// to be redelivered.
+//
+// The package declares the two small interfaces it needs, Enqueuer and
+// Deduplicator, which the queue package satisfies; it makes no GitHub API
+// call and links no Docker client, and a test keeps it so. All routes are in
+// routes.go.
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// MaxBody is the largest delivery accepted; GitHub caps payloads at 25 MiB.
+const MaxBody = 25 << 20
+
+// DefaultLabel is the issue label that asks for a fix.
+const DefaultLabel = "agent:fix"
+
+// DefaultTimeout bounds the Redis work of one delivery, so that the answer
+// comes within two seconds even when Redis does not.
+const DefaultTimeout = 1500 * time.Millisecond
+
+// Enqueuer durably queues a task. It reports duplicate, without queueing,
+// when a task with the same ID is already queued.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, t app.Task) (duplicate bool, err error)
+}
+
+// Deduplicator remembers the deliveries already answered. MarkSeen is called
+// only after a delivery's task is queued, so a failed enqueue leaves the
+// delivery free to be redelivered.
+type Deduplicator interface {
+	Seen(ctx context.Context, delivery string) (bool, error)
+	MarkSeen(ctx context.Context, delivery string) error
+}
+
+// Config is what a Handler needs.
+type Config struct {
+	Secrets    [][]byte // webhook secrets; any of them signs a valid delivery
+	Queue      Enqueuer
+	Deliveries Deduplicator
+	Metrics    *Metrics
+	Logger     *slog.Logger  // slog.Default() when nil
+	Command    string        // the command word; app.DefaultCommand when empty
+	Label      string        // the trigger label; DefaultLabel when empty
+	Timeout    time.Duration // DefaultTimeout when 0
+}
+
+// Handler answers POST /webhook.
+type Handler struct {
+	cfg Config
+}
+
+// NewHandler checks cfg and returns a Handler. It refuses to build one
+// without a secret: an unsigned webhook would let anyone start the agent.
+func NewHandler(cfg Config) (*Handler, error) {
+	if len(cfg.Secrets) == 0 {
+		return nil, errors.New("webhook: no webhook secret configured")
+	}
+	for _, s := range cfg.Secrets {
+		if len(s) == 0 {
+			return nil, errors.New("webhook: empty webhook secret")
+		}
+	}
+	if cfg.Queue == nil || cfg.Deliveries == nil || cfg.Metrics == nil {
+		return nil, errors.New("webhook: Queue, Deliveries and Metrics are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Command == "" {
+		cfg.Command = app.DefaultCommand
+	}
+	if cfg.Label == "" {
+		cfg.Label = DefaultLabel
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	return &Handler{cfg: cfg}, nil
+}
+
+// TaskID returns the ID of the task made from delivery: the same delivery,
+// redelivered, maps to the same task.
+func TaskID(delivery string) string {
+	sum := sha256.Sum256([]byte(delivery))
+	return hex.EncodeToString(sum[:8])
+}
+
+// answer is how one delivery was answered, for the response, the log and
+// the metrics.
+type answer struct {
+	status  int
+	outcome string // the metrics label
+	body    map[string]any
+	task    app.Task
+	err     error // why it failed, for the operator's log
+}
+
+func fail(status int, outcome, reason string, err error) answer {
+	return answer{status: status, outcome: outcome, body: map[string]any{"error": reason}, err: err}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	event, delivery := r.Header.Get("X-GitHub-Event"), r.Header.Get("X-GitHub-Delivery")
+	a := h.handle(w, r, event, delivery)
+
+	writeJSON(w, a.status, a.body)
+	elapsed := time.Since(start)
+
+	label := eventLabel(event)
+	h.cfg.Metrics.requests.WithLabelValues(label, a.outcome).Inc()
+	h.cfg.Metrics.ack.Observe(elapsed.Seconds())
+	attrs := []any{"delivery", delivery, "event", label, "outcome", a.outcome,
+		"status", a.status, "elapsed", elapsed}
+	if a.task.ID != "" {
+		attrs = append(attrs, "task", a.task.ID, "repo", a.task.Repo, "verb", a.task.Verb)
+	}
+	if a.err != nil {
+		h.cfg.Logger.Warn("webhook refused", append(attrs, "err", a.err)...)
+		return
+	}
+	h.cfg.Logger.Info("webhook", attrs...)
+}
+
+func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery string) answer {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+		return fail(http.StatusRequestEntityTooLarge, "too_large", "payload larger than 25 MiB", err)
+	}
+	if err != nil {
+		return fail(http.StatusBadRequest, "invalid", "cannot read the body", err)
+	}
+	if !ValidSignature(h.cfg.Secrets, body, r.Header.Get("X-Hub-Signature-256")) {
+		return fail(http.StatusUnauthorized, "unauthorized", "missing or invalid X-Hub-Signature-256",
+			errors.New("signature check failed"))
+	}
+	if event == "" || delivery == "" || len(delivery) > 128 {
+		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	unavailable := func(err error) answer {
+		return fail(http.StatusServiceUnavailable, "unavailable", "queue unavailable, redeliver later", err)
+	}
+	seen, err := h.cfg.Deliveries.Seen(ctx, delivery)
+	if err != nil {
+		return unavailable(err)
+	}
+	if seen {
+		return answer{status: http.StatusOK, outcome: "duplicate", body: map[string]any{"duplicate": true}}
+	}
+
+	a := h.interpret(event, delivery, body)
+	if a.status == http.StatusBadRequest {
+		return a
+	}
+	if a.status == http.StatusAccepted {
+		dup, err := h.cfg.Queue.Enqueue(ctx, a.task)
+		if err != nil {
+			return unavailable(err)
+		}
+		if dup {
+			a = answer{status: http.StatusOK, outcome: "duplicate", task: a.task,
+				body: map[string]any{"duplicate": true, "task": a.task.ID}}
+		}
+	}
+	if err := h.cfg.Deliveries.MarkSeen(ctx, delivery); err != nil {
+		// The task is queued; the redelivery GitHub will make finds it
+		// and answers "duplicate".
+		return unavailable(err)
+	}
+	return a
+}
+
+// eventLabel bounds the metrics' event label to the events GitHub sends an
+// App, whatever a client puts in the header.
+func eventLabel(event string) string {
+	switch event {
+	case "ping", "issue_comment", "pull_request_review_comment", "pull_request_review", "issues",
+		"pull_request", "push", "installation", "installation_repositories", "check_run", "check_suite":
+		return event
+	}
+	return "other"
+}
