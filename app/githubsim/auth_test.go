@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/golang-jwt/jwt/v4"
 	"github.com/google/go-github/v62/github"
 )
@@ -244,4 +245,44 @@ func TestExpiredTokensAreRefused(t *testing.T) {
 	if _, _, err := w.client(t, nil, nil).Repositories.Get(ctx, owner, name); err != nil {
 		t.Errorf("fresh token after expiry: %v", err)
 	}
+}
+
+func TestAppRoutes(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	app := w.s.App()
+	atr, err := ghinstallation.NewAppsTransport(http.DefaultTransport, app.ID, app.PrivateKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atr.BaseURL = w.s.APIURL()
+	c := newClient(t, w.s, atr)
+	got, _, err := c.Apps.Get(ctx, "")
+	if err != nil || got.GetID() != app.ID || got.GetSlug() != app.Slug {
+		t.Errorf("app %+v (%v)", got, err)
+	}
+	in, _, err := c.Apps.FindRepositoryInstallation(ctx, owner, name)
+	if err != nil || in.GetID() != w.install || in.GetAccount().GetLogin() != owner {
+		t.Errorf("repository installation %+v (%v)", in, err)
+	}
+	if _, resp, err := c.Apps.GetInstallation(ctx, 424242); resp == nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown installation: %v, want 404", err)
+	}
+	tok, _, err := c.Apps.CreateInstallationToken(ctx, w.install, &github.InstallationTokenOptions{RepositoryIDs: []int64{mustRepoID(t, w)}})
+	if err != nil || len(tok.Repositories) != 1 || tok.Repositories[0].GetFullName() != full {
+		t.Errorf("token %+v (%v)", tok, err)
+	}
+	// An installation token is no App JWT.
+	if _, resp, err := w.client(t, nil, nil).Apps.Get(ctx, ""); resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /app with an installation token: %v, want 401", err)
+	}
+}
+
+func mustRepoID(t *testing.T, w *world) int64 {
+	t.Helper()
+	r, _, err := w.client(t, nil, nil).Repositories.Get(context.Background(), owner, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.GetID()
 }

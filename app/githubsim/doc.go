@@ -42,11 +42,18 @@
 // # Driving it from a test
 //
 // A test builds the world with AddInstallation, AddRepo (a real bare
-// repository on branch main with an initial commit), SetPermission,
-// AddIssue, AddComment and AddPullRequest; acts as GitHub toward the bot
-// with Deliver and the Deliver* helpers, which sign the payload as GitHub
-// does; injects failures with Inject; and reads what the bot did through
-// accessors that return copies (Comments, Issue, PullRequests, CheckRuns,
-// ReviewComments, Reviews, BranchSHA). All state is safe for concurrent
-// use.
+// repository on branch main with an initial commit), AddFork,
+// SetPermission, AddIssue, AddComment and AddPullRequest; acts as GitHub
+// toward the bot with Deliver and the Deliver* helpers, which make the
+// change and send the payload signed as GitHub does; injects failures with
+// Inject (5xx, primary and secondary rate limits, latency, and failures
+// that strike after the write took effect) and ExpireTokens; and reads
+// what the bot did through accessors that return copies (Comments, Issue,
+// PullRequests, CheckRuns, ReviewComments, Reviews, BranchSHA, Branches,
+// Deliveries). With SetWebhookURL the App's own writes come back as
+// webhooks, as they do on GitHub. All state is safe for concurrent use.
+//
+// What is not simulated: merging and closing, pushes' own events (push,
+// synchronize), labels' metadata beyond their names, teams, and GitHub's
+// following of symbolic links in the contents API.
 package githubsim

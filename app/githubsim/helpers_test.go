@@ -119,13 +119,16 @@ func (w *world) cloneURL(repo, tok string) string {
 	return strings.Replace(w.s.URL(), "http://", "http://x-access-token:"+tok+"@", 1) + "/" + repo + ".git"
 }
 
-// pushBranch clones repo, commits one file on branch and pushes it.
+// pushBranch clones repo, commits one file on branch (new or existing)
+// and pushes it.
 func (w *world) pushBranch(t testing.TB, repo, branch, file, content string) {
 	t.Helper()
 	tok := w.token(t, nil)
 	dir := filepath.Join(t.TempDir(), "clone")
 	mustGit(t, "", "clone", "--quiet", w.cloneURL(repo, tok), dir)
-	mustGit(t, dir, "checkout", "--quiet", "-b", branch)
+	if _, err := git(dir, "checkout", "--quiet", branch); err != nil { // a new branch
+		mustGit(t, dir, "checkout", "--quiet", "-b", branch)
+	}
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -177,6 +177,10 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	w.Header().Set("Location", fmt.Sprintf("%s/pulls/%d", rp.apiURL(s), is.Number))
 	writeJSON(w, http.StatusCreated, s.pullJSON(rp, is, v, true))
+	event := s.envelopeLocked(rp, "opened", s.app.BotLogin)
+	event["number"] = is.Number
+	event["pull_request"] = s.pullJSON(rp, is, v, true)
+	s.echo("pull_request", event)
 }
 
 // requestReviewers asks collaborators for a review; GitHub refuses anyone

@@ -129,7 +129,7 @@ func (s *Server) getContent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		m := s.contentEntry(rp, ref, self[0])
-		m["content"] = wrap76(base64.StdEncoding.EncodeToString(data))
+		m["content"] = wrapBase64(base64.StdEncoding.EncodeToString(data))
 		m["encoding"] = "base64"
 		writeJSON(w, http.StatusOK, m)
 		return
@@ -168,8 +168,9 @@ func (s *Server) contentEntry(rp *repo, ref string, e treeEntry) obj {
 	}
 }
 
-// wrap76 breaks base64 into lines as GitHub's contents API does.
-func wrap76(b64 string) string {
+// wrapBase64 breaks base64 into 60-character lines, as GitHub's contents
+// API does; clients must cope with the newlines.
+func wrapBase64(b64 string) string {
 	var sb strings.Builder
 	for len(b64) > 60 {
 		sb.WriteString(b64[:60])
@@ -318,12 +319,9 @@ func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.addCommentLocked(rp, n, s.app.BotLogin, body)
-	w.Header().Set("Location", c.apiURLLocked(s, rp))
+	w.Header().Set("Location", fmt.Sprintf("%s/issues/comments/%d", rp.apiURL(s), c.ID))
 	writeJSON(w, http.StatusCreated, s.commentJSON(rp, c))
-}
-
-func (c *Comment) apiURLLocked(s *Server, rp *repo) string {
-	return fmt.Sprintf("%s/issues/comments/%d", rp.apiURL(s), c.ID)
+	s.echo("issue_comment", s.commentEventLocked(rp, c, "created", s.app.BotLogin))
 }
 
 // commentFor finds an issue comment of the request's repository.
@@ -355,10 +353,14 @@ func (s *Server) updateComment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	from := c.Body
 	c.Body = body
 	c.Edits++
 	c.UpdatedAt = now()
 	writeJSON(w, http.StatusOK, s.commentJSON(rp, c))
+	event := s.commentEventLocked(rp, c, "edited", s.app.BotLogin)
+	event["changes"] = obj{"body": obj{"from": from}}
+	s.echo("issue_comment", event)
 }
 
 // react adds the App's reaction to rs unless it is there already: GitHub

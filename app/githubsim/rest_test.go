@@ -135,6 +135,12 @@ func TestPullRequestsLabelsAndReviewers(t *testing.T) {
 	if err != nil || pr.GetAdditions() != 1 || pr.GetCommits() != 1 || pr.GetChangedFiles() != 1 {
 		t.Errorf("pull request stats %d/%d/%d (%v)", pr.GetAdditions(), pr.GetCommits(), pr.GetChangedFiles(), err)
 	}
+	// A push to the head branch moves the pull request's head.
+	w.pushBranch(t, full, "agent/7-x", "y.go", "package x\n")
+	pr, _, err = c.PullRequests.Get(ctx, owner, name, 1)
+	if sha, _ := w.s.BranchSHA(full, "agent/7-x"); err != nil || pr.GetHead().GetSHA() != sha {
+		t.Errorf("head %s after push, branch at %s (%v)", pr.GetHead().GetSHA(), sha, err)
+	}
 	// A check run on the head commit lists the pull request.
 	run, _, err := c.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: pr.GetHead().GetSHA()})
 	if err != nil || len(run.PullRequests) != 1 || run.PullRequests[0].GetNumber() != 1 {

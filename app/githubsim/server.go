@@ -82,6 +82,8 @@ type Server struct {
 	manifestCodes  map[string]manifestCode
 	faults         []*fault
 	hookID         int64
+	deliveries     []Delivery
+	out            *outbox
 }
 
 const defaultAppName = "agentbot-sim"
@@ -102,6 +104,7 @@ func New(opts Options) (*Server, error) {
 		checkRuns:      map[int64]*CheckRun{},
 		manifestCodes:  map[string]manifestCode{},
 		nextID:         1000,
+		out:            newOutbox(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -154,6 +157,7 @@ func New(opts Options) (*Server, error) {
 	s.base = "http://" + ln.Addr().String()
 	s.api = s.base + "/api/v3"
 	s.srv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go s.deliverQueued()
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("githubsim: serve", "err", err)
@@ -171,11 +175,13 @@ func (s *Server) renameApp(name string) {
 	s.userLocked(s.app.BotLogin, "Bot")
 }
 
-// Close stops the server and removes the repositories it created.
+// Close stops the server, sends the webhooks still queued, and removes
+// the repositories it created.
 func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
+	s.closeOutbox()
 	s.removeDir()
 	return err
 }

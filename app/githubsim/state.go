@@ -165,6 +165,19 @@ func (s *Server) repoLocked(fullName string) (*repo, error) {
 	return r, nil
 }
 
+// lookupLocked finds issue or pull request number of repo.
+func (s *Server) lookupLocked(repo string, number int) (*repo, *Issue, error) {
+	r, err := s.repoLocked(repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	is, err := r.issueLocked(number)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, is, nil
+}
+
 func (r *repo) issueLocked(number int) (*Issue, error) {
 	if number < 1 || number > len(r.issues) {
 		return nil, fmt.Errorf("githubsim: %s has no issue #%d", r.fullName(), number)
@@ -323,11 +336,8 @@ func (s *Server) AddPullRequest(repo string, o PullOptions) (int, error) {
 func (s *Server) AddComment(repo string, issue int, author, body string) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.repoLocked(repo)
+	r, _, err := s.lookupLocked(repo, issue)
 	if err != nil {
-		return 0, err
-	}
-	if _, err := r.issueLocked(issue); err != nil {
 		return 0, err
 	}
 	return s.addCommentLocked(r, issue, author, body).ID, nil
@@ -346,11 +356,7 @@ func (s *Server) addCommentLocked(r *repo, issue int, author, body string) *Comm
 func (s *Server) Issue(repo string, number int) (Issue, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, err := s.repoLocked(repo)
-	if err != nil {
-		return Issue{}, err
-	}
-	is, err := r.issueLocked(number)
+	_, is, err := s.lookupLocked(repo, number)
 	if err != nil {
 		return Issue{}, err
 	}

@@ -68,17 +68,41 @@ func (s *Server) Deliver(ctx context.Context, url, event string, payload any) (*
 	h.Set("X-GitHub-Hook-Installation-Target-Type", "integration")
 	h.Set("X-Hub-Signature", Signature1(secret, body))
 	h.Set("X-Hub-Signature-256", Signature256(secret, body))
+	d := Delivery{GUID: h.Get("X-GitHub-Delivery"), URL: url, Event: event, Action: actionOf(body)}
+	resp, err := send(req)
+	if err != nil {
+		d.Err = fmt.Errorf("deliver %s to %s: %w", event, url, err)
+	} else {
+		d.Status = resp.StatusCode
+	}
+	s.mu.Lock()
+	s.deliveries = append(s.deliveries, d)
+	s.mu.Unlock()
+	return resp, d.Err
+}
+
+// send makes the request and keeps the answer's body in memory.
+func send(req *http.Request) (*http.Response, error) {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("deliver %s to %s: %w", event, url, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, fmt.Errorf("deliver %s to %s: read answer: %w", event, url, err)
+		return nil, fmt.Errorf("read answer: %w", err)
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(answer))
 	return resp, nil
+}
+
+// actionOf reads a payload's "action", for the delivery log.
+func actionOf(body []byte) string {
+	var p struct {
+		Action string `json:"action"`
+	}
+	_ = json.Unmarshal(body, &p) // a payload without one is logged without one
+	return p.Action
 }
 
 // envelopeLocked is what every App webhook carries besides the event's
@@ -106,22 +130,24 @@ func (s *Server) envelopeLocked(rp *repo, action, sender string) obj {
 // sends for it. It returns the comment's id.
 func (s *Server) DeliverIssueComment(ctx context.Context, url, repo string, number int, author, body string) (int64, *http.Response, error) {
 	s.mu.Lock()
-	rp, err := s.repoLocked(repo)
-	var is *Issue
-	if err == nil {
-		is, err = rp.issueLocked(number)
-	}
+	rp, _, err := s.lookupLocked(repo, number)
 	if err != nil {
 		s.mu.Unlock()
 		return 0, nil, err
 	}
 	c := s.addCommentLocked(rp, number, author, body)
-	payload := s.envelopeLocked(rp, "created", author)
-	payload["issue"] = s.issueJSON(rp, is)
-	payload["comment"] = s.commentJSON(rp, c)
+	payload := s.commentEventLocked(rp, c, "created", author)
 	s.mu.Unlock()
 	resp, err := s.Deliver(ctx, url, "issue_comment", payload)
 	return c.ID, resp, err
+}
+
+// commentEventLocked is the issue_comment payload for c.
+func (s *Server) commentEventLocked(rp *repo, c *Comment, action, sender string) obj {
+	payload := s.envelopeLocked(rp, action, sender)
+	payload["issue"] = s.issueJSON(rp, rp.issues[c.Issue-1])
+	payload["comment"] = s.commentJSON(rp, c)
+	return payload
 }
 
 // DeliverReviewComment posts author's comment on line of path in pull
@@ -147,6 +173,10 @@ func (s *Server) DeliverReviewComment(ctx context.Context, url, repo string, num
 // APPROVED, CHANGES_REQUESTED or COMMENTED) and delivers the
 // pull_request_review "submitted" event.
 func (s *Server) DeliverReview(ctx context.Context, url, repo string, number int, author, state, body string) (*http.Response, error) {
+	lower, ok := map[string]string{"APPROVED": "approved", "CHANGES_REQUESTED": "changes_requested", "COMMENTED": "commented"}[state]
+	if !ok {
+		return nil, fmt.Errorf("githubsim: review state %q is not APPROVED, CHANGES_REQUESTED or COMMENTED", state)
+	}
 	rp, is, err := s.pullLookup(repo, number)
 	if err != nil {
 		return nil, err
@@ -157,7 +187,7 @@ func (s *Server) DeliverReview(ctx context.Context, url, repo string, number int
 	rp.reviews = append(rp.reviews, rv)
 	payload := s.envelopeLocked(rp, "submitted", author)
 	review := s.reviewJSON(rp, rv)
-	review["state"] = map[string]string{"APPROVED": "approved", "CHANGES_REQUESTED": "changes_requested", "COMMENTED": "commented"}[state]
+	review["state"] = lower // webhooks spell it in lower case, the REST API in upper
 	payload["review"] = review
 	payload["pull_request"] = s.pullJSON(rp, is, v, false)
 	s.mu.Unlock()
@@ -168,11 +198,7 @@ func (s *Server) DeliverReview(ctx context.Context, url, repo string, number int
 // and delivers the issues (or pull_request) "labeled" event.
 func (s *Server) DeliverLabeled(ctx context.Context, url, repo string, number int, label, sender string) (*http.Response, error) {
 	s.mu.Lock()
-	rp, err := s.repoLocked(repo)
-	var is *Issue
-	if err == nil {
-		is, err = rp.issueLocked(number)
-	}
+	rp, is, err := s.lookupLocked(repo, number)
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -204,11 +230,7 @@ func (s *Server) DeliverLabeled(ctx context.Context, url, repo string, number in
 func (s *Server) pullLookup(repo string, number int) (*repo, *Issue, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rp, err := s.repoLocked(repo)
-	if err != nil {
-		return nil, nil, err
-	}
-	is, err := rp.issueLocked(number)
+	rp, is, err := s.lookupLocked(repo, number)
 	if err != nil {
 		return nil, nil, err
 	}
