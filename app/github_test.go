@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -32,17 +33,41 @@ type world struct {
 	sent   *requestCounter
 }
 
-// requestCounter counts the requests agentbot sends, by "METHOD /path".
+// requestCounter counts the requests agentbot sends, by "METHOD /path",
+// and can lose GitHub's answer to some of them: the request takes effect
+// but agentbot sees a 502, as when a proxy times out after GitHub acted.
 type requestCounter struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	lose map[string]int // answers still to lose, by "METHOD /path"
 }
 
 func (c *requestCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	key := r.Method + " " + strings.TrimPrefix(r.URL.Path, "/api/v3")
 	c.mu.Lock()
-	c.n[r.Method+" "+strings.TrimPrefix(r.URL.Path, "/api/v3")]++
+	c.n[key]++
+	lost := c.lose[key] > 0
+	if lost {
+		c.lose[key]--
+	}
 	c.mu.Unlock()
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || !lost {
+		return resp, err
+	}
+	resp.Body.Close()
+	return &http.Response{
+		StatusCode: http.StatusBadGateway, Status: "502 Bad Gateway", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"application/json"}},
+		Body:    io.NopCloser(strings.NewReader(`{"message":"Bad Gateway"}`)),
+		Request: r,
+	}, nil
+}
+
+func (c *requestCounter) loseAnswer(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lose[key]++
 }
 
 func (c *requestCounter) count(key string) int {
@@ -59,7 +84,7 @@ func newWorld(t *testing.T) *world {
 	}
 	t.Cleanup(func() { sim.Close() })
 	return &world{sim: sim, inst: sim.AddInstallation("acme"), log: &bytes.Buffer{},
-		sleeps: new([]time.Duration), sent: &requestCounter{n: map[string]int{}}}
+		sleeps: new([]time.Duration), sent: &requestCounter{n: map[string]int{}, lose: map[string]int{}}}
 }
 
 // newApp starts agentbot's side; each call is a fresh process's worth of

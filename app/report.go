@@ -355,7 +355,7 @@ type PullRequestDraft struct {
 type PullRequest struct {
 	Number  int
 	HTMLURL string
-	Created bool // false when an open pull request for the head branch existed
+	Created bool // false when it was found open rather than opened by this call
 }
 
 // EnsurePullRequest returns the open pull request from d.Head into repo,

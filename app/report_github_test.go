@@ -61,6 +61,38 @@ func TestStatusCommentIsPostedOnceUnderFaults(t *testing.T) {
 	}
 }
 
+// TestCreatesSurviveALostAnswer is the case looking first exists for:
+// GitHub created the comment or pull request, but agentbot saw a 502.
+func TestCreatesSurviveALostAnswer(t *testing.T) {
+	w := newWorld(t)
+	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
+	w.push(t, "acme/a", "agent/1-fix", map[string]string{"main.go": "package main // fixed\n"})
+	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
+	inst := w.installation(t)
+	ctx := t.Context()
+
+	w.sent.loseAnswer(fmt.Sprintf("POST /repos/acme/a/issues/%d/comments", n))
+	status := inst.StatusComment("acme/a", n, "T1")
+	if err := status.Set(ctx, "Queued."); err != nil {
+		t.Fatal(err)
+	}
+	if cs := w.sim.Comments("acme/a", n); len(cs) != 1 || status.ID() != cs[0].ID || !strings.HasSuffix(cs[0].Body, "Queued.") {
+		t.Errorf("comments %+v, status id %d", cs, status.ID())
+	}
+
+	w.sent.loseAnswer("POST /repos/acme/a/pulls")
+	pr, err := inst.EnsurePullRequest(ctx, "acme/a", app.PullRequestDraft{Head: "agent/1-fix", Base: "main", Title: "Fix", Body: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prs := w.sim.PullRequests("acme/a"); len(prs) != 1 || pr.Number != prs[0].Number {
+		t.Errorf("pull requests %+v, got %+v", prs, pr)
+	}
+	if got := w.sent.count("POST /repos/acme/a/pulls"); got != 1 {
+		t.Errorf("%d POSTs of the pull request, want 1", got)
+	}
+}
+
 func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
