@@ -104,9 +104,9 @@ type Client struct {
 	prices map[string]Price
 	log    *slog.Logger
 
-	// unpriced remembers the models already reported as having no price,
-	// so that a long loop logs the gap once, not on every call.
-	unpriced sync.Map
+	// warned remembers which gaps (a model without a price, a server
+	// without usage) were logged, so that a long loop logs each once.
+	warned sync.Map
 }
 
 // New returns a client for cfg. It never reads OPENAI_* variables: the
@@ -203,8 +203,17 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			CompletionTokens: cc.Usage.CompletionTokens,
 		},
 	}
+	if !cc.JSON.Usage.Valid() {
+		c.warnOnce(ctx, "usage/"+req.Model, "model server reports no usage; token budgets do not see these calls", "model", req.Model)
+	}
 	c.price(ctx, req.Model, &resp)
 	return resp, nil
+}
+
+func (c *Client) warnOnce(ctx context.Context, key, msg string, args ...any) {
+	if _, seen := c.warned.LoadOrStore(key, true); !seen {
+		c.log.WarnContext(ctx, msg, args...)
+	}
 }
 
 // price sets the cost of resp from the price of the requested model, or of
@@ -217,9 +226,7 @@ func (c *Client) price(ctx context.Context, model string, resp *Response) {
 	}
 	if !ok {
 		resp.Unpriced = true
-		if _, seen := c.unpriced.LoadOrStore(model, true); !seen {
-			c.log.WarnContext(ctx, "no price for model; its calls count as free", "model", model, "answered_by", resp.Model)
-		}
+		c.warnOnce(ctx, "price/"+model, "no price for model; its calls count as free", "model", model, "answered_by", resp.Model)
 		return
 	}
 	resp.Usage.CostUSD = p.Cost(resp.Usage)
@@ -275,7 +282,9 @@ func toMessageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 		return openai.ToolMessage(m.Content, m.ToolCallID), nil
 	case RoleAssistant:
 		a := openai.ChatCompletionAssistantMessageParam{}
-		if m.Content != "" {
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			// An assistant message needs content or tool calls; an empty
+			// answer is sent back as empty text.
 			a.Content.OfString = param.NewOpt(m.Content)
 		}
 		for _, tc := range m.ToolCalls {
@@ -305,7 +314,10 @@ func describe(err error) error {
 	detail := apiErr.Message
 	if apiErr.Response != nil {
 		if ra := apiErr.Response.Header.Get("Retry-After"); ra != "" {
-			detail += fmt.Sprintf(" (server asks to retry after %ss)", ra)
+			if _, err := strconv.ParseFloat(ra, 64); err == nil {
+				ra += "s" // seconds, unless it is an HTTP date
+			}
+			detail += fmt.Sprintf(" (server asks to retry after %s)", ra)
 		}
 	}
 	if detail == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -397,18 +396,47 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 }
 
-// The unknown-model warning is logged once per model, not on every call.
-func TestUnpricedModelLoggedOnce(t *testing.T) {
-	var logged strings.Builder
-	srv := llmtest.NewServer(t, llmtest.Script{Steps: []llmtest.Step{{Text: "a"}, {Text: "b"}}})
-	c := newClient(t, srv, llm.Config{Logger: slogTo(&logged)})
-	for range 2 {
-		if _, err := c.Complete(t.Context(), userRequest("go")); err != nil {
-			t.Fatal(err)
-		}
+// Gaps that make budgets blind are logged once per model, not on every
+// call of a long loop.
+func TestGapsLoggedOnce(t *testing.T) {
+	noUsage := `{"id":"c","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"}}]}`
+	tests := []struct {
+		name    string
+		steps   []llmtest.Step
+		prices  map[string]llm.Price
+		wantLog string
+	}{
+		{"model without a price", []llmtest.Step{{Text: "a"}, {Text: "b"}}, nil, "no price for model"},
+		{"server without usage", []llmtest.Step{{Body: noUsage}, {Body: noUsage}}, map[string]llm.Price{"test-model": {Input: 1}}, "reports no usage"},
 	}
-	if n := strings.Count(logged.String(), "no price for model"); n != 1 {
-		t.Errorf("logged the missing price %d times, want once:\n%s", n, logged.String())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logged strings.Builder
+			srv := llmtest.NewServer(t, llmtest.Script{Steps: tt.steps})
+			c := newClient(t, srv, llm.Config{Prices: tt.prices, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			for range 2 {
+				if _, err := c.Complete(t.Context(), userRequest("go")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := strings.Count(logged.String(), tt.wantLog); n != 1 || strings.Count(logged.String(), "\n") != 1 {
+				t.Errorf("logged %q %d times, want once and nothing else:\n%s", tt.wantLog, n, logged.String())
+			}
+		})
+	}
+}
+
+// An empty assistant answer goes back as empty text: an assistant message
+// with neither content nor tool calls is refused by the API.
+func TestEmptyAnswerSentBack(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Script{Steps: []llmtest.Step{{Text: "ok"}}})
+	req := userRequest("go")
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant}, llm.Message{Role: llm.RoleUser, Content: "Say something."})
+	if _, err := newClient(t, srv, llm.Config{}).Complete(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if sent := srv.Requests()[0].Messages[2]; sent.Role != llm.RoleAssistant || sent.Content != "" {
+		t.Errorf("empty answer sent back as %+v", sent)
 	}
 }
 
@@ -429,5 +457,3 @@ func BenchmarkComplete(b *testing.B) {
 		}
 	}
 }
-
-func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

@@ -272,7 +272,8 @@ func writeError(w http.ResponseWriter, status int, typ, msg string) {
 
 // decodeRequest decodes a chat-completions request and refuses what the
 // real API refuses: no model, no messages, unknown roles, tools that are not
-// functions, and tool messages that answer no pending tool call.
+// functions, empty assistant messages, and tool messages that answer no
+// pending tool call.
 func decodeRequest(body []byte) (Request, error) {
 	var wr wireRequest
 	if err := json.Unmarshal(body, &wr); err != nil {
@@ -382,6 +383,9 @@ func (wm wireMessage) decode() (llm.Message, error) {
 			return llm.Message{}, errors.New("tool call without an id")
 		}
 		m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if wm.Role == llm.RoleAssistant && (content == "" || content == "null") && len(wm.ToolCalls) == 0 {
+		return llm.Message{}, errors.New("assistant message needs content or tool_calls")
 	}
 	if wm.Role == llm.RoleTool && wm.ToolCallID == "" {
 		return llm.Message{}, errors.New("tool message without tool_call_id")

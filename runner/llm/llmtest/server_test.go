@@ -169,6 +169,7 @@ func TestProtocolRefusals(t *testing.T) {
 		{"a call left unanswered", `{"model":"m","messages":[{"role":"user","content":"hi"},` + assistant + `,{"role":"tool","tool_call_id":"c1","content":"x"},{"role":"user","content":"?"}]}`, "messages[3]: tool calls [c2] have no tool result"},
 		{"conversation ends with open calls", `{"model":"m","messages":[{"role":"user","content":"hi"},` + assistant + `]}`, "tool calls [c1 c2] have no tool result"},
 		{"same call answered twice", `{"model":"m","messages":[{"role":"user","content":"hi"},` + assistant + `,{"role":"tool","tool_call_id":"c1","content":"x"},{"role":"tool","tool_call_id":"c1","content":"x"}]}`, `messages[3]: tool message answers "c1"`},
+		{"empty assistant message", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null}]}`, "messages[1]: assistant message needs content or tool_calls"},
 		{"tool message without id", `{"model":"m","messages":[{"role":"tool","content":"x"}]}`, "tool message without tool_call_id"},
 	}
 	for _, tt := range tests {
