@@ -8,10 +8,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"path"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -317,36 +320,24 @@ func search(_ context.Context, s *Set, a searchArgs) Result {
 	if limit == 0 {
 		limit = 50
 	}
-	var sb strings.Builder
-	matches, files := 0, 0
-	err = s.walk(".", func(p string, d fs.DirEntry) error {
-		if d.IsDir() || !d.Type().IsRegular() {
-			return nil
-		}
-		if a.Glob != "" && !doublestar.MatchUnvalidated(a.Glob, p) {
-			return nil
-		}
-		if fi, err := d.Info(); err != nil || fi.Size() > maxSearchFile {
-			return nil
-		}
-		b, err := s.root.ReadFile(p)
-		if err != nil || isBinary(b) {
-			return nil
-		}
-		locs := re.FindAllIndex(b, -1)
-		if len(locs) == 0 {
-			return nil
-		}
-		files++
-		n := writeMatches(&sb, p, b, locs, a.Context, limit-matches)
-		matches += n
-		if matches >= limit {
-			return fs.SkipAll
-		}
-		return nil
+	type hits struct {
+		b    []byte
+		locs [][]int
+	}
+	found, err := scan(s, a.Glob, nil, func(_ string, b []byte) (hits, bool) {
+		locs := re.FindAllIndex(b, limit)
+		return hits{b, locs}, len(locs) > 0
 	})
 	if err != nil {
 		return failed(a.Pattern, "search: %v", err)
+	}
+	var sb strings.Builder
+	matches := 0
+	for _, f := range found {
+		matches += writeMatches(&sb, f.path, f.v.b, f.v.locs, a.Context, limit-matches)
+		if matches >= limit {
+			break
+		}
 	}
 	if matches == 0 {
 		return Result{Outcome: OK, Target: a.Pattern, Output: "no matches"}
@@ -355,6 +346,80 @@ func search(_ context.Context, s *Set, a searchArgs) Result {
 		fmt.Fprintf(&sb, "... stopped at %d matches; narrow the pattern or the glob\n", limit)
 	}
 	return Result{Outcome: OK, Target: a.Pattern, Output: sb.String()}
+}
+
+// scanWorkers read and match files in parallel: the cost of a scan is
+// mostly the open and read system calls, which overlap well.
+const scanWorkers = 8
+
+// scanned is one file's answer in a scan.
+type scanned[T any] struct {
+	path string
+	v    T
+}
+
+// scan runs match over every regular, non-binary file of the tree that the
+// glob and admit (when set) let through, in parallel, and returns the
+// answers of the files that matched in walk order, so that output does not
+// depend on scheduling.
+func scan[T any](s *Set, glob string, admit func(string) bool, match func(p string, b []byte) (T, bool)) ([]scanned[T], error) {
+	var paths []string
+	err := s.walk(".", func(p string, d fs.DirEntry) error {
+		if d.Type().IsRegular() && (glob == "" || doublestar.MatchUnvalidated(glob, p)) && (admit == nil || admit(p)) {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	results := make([]*scanned[T], len(paths))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(scanWorkers, len(paths)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(paths) {
+					return
+				}
+				b, ok := s.readSmall(paths[i])
+				if !ok {
+					continue
+				}
+				if v, ok := match(paths[i], b); ok {
+					results[i] = &scanned[T]{paths[i], v}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var out []scanned[T]
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+// readSmall reads a text file worth searching; false for a file that is
+// too large, binary or unreadable.
+func (s *Set) readSmall(p string) ([]byte, bool) {
+	f, err := s.root.Open(p)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > maxSearchFile {
+		return nil, false
+	}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil || isBinary(b) {
+		return nil, false
+	}
+	return b, true
 }
 
 // writeMatches prints up to limit matching lines of one file, grep style:
@@ -436,47 +501,53 @@ var symbolExts = map[string]string{
 
 func findSymbol(_ context.Context, s *Set, a findSymbolArgs) Result {
 	short := a.Name[strings.LastIndex(a.Name, ".")+1:]
-	compiled := map[string]*regexp.Regexp{} // per language family, built when first needed
-	var sb strings.Builder
-	found := 0
-	err := s.walk(".", func(p string, d fs.DirEntry) error {
-		if d.IsDir() || (a.Glob != "" && !doublestar.MatchUnvalidated(a.Glob, p)) {
-			return nil
+	compiled := map[string]*regexp.Regexp{} // per language family; read-only once scanning starts
+	// Parsing is the cost of a Go lookup: parse only files that have the
+	// name as a whole word, which call sites mostly are not.
+	word := regexp.MustCompile(`\b` + regexp.QuoteMeta(short) + `\b`)
+	for fam := range symbolPatterns {
+		compiled[fam] = symbolRegexp(fam, short)
+	}
+	admit := func(p string) bool {
+		_, known := symbolExts[path.Ext(p)]
+		return known || path.Ext(p) == ".go"
+	}
+	defs, err := scan(s, a.Glob, admit, func(p string, b []byte) ([]string, bool) {
+		if !bytes.Contains(b, []byte(short)) {
+			return nil, false
 		}
-		ext := path.Ext(p)
-		fam, known := symbolExts[ext]
-		if ext != ".go" && !known {
-			return nil
-		}
-		b, err := s.root.ReadFile(p)
-		if err != nil || !bytes.Contains(b, []byte(short)) {
-			return nil
-		}
-		var hits []int
-		if ext == ".go" {
-			hits = goDefinitions(p, b, a.Name)
+		var lines []int
+		if ext := path.Ext(p); ext == ".go" {
+			if word.Match(b) {
+				lines = goDefinitions(p, b, a.Name)
+			}
 		} else {
-			re, ok := compiled[fam]
-			if !ok {
-				re = symbolRegexp(fam, short)
-				compiled[fam] = re
-			}
-			for _, l := range re.FindAllIndex(b, -1) {
-				hits = append(hits, bytes.Count(b[:l[0]], []byte("\n"))+1)
+			for _, l := range compiled[symbolExts[ext]].FindAllIndex(b, -1) {
+				lines = append(lines, bytes.Count(b[:l[0]], []byte("\n"))+1)
 			}
 		}
-		lines := bytes.Split(b, []byte("\n"))
-		for _, h := range hits {
-			fmt.Fprintf(&sb, "%s:%d: %s\n", p, h, clip(strings.TrimSpace(string(lines[h-1])), 200))
-			found++
+		if len(lines) == 0 {
+			return nil, false
 		}
-		if found >= maxListed {
-			return fs.SkipAll
+		// Quote the definition lines here, while the file is in hand.
+		text := bytes.Split(b, []byte("\n"))
+		out := make([]string, len(lines))
+		for i, l := range lines {
+			out[i] = fmt.Sprintf("%s:%d: %s", p, l, clip(strings.TrimSpace(string(text[l-1])), 200))
 		}
-		return nil
+		return out, true
 	})
 	if err != nil {
 		return failed(a.Name, "find_symbol: %v", err)
+	}
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.v...)
+	}
+	found := len(out)
+	var sb strings.Builder
+	for _, l := range out[:min(found, maxListed)] {
+		sb.WriteString(l + "\n")
 	}
 	if found == 0 {
 		return Result{Outcome: OK, Target: a.Name, Output: fmt.Sprintf("no definition of %s found; try search", a.Name)}
