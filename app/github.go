@@ -26,7 +26,9 @@ type GitHubConfig struct {
 	// APIURL is the REST root: PublicAPIURL, https://HOST/api/v3 for GitHub
 	// Enterprise Server, or the simulator's.
 	APIURL string
-	// CallTimeout bounds each operation, retries included (default 30s).
+	// CallTimeout bounds each operation, retries and their waits included
+	// (default 90s: long enough to sit out the minute GitHub asks for after
+	// a secondary rate limit, which a shorter deadline would never allow).
 	CallTimeout time.Duration
 	// Installations is how many installation clients stay cached (default 256).
 	Installations int
@@ -57,7 +59,7 @@ func NewGitHubApp(cfg GitHubConfig) (*GitHubApp, error) {
 	}
 	cfg.APIURL = strings.TrimRight(cfg.APIURL, "/")
 	if cfg.CallTimeout <= 0 {
-		cfg.CallTimeout = 30 * time.Second
+		cfg.CallTimeout = 90 * time.Second
 	}
 	if cfg.Installations <= 0 {
 		cfg.Installations = 256
