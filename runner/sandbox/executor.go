@@ -131,7 +131,9 @@ func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), opts.Env...), c.Env...)
-	cmd.Stdin = bytes.NewReader(c.Stdin)
+	if len(c.Stdin) > 0 {
+		cmd.Stdin = bytes.NewReader(c.Stdin) // else /dev/null, with no copying goroutine
+	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The whole group dies at the timeout, not just the shell at its head.

@@ -1,0 +1,101 @@
+package sandbox_test
+
+import (
+	"context"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// BenchmarkStartToFirstCommand measures creating and starting a container
+// until the executor has answered its first command.
+func BenchmarkStartToFirstCommand(b *testing.B) {
+	d := sandboxtest.NewDriver(b)
+	tree := sandboxtest.WorkTree(b)
+	ctx := context.Background()
+	for b.Loop() {
+		c, err := d.Start(ctx, sandbox.Spec{TaskID: "bench", WorkTree: tree})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Run(ctx, sandbox.Cmd{Argv: []string{"true"}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := c.Close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkRoundTrip runs "true" through the executor and through "docker
+// exec" (the engine API, as the CLI uses it) alternately in one container,
+// and reports the p50 and p99 of each and the ratio of the medians.
+func BenchmarkRoundTrip(b *testing.B) {
+	d := sandboxtest.NewDriver(b)
+	c := sandboxtest.Start(b, d, sandbox.Spec{})
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	var viaExecutor, inside, viaDockerExec []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := c.Run(ctx, sandbox.Cmd{Argv: []string{"true"}})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("executor: %+v, %v", res, err)
+		}
+		viaExecutor = append(viaExecutor, time.Since(start))
+		inside = append(inside, res.Duration)
+		start = time.Now()
+		dockerExec(b, ctx, cli, c.ID, "true")
+		viaDockerExec = append(viaDockerExec, time.Since(start))
+	}
+	e50, e99 := percentiles(viaExecutor)
+	i50, _ := percentiles(inside)
+	d50, d99 := percentiles(viaDockerExec)
+	// The command's own run inside the container, fork and exec included.
+	b.ReportMetric(ms(i50), "command-p50-ms")
+	b.ReportMetric(ms(e50), "executor-p50-ms")
+	b.ReportMetric(ms(e99), "executor-p99-ms")
+	b.ReportMetric(ms(d50), "dockerexec-p50-ms")
+	b.ReportMetric(ms(d99), "dockerexec-p99-ms")
+	b.ReportMetric(float64(d50)/float64(e50), "speedup-p50-x")
+}
+
+// dockerExec runs argv with "docker exec" semantics: create, attach, wait
+// for the output to end, read the exit code.
+func dockerExec(b *testing.B, ctx context.Context, cli *client.Client, id string, argv ...string) {
+	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{User: "65532:65532", Cmd: argv, AttachStdout: true, AttachStderr: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	att, err := cli.ContainerExecAttach(ctx, exec.ID, container.ExecAttachOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, att.Reader)
+	att.Close()
+	st, err := cli.ContainerExecInspect(ctx, exec.ID)
+	if err != nil || st.ExitCode != 0 {
+		b.Fatalf("docker exec: %+v, %v", st, err)
+	}
+}
+
+func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
