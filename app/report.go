@@ -52,6 +52,7 @@ const MaxTextLength = 65536
 
 // FitText returns s unchanged when it fits in limit bytes, or else its head
 // and tail cut at line ends with a note saying how much was left out.
+// GitHub counts characters; counting bytes never undercounts them.
 //
 // Trimming, not splitting into continuation comments, because every text
 // agentbot posts is either edited in place (the status comment, the check
@@ -64,15 +65,18 @@ func FitText(s string, limit int) string {
 		return s
 	}
 	note := func(n int) string {
-		return fmt.Sprintf("\n\n… %d characters cut here: GitHub accepts %d …\n\n", n, limit)
+		return fmt.Sprintf("\n\n… %d characters cut here to fit GitHub's limit …\n\n", n)
 	}
+	// The note for len(s) is at least as long as the one written: a cut
+	// has no more characters than bytes.
 	room := limit - len(note(len(s)))
 	if room <= 0 {
 		return validPrefix(s, limit)
 	}
 	head := lineCut(validPrefix(s, room*2/3), false)
 	tail := lineCut(validSuffix(s, room-len(head)), true)
-	return head + note(len(s)-len(head)-len(tail)) + tail
+	cut := s[len(head) : len(s)-len(tail)]
+	return head + note(utf8.RuneCountInString(cut)) + tail
 }
 
 // validPrefix returns at most n bytes of s's head without splitting a rune.

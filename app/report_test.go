@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -33,8 +34,14 @@ func TestFitText(t *testing.T) {
 			if !strings.HasPrefix(got, "HEAD") || !strings.HasSuffix(got, "TAIL") && !strings.HasSuffix(got, "TAIL\n") {
 				t.Errorf("head or tail lost: %q … %q", got[:20], got[len(got)-20:])
 			}
-			if !strings.Contains(got, "characters cut here") {
-				t.Error("no note says the text was cut")
+			head, rest, ok := strings.Cut(got, "\n\n… ")
+			count, tail, ok2 := strings.Cut(rest, " characters cut here to fit GitHub's limit …\n\n")
+			n, err := strconv.Atoi(count)
+			if !ok || !ok2 || err != nil {
+				t.Fatalf("no note says the text was cut")
+			}
+			if kept := utf8.RuneCountInString(head) + utf8.RuneCountInString(tail); kept+n != utf8.RuneCountInString(tc.in) {
+				t.Errorf("note says %d characters cut, but %d of %d were kept", n, kept, utf8.RuneCountInString(tc.in))
 			}
 		})
 	}
