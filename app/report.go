@@ -153,8 +153,7 @@ func taskMarker(taskID string) string { return "<!-- agentbot:task=" + taskID + 
 // StatusComment is a task's one status comment on its issue or pull
 // request: created on the first Set, edited on every later one, and found
 // again by its hidden task marker by a worker that picks the task up after
-// a restart.
-// It belongs to the one goroutine that runs the task.
+// a restart. It belongs to the one goroutine that runs the task.
 type StatusComment struct {
 	inst   *Installation
 	repo   string
@@ -250,11 +249,13 @@ type CheckOutput struct {
 }
 
 func (o CheckOutput) github() *github.CheckRunOutput {
+	// A check run's summary and text take one character less than a comment.
+	const limit = MaxTextLength - 1
 	out := &github.CheckRunOutput{Title: &o.Title}
-	summary := FitText(o.Summary, MaxTextLength-1)
+	summary := FitText(o.Summary, limit)
 	out.Summary = &summary
 	if o.Text != "" {
-		text := FitText(o.Text, MaxTextLength-1)
+		text := FitText(o.Text, limit)
 		out.Text = &text
 	}
 	return out
