@@ -41,11 +41,13 @@ pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: 
 // defaultCheckTimeout applies to a check that names no timeout.
 const defaultCheckTimeout = 10 * time.Minute
 
-// BuildPolicy merges policy layers over the built-in defaults, lowest
-// first — normally the organisation's .github repository's file, then the
-// repository's own; nil layers (no such file) are skipped — and checks the
-// result against the server's caps. A layer replaces each value it sets;
-// lists (checks, paths.deny, labels…) are replaced whole, never appended.
+// BuildPolicy merges policy layers over the built-in defaults and the
+// server config's policy section, lowest first — normally the organisation's
+// .github repository's file, then the repository's own; nil layers (no such
+// file) are skipped — and checks the result against the server's caps. A
+// layer replaces each value it sets; lists (checks, paths.deny, labels…) are
+// replaced whole, never appended. Settings the server config locks may not
+// be set by the layers at all.
 //
 // A value beyond a cap is an error naming the cap, never silently clamped:
 // an admin who asked for 80 iterations must learn they get at most 50. Only
@@ -57,11 +59,15 @@ func BuildPolicy(server ServerConfig, layers ...*RawPolicy) (Policy, error) {
 		return Policy{}, fmt.Errorf("parse built-in policy: %w", err)
 	}
 	b := newPolicyBuilder(&server)
-	b.apply(base, true)
+	b.apply(base, builtinLayer)
 	var names []string
+	if server.Policy != nil {
+		b.apply(server.Policy, serverLayer)
+		names = append(names, server.Policy.file)
+	}
 	for _, l := range layers {
 		if l != nil {
-			b.apply(l, false)
+			b.apply(l, repoLayer)
 			names = append(names, l.file)
 		}
 	}
@@ -93,25 +99,45 @@ func (p Policy) RequireChecks() error {
 
 // policyBuilder merges layers into a Policy, one setting at a time.
 type policyBuilder struct {
-	server  *ServerConfig // nil: check values alone, without caps
-	p       Policy
-	origin  map[string]*RawPolicy // path -> layer whose value p holds
-	layer   *RawPolicy            // being applied
-	builtin bool                  // the layer is builtinPolicy
-	errs    []fieldError
-	order   []string // files in the order applied, for sorting errs
+	server *ServerConfig // nil: check values alone, without caps
+	p      Policy
+	origin map[string]*RawPolicy // path -> layer whose value p holds
+	layer  *RawPolicy            // being applied
+	kind   layerKind             // of the layer being applied
+	errs   []fieldError
+	order  []string // files in the order applied, for sorting errs
 }
 
 func newPolicyBuilder(server *ServerConfig) *policyBuilder {
 	return &policyBuilder{server: server, origin: map[string]*RawPolicy{}}
 }
 
-// apply sets every value the layer sets, checking each; builtin says the
-// layer is builtinPolicy.
-func (b *policyBuilder) apply(r *RawPolicy, builtin bool) {
-	b.layer, b.builtin = r, builtin
+// layerKind says who wrote a layer, which decides how it is bounded.
+type layerKind int
+
+const (
+	// repoLayer is written by a repository's or organisation's admins:
+	// bounded by the caps and the locks.
+	repoLayer layerKind = iota
+	// serverLayer is the server config's policy section: the operator's
+	// own, so locks do not apply to it.
+	serverLayer
+	// builtinLayer is builtinPolicy: lowered to the caps, since nobody
+	// chose its values.
+	builtinLayer
+)
+
+// apply sets every value the layer sets, checking each.
+func (b *policyBuilder) apply(r *RawPolicy, kind layerKind) {
+	b.layer, b.kind = r, kind
 	b.order = append(b.order, r.file)
 	for _, s := range policySettings() {
+		if kind == repoLayer && b.server != nil && b.server.locks(s.path) {
+			if _, written := r.lines[s.path]; written {
+				b.fail(s.path, "is fixed by this server's operator and cannot be set here; remove it")
+			}
+			continue
+		}
 		if s.apply(b, r) {
 			b.origin[s.path] = r
 		}
@@ -417,7 +443,7 @@ func checkBranchPrefix(_ *policyBuilder, v string) (string, string) {
 
 func checkSetupNetwork(b *policyBuilder, v bool) (bool, string) {
 	if v && b.server != nil && !b.server.SetupNetwork {
-		if b.builtin {
+		if b.kind == builtinLayer {
 			return false, ""
 		}
 		return false, "this server does not allow network during setup; set it to false, or ask the operator"
@@ -478,7 +504,7 @@ func withinCap[T capNumber](b *policyBuilder, v T, written string, capOf func(Ca
 		return v, ""
 	}
 	if c := capOf(b.server.Max); c > 0 && v > c {
-		if b.builtin {
+		if b.kind == builtinLayer {
 			return c, ""
 		}
 		return 0, fmt.Sprintf("%s is above this server's cap of %s", written, format(c))

@@ -125,7 +125,7 @@ func ParsePolicy(name string, data []byte) (*RawPolicy, error) {
 	// a file's mistakes are reported at once. A value that did not decode
 	// is unset here, so nothing is reported twice.
 	b := newPolicyBuilder(nil)
-	b.apply(r, false)
+	b.apply(r, repoLayer)
 	errs = append(errs, b.errs...)
 	slices.SortStableFunc(errs, func(x, y fieldError) int { return cmp.Compare(x.line, y.line) })
 	if err := fieldErrors(errs); err != nil {

@@ -20,7 +20,14 @@ type ServerConfig struct {
 	DefaultImage string   // the sandbox image of a policy that names none
 	SetupNetwork bool     // whether a policy's setup may run with network
 	Max          Caps     // bounds on a policy's numbers
-	Source       string   // the file read, or "" for the defaults
+	// Policy is the operator's policy layer, merged over the built-in
+	// defaults and under the organisation's and repository's files; nil
+	// when the server config has no policy section.
+	Policy *RawPolicy
+	// Locked lists the settings ("paths.deny") or whole sections ("paths")
+	// that policy files may not set, so that Policy's values hold.
+	Locked []string
+	Source string // the file read, or "" for the defaults
 }
 
 // Caps bound a policy's numbers; a zero field is no cap. A policy value
@@ -59,6 +66,8 @@ type rawServerConfig struct {
 			Timeout *RawDuration `yaml:"timeout"`
 		} `yaml:"sandbox"`
 	} `yaml:"max"`
+	Policy RawPolicy `yaml:"policy"`
+	Locked []string  `yaml:"locked"`
 }
 
 // LoadServerConfig reads the server config at path over the defaults, or
@@ -111,7 +120,16 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 	if raw.Setup.AllowNetwork != nil {
 		c.SetupNetwork = *raw.Setup.AllowNetwork
 	}
-	c.Max, errs = parseCaps(name, &raw, lines, errs)
+	var problems []fieldError
+	c.Max, problems = parseCaps(name, &raw, lines)
+	errs = append(errs, problems...)
+	if _, ok := lines["policy"]; ok {
+		// The operator's policy is checked against the operator's own caps.
+		c.Policy = &raw.Policy
+		_, problems = applySubLayer(&c, name, "policy.", c.Policy, lines)
+		errs = append(errs, problems...)
+	}
+	errs = append(errs, c.parseLocked(raw.Locked, lines)...)
 	slices.SortStableFunc(errs, func(x, y fieldError) int { return cmp.Compare(x.line, y.line) })
 	if err := fieldErrors(errs); err != nil {
 		return ServerConfig{}, err
@@ -122,23 +140,60 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 // parseCaps reads max: by the policy's own settings table, since caps are
 // written like the values they bound (max.limits.iterations bounds
 // limits.iterations), so they are parsed and checked the same way.
-func parseCaps(name string, raw *rawServerConfig, lines map[string]int, errs []fieldError) (Caps, []fieldError) {
-	const prefix = "max."
-	layer := &RawPolicy{file: name, lines: map[string]int{}, Limits: raw.Max.Limits, Sandbox: RawSandbox{
+func parseCaps(name string, raw *rawServerConfig, lines map[string]int) (Caps, []fieldError) {
+	layer := &RawPolicy{Limits: raw.Max.Limits, Sandbox: RawSandbox{
 		CPUs: raw.Max.Sandbox.CPUs, Memory: raw.Max.Sandbox.Memory, Pids: raw.Max.Sandbox.Pids, Timeout: raw.Max.Sandbox.Timeout,
 	}}
+	p, errs := applySubLayer(nil, name, "max.", layer, lines)
+	return Caps{Limits: p.Limits, Sandbox: p.Sandbox}, errs
+}
+
+// applySubLayer applies a policy layer written under prefix in the server
+// config by itself, checked against server (nil: unbounded), and returns
+// the result and its problems, placed at the server config's lines.
+func applySubLayer(server *ServerConfig, name, prefix string, layer *RawPolicy, lines map[string]int) (Policy, []fieldError) {
+	layer.file, layer.lines = name, map[string]int{}
 	for path, line := range lines {
 		if rest, ok := strings.CutPrefix(path, prefix); ok {
 			layer.lines[rest] = line
 		}
 	}
-	b := newPolicyBuilder(nil)
-	b.apply(layer, false)
-	for _, e := range b.errs {
-		e.path = prefix + e.path
-		errs = append(errs, e)
+	b := newPolicyBuilder(server)
+	b.apply(layer, serverLayer)
+	for i := range b.errs {
+		b.errs[i].path = prefix + b.errs[i].path
 	}
-	return Caps{Limits: b.p.Limits, Sandbox: b.p.Sandbox}, errs
+	return b.p, b.errs
+}
+
+// parseLocked keeps the locked settings, each a setting's path or a
+// section of them.
+func (c *ServerConfig) parseLocked(locked []string, lines map[string]int) []fieldError {
+	var known []string
+	var errs []fieldError
+	for _, s := range policySettings() {
+		section, _, _ := strings.Cut(s.path, ".")
+		if !slices.Contains(known, section) {
+			known = append(known, section)
+		}
+		if section != s.path {
+			known = append(known, s.path)
+		}
+	}
+	for i, l := range locked {
+		if !slices.Contains(known, l) {
+			path := fmt.Sprintf("locked[%d]", i)
+			errs = append(errs, fieldError{file: c.Source, line: lines[path], path: path,
+				msg: fmt.Sprintf("%q is not a policy setting%s", l, suggestKey(l, known))})
+		}
+	}
+	c.Locked = locked
+	return errs
+}
+
+// locks reports whether policy files may not set the setting at path.
+func (c *ServerConfig) locks(path string) bool {
+	return slices.ContainsFunc(c.Locked, func(l string) bool { return path == l || strings.HasPrefix(path, l+".") })
 }
 
 // AllowsRepo returns nil when the server serves repo (owner/name), or an

@@ -2,6 +2,7 @@ package app
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -20,14 +21,62 @@ func TestServerConfigExample(t *testing.T) {
 			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour},
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute},
 		},
+		Locked: []string{"paths.deny", "trigger.allow_forks"},
 		Source: "../deploy/server.example.yaml",
 	}
+	if c.Policy == nil {
+		t.Fatal("the example's policy section was not read")
+	}
+	layer := c.Policy
+	c.Policy = nil
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("got  %+v\nwant %+v", c, want)
 	}
-	// The design's example policy is within the example's bounds.
-	if _, err := BuildPolicy(c, readPolicy(t, "testdata/policy/valid/design-example.yml")); err != nil {
-		t.Errorf("design example against server.example.yaml: %v", err)
+	c.Policy = layer
+
+	// The design's example policy is within the example's bounds once it
+	// stops setting what the example locks.
+	r := readPolicy(t, "testdata/policy/valid/design-example.yml")
+	r.Paths.Deny = nil
+	delete(r.lines, "paths.deny")
+	p, err := BuildPolicy(c, r)
+	if err != nil {
+		t.Fatalf("design example against server.example.yaml: %v", err)
+	}
+	if !slices.Contains(p.Paths.Deny, "deploy/secrets/**") {
+		t.Errorf("paths.deny %q: the operator's policy layer was not applied", p.Paths.Deny)
+	}
+}
+
+func TestServerPolicyAndLocks(t *testing.T) {
+	server, err := ParseServerConfig("server.yaml", []byte(`
+policy:
+  paths: {deny: ["secrets/**"]}
+  limits: {iterations: 10, tokens: 1000}
+locked: [paths, trigger.allow_forks]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	org := parseString(t, "acme/.github:.github/agent.yml", "checks: [{name: test, run: make test}]\nlimits: {iterations: 20}\n")
+	p, err := BuildPolicy(server, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.Iterations != 20 || p.Limits.Tokens != 1000 || !reflect.DeepEqual(p.Paths.Deny, []string{"secrets/**"}) {
+		t.Errorf("built-in < server policy < organisation not honoured: %+v %+v", p.Limits, p.Paths)
+	}
+	if want := "server.yaml < acme/.github:.github/agent.yml"; p.Source != want {
+		t.Errorf("Source %q, want %q", p.Source, want)
+	}
+
+	repo := parseString(t, "acme/app:.github/agent.yml", "paths:\n  allow: [\"**\"]\n  deny: []\ntrigger: {allow_forks: true, users: [octocat]}\n")
+	_, err = BuildPolicy(server, org, repo)
+	want := "acme/app:.github/agent.yml:2: paths.allow: is fixed by this server's operator and cannot be set here; remove it\n" +
+		"acme/app:.github/agent.yml:3: paths.deny: is fixed by this server's operator and cannot be set here; remove it\n" +
+		"acme/app:.github/agent.yml:4: trigger.allow_forks: is fixed by this server's operator and cannot be set here; remove it"
+	if got := errorText(err); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
 
@@ -64,6 +113,11 @@ func TestParseServerConfigErrors(t *testing.T) {
 				`server.yaml:4: max.sandbox.memory: "lots" is not a size such as 512MiB or 4GiB`},
 		{"image under max", "max: {sandbox: {image: x}}\n", `server.yaml:1: max.sandbox.image: unknown key (expected one of: cpus, memory, pids, timeout)`},
 		{"wrong type", "setup: {allow_network: sometimes}\n", `server.yaml:1: setup.allow_network: "sometimes" is not true or false`},
+		{"unknown lock", "locked: [paths, path.deny]\n", `server.yaml:1: locked[1]: "path.deny" is not a policy setting (did you mean "paths.deny"?)`},
+		{"policy above its own caps", "max: {limits: {iterations: 5}}\npolicy:\n  limits: {iterations: 10}\n",
+			`server.yaml:3: policy.limits.iterations: 10 is above this server's cap of 5`},
+		{"policy with an unknown key", "policy:\n  limit: {iterations: 10}\n", `server.yaml:2: policy.limit: unknown key (did you mean "limits"?)`},
+		{"policy with a forbidden image", "policy: {sandbox: {image: ubuntu}}\n", `server.yaml:1: policy.sandbox.image: "ubuntu" is not an image this server allows (agentbot-sandbox:*)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
