@@ -3,11 +3,13 @@ package githubsim_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -57,6 +59,7 @@ type validator struct {
 	mu       sync.Mutex
 	seen     map[string][]int // operationId -> statuses
 	failures []string
+	missing  map[string][]string // operationId -> fields of GitHub's example we lack
 }
 
 func newValidator(t *testing.T) *validator {
@@ -76,7 +79,7 @@ func newValidator(t *testing.T) *validator {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &validator{next: http.DefaultTransport, router: router, seen: map[string][]int{}}
+	return &validator{next: http.DefaultTransport, router: router, seen: map[string][]int{}, missing: map[string][]string{}}
 }
 
 func (v *validator) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -124,6 +127,60 @@ func (v *validator) check(req *http.Request, resp *http.Response, body []byte) {
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		v.failures = append(v.failures, fmt.Sprintf("%s %d response: %v", op, resp.StatusCode, err))
 	}
+	v.compareWithExamples(op, route, resp.StatusCode, body)
+}
+
+// compareWithExamples records the fields of GitHub's documented example
+// answers that ours lack: the schemas require few fields, and a client
+// may read any of the others.
+func (v *validator) compareWithExamples(op string, route *routers.Route, status int, body []byte) {
+	ref := route.Operation.Responses.Status(status)
+	if ref == nil || ref.Value == nil {
+		return
+	}
+	mt := ref.Value.Content.Get("application/json")
+	if mt == nil {
+		return
+	}
+	var ours any
+	if err := json.Unmarshal(body, &ours); err != nil {
+		return
+	}
+	for _, ex := range mt.Examples {
+		if ex.Value != nil {
+			for _, p := range missingFields("", ex.Value.Value, ours) {
+				if !slices.Contains(v.missing[op], p) {
+					v.missing[op] = append(v.missing[op], p)
+				}
+			}
+		}
+	}
+}
+
+// missingFields lists the object keys of want, recursively, that got
+// lacks; arrays are compared by their first elements.
+func missingFields(at string, want, got any) []string {
+	var out []string
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return nil // null or another type: the schema check judges it
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok {
+				out = append(out, at+"/"+k)
+				continue
+			}
+			out = append(out, missingFields(at+"/"+k, wv, gv)...)
+		}
+	case []any:
+		if g, ok := got.([]any); ok && len(w) > 0 && len(g) > 0 {
+			out = missingFields(at+"/0", w[0], g[0])
+		}
+	}
+	return out
 }
 
 // TestConformance drives every operation of the OpenAPI subset through a
@@ -321,6 +378,26 @@ func TestConformance(t *testing.T) {
 	for _, op := range want {
 		if !slices.Contains(slices.Collect(mapKeys(v.seen)), op) {
 			t.Errorf("operation %s was never exercised", op)
+		}
+	}
+	// Fields of GitHub's examples that we leave out, by name, and why.
+	absent := map[string]string{
+		"repositories":        "listed only for a token scoped to repositories",
+		"parent":              "forks only",
+		"source":              "forks only",
+		"template_repository": "repositories made from a template only",
+		"permissions":         "the caller's permissions on a repository, given to user tokens",
+		"submodule_git_url":   "submodules only",
+		"target":              "symbolic links only",
+		"in_reply_to_id":      "replies only",
+		"single_file":         "the example App's single-file permission",
+		"$ref":                "an unresolved reference in GitHub's example",
+	}
+	for op, fields := range v.missing {
+		for _, f := range fields {
+			if _, ok := absent[path.Base(f)]; !ok {
+				t.Errorf("%s: field %s of GitHub's example answer is missing", op, f)
+			}
 		}
 	}
 	if len(v.seen) != len(want) {

@@ -117,7 +117,7 @@ func (s *Server) repoJSON(r *repo, full bool) obj {
 	if full {
 		m["network_count"] = 0
 		m["subscribers_count"] = 0
-		m["temp_clone_token"] = nil
+		m["temp_clone_token"] = "" // the "repository" schema, embedded in pull requests, has it non-null
 		m["allow_squash_merge"] = true
 		m["allow_merge_commit"] = true
 		m["allow_rebase_merge"] = true
@@ -260,6 +260,8 @@ func (s *Server) commentJSON(r *repo, c *Comment) obj {
 		"author_association":       s.association(r, c.Author),
 		"performed_via_github_app": s.viaApp(c.Author),
 		"reactions":                reactionRollup(api+"/reactions", c.Reactions),
+		"pin":                      nil,
+		"minimized":                nil,
 	}
 }
 
@@ -267,7 +269,7 @@ func (s *Server) commentJSON(r *repo, c *Comment) obj {
 func (s *Server) pullBranch(rp *repo, ref, sha string) obj {
 	return obj{
 		"label": rp.owner.login + ":" + ref, "ref": ref, "sha": sha,
-		"user": s.userJSON(rp.owner), "repo": s.repoJSON(rp, false),
+		"user": s.userJSON(rp.owner), "repo": s.repoJSON(rp, true),
 	}
 }
 

@@ -210,7 +210,7 @@ func (s *Server) DeliverLabeled(ctx context.Context, url, repo string, number in
 	s.mu.Unlock()
 	var v pullView
 	if pull {
-		v = s.view(rp, is, false)
+		v = s.view(rp, is, true)
 	}
 	s.mu.Lock()
 	payload := s.envelopeLocked(rp, "labeled", sender)
@@ -219,7 +219,7 @@ func (s *Server) DeliverLabeled(ctx context.Context, url, repo string, number in
 	if pull {
 		event = "pull_request"
 		payload["number"] = number
-		payload["pull_request"] = s.pullJSON(rp, is, v, false)
+		payload["pull_request"] = s.pullJSON(rp, is, v, true) // pull_request events carry the full form
 	} else {
 		payload["issue"] = s.issueJSON(rp, is)
 	}

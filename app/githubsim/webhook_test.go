@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -84,33 +83,29 @@ func checkDelivery(t *testing.T, w *world, d delivery, event string) any {
 	return ev
 }
 
-// keysOf returns the keys of the object at path in a JSON document.
-func keysOf(t *testing.T, doc []byte, path ...string) []string {
+// fixture reads one of GitHub's real payloads.
+func fixture(t *testing.T, event, file string) []byte {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(doc, &m); err != nil {
+	b, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-webhooks", event, file))
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range path {
-		m, _ = m[p].(map[string]any)
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+	return b
 }
 
-// sameShape checks that every field of the real payload's object at path
-// is in ours too.
-func sameShape(t *testing.T, fixture, ours []byte, path ...string) {
+// sameShape checks that every field of GitHub's real payload, at any
+// depth, is in ours too.
+func sameShape(t *testing.T, fixture, ours []byte) {
 	t.Helper()
-	have := keysOf(t, ours, path...)
-	for _, k := range keysOf(t, fixture, path...) {
-		if !slices.Contains(have, k) {
-			t.Errorf("%s: field %q of GitHub's payload is missing", strings.Join(path, "."), k)
-		}
+	var want, got any
+	if err := json.Unmarshal(fixture, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(ours, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range missingFields("", want, got) {
+		t.Errorf("field %s of GitHub's payload is missing", f)
 	}
 }
 
@@ -138,13 +133,7 @@ func TestDeliverIssueComment(t *testing.T) {
 	if cs := w.s.Comments(full, n); len(cs) != 1 || cs[0].ID != id {
 		t.Errorf("comment not stored: %+v", cs)
 	}
-	fixture, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-webhooks", "issue_comment", "created.with-organization.payload.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range [][]string{{}, {"issue"}, {"comment"}, {"repository"}, {"repository", "owner"}, {"sender"}, {"organization"}} {
-		sameShape(t, fixture, d.body, path...)
-	}
+	sameShape(t, fixture(t, "issue_comment", "created.with-organization.payload.json"), d.body)
 }
 
 func TestDeliverReviewFlows(t *testing.T) {
@@ -167,18 +156,14 @@ func TestDeliverReviewFlows(t *testing.T) {
 		rc.GetPullRequest().GetHead().GetRef() != "feature" {
 		t.Errorf("review comment event %+v", rc)
 	}
-	fixture, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-webhooks", "pull_request_review_comment", "created.payload.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range [][]string{{}, {"comment"}, {"pull_request", "head"}, {"sender"}} {
-		sameShape(t, fixture, d.body, path...)
-	}
+	sameShape(t, fixture(t, "pull_request_review_comment", "created.payload.json"), d.body)
 
 	if _, err := w.s.DeliverReview(ctx, srv.URL, full, n, "octocat", "CHANGES_REQUESTED", "/agent add tests"); err != nil {
 		t.Fatal(err)
 	}
-	rv := checkDelivery(t, w, <-got, "pull_request_review").(*github.PullRequestReviewEvent)
+	d = <-got
+	sameShape(t, fixture(t, "pull_request_review", "submitted.with-organization.payload.json"), d.body)
+	rv := checkDelivery(t, w, d, "pull_request_review").(*github.PullRequestReviewEvent)
 	if rv.GetAction() != "submitted" || rv.GetReview().GetState() != "changes_requested" || rv.GetReview().GetBody() != "/agent add tests" {
 		t.Errorf("review event %+v", rv)
 	}
@@ -186,7 +171,9 @@ func TestDeliverReviewFlows(t *testing.T) {
 	if _, err := w.s.DeliverLabeled(ctx, srv.URL, full, n, "agent:fix", "octocat"); err != nil {
 		t.Fatal(err)
 	}
-	pl := checkDelivery(t, w, <-got, "pull_request").(*github.PullRequestEvent)
+	d = <-got
+	sameShape(t, fixture(t, "pull_request", "labeled.with-organization.payload.json"), d.body)
+	pl := checkDelivery(t, w, d, "pull_request").(*github.PullRequestEvent)
 	if pl.GetAction() != "labeled" || pl.GetLabel().GetName() != "agent:fix" || pl.GetNumber() != n {
 		t.Errorf("labeled event %+v", pl)
 	}
@@ -197,7 +184,9 @@ func TestDeliverReviewFlows(t *testing.T) {
 	if _, err := w.s.DeliverLabeled(ctx, srv.URL, full, issue, "agent:fix", "octocat"); err != nil {
 		t.Fatal(err)
 	}
-	il := checkDelivery(t, w, <-got, "issues").(*github.IssuesEvent)
+	d = <-got
+	sameShape(t, fixture(t, "issues", "labeled.with-organization.payload.json"), d.body)
+	il := checkDelivery(t, w, d, "issues").(*github.IssuesEvent)
 	if il.GetAction() != "labeled" || il.GetIssue().GetNumber() != issue || len(il.GetIssue().Labels) != 1 {
 		t.Errorf("issues labeled event %+v", il)
 	}
