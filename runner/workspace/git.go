@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -43,6 +44,7 @@ const neutralAttributes = "* !filter !diff !merge !text !eol !ident !working-tre
 
 // gitRunner runs host git with a clean, fixed environment and a timeout.
 type gitRunner struct {
+	home    string
 	env     []string
 	timeout time.Duration
 	log     *slog.Logger
@@ -50,6 +52,7 @@ type gitRunner struct {
 
 func newGitRunner(home string, timeout time.Duration, log *slog.Logger) *gitRunner {
 	return &gitRunner{
+		home: home,
 		env: []string{
 			"PATH=" + os.Getenv("PATH"),
 			"HOME=" + home,
@@ -61,7 +64,7 @@ func newGitRunner(home string, timeout time.Duration, log *slog.Logger) *gitRunn
 			// A mirror holds whatever refs the remote has; refs/replace/*
 			// must not change what a commit id means on the host.
 			"GIT_NO_REPLACE_OBJECTS=1",
-			"GIT_ALLOW_PROTOCOL=http:https:file",
+			"GIT_ALLOW_PROTOCOL=http:https",
 			"GIT_PAGER=cat",
 			"LC_ALL=C",
 		},
@@ -115,8 +118,9 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 		cmd.Env = append(cmd.Env, authEnv(c.token)...)
 	}
 	// Commands such as apply take paths relative to the working directory,
-	// not to --work-tree: they must run at the top of the tree.
-	cmd.Dir = c.workTree
+	// not to --work-tree: they must run at the top of the tree. Others run
+	// in HOME, which exists whatever happens to the worker's own directory.
+	cmd.Dir = cmp.Or(c.workTree, g.home)
 	cmd.Stdin = c.stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -134,7 +138,7 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
 		}
-		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", c.args[0], err, tail(stderr.String(), 2000))
+		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", head(strings.Join(c.args, " "), 120), err, tail(stderr.String(), 2000))
 	}
 	return stdout.Bytes(), nil
 }
@@ -143,6 +147,13 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 func (g *gitRunner) runString(ctx context.Context, c gitCall) (string, error) {
 	out, err := g.run(ctx, c)
 	return strings.TrimSpace(string(out)), err
+}
+
+func head(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
 }
 
 func tail(s string, n int) string {

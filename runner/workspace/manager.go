@@ -161,9 +161,13 @@ func (m *Manager) syncMirror(ctx context.Context, opts CheckoutOptions) (dir, ba
 		}
 	case err != nil:
 		return "", "", fmt.Errorf("mirror %s: %w", opts.Repo, err)
-	case isCommitID(opts.Base) && m.hasCommit(ctx, dir, opts.Base):
+	case isCommitID(opts.Base):
 		// Commit ids are immutable: a mirror that has the base need not
 		// ask the remote.
+		if base, err := m.resolve(ctx, dir, opts.Base); err == nil {
+			return dir, base, nil
+		}
+		fallthrough
 	default:
 		_, err := m.git.run(ctx, gitCall{gitDir: dir, token: opts.Remote.Token,
 			args: []string{"fetch", "--quiet", "--prune", opts.Remote.URL, "+refs/*:refs/*"}})
@@ -171,13 +175,7 @@ func (m *Manager) syncMirror(ctx context.Context, opts CheckoutOptions) (dir, ba
 			return "", "", fmt.Errorf("fetch %s: %w", opts.Repo, err)
 		}
 	}
-
-	rev := opts.Base
-	if rev == "" {
-		rev = "HEAD"
-	}
-	base, err = m.git.runString(ctx, gitCall{gitDir: dir,
-		args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
+	base, err = m.resolve(ctx, dir, opts.Base)
 	if err != nil {
 		return "", "", app.Errorf(app.ENotFound, "%s has no commit %q", opts.Repo, opts.Base)
 	}
@@ -200,9 +198,13 @@ func (m *Manager) cloneMirror(ctx context.Context, remote Remote, dir string) er
 	return os.Rename(tmp, dir)
 }
 
-func (m *Manager) hasCommit(ctx context.Context, gitDir, id string) bool {
-	_, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"cat-file", "-e", id + "^{commit}"}})
-	return err == nil
+// resolve returns the commit that rev (empty: HEAD) names in the mirror.
+func (m *Manager) resolve(ctx context.Context, mirror, rev string) (string, error) {
+	if rev == "" {
+		rev = "HEAD"
+	}
+	return m.git.runString(ctx, gitCall{gitDir: mirror,
+		args: []string{"rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"}})
 }
 
 var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
@@ -253,7 +255,9 @@ func (m *Manager) newWorkspace(ctx context.Context, mirror, base string) (_ *Wor
 	if err := os.Mkdir(w.tree, 0o755); err != nil {
 		return nil, err
 	}
-	if _, err := w.git(ctx, gitCall{args: []string{"read-tree", "--reset", "-u", base}}); err != nil {
+	// Writing the files is most of a checkout's cost: let git spread it
+	// over the CPUs.
+	if _, err := w.git(ctx, gitCall{args: []string{"-c", "checkout.workers=0", "read-tree", "--reset", "-u", base}}); err != nil {
 		return nil, err
 	}
 	if _, err := w.git(ctx, gitCall{args: []string{"update-ref", "--no-deref", "HEAD", base}}); err != nil {

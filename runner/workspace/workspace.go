@@ -271,7 +271,12 @@ func (w *Workspace) Push(ctx context.Context, remote Remote, branch, lease strin
 	if err != nil {
 		return fmt.Errorf("push %s: read remote branch: %w", branch, err)
 	}
-	current, _, _ := strings.Cut(string(out), "\t")
+	var current string
+	for line := range strings.Lines(string(out)) {
+		if id, name, _ := strings.Cut(strings.TrimSpace(line), "\t"); name == ref {
+			current = id
+		}
+	}
 	switch current {
 	case w.head:
 		return nil

@@ -500,3 +500,17 @@ func TestConcurrentCheckouts(t *testing.T) {
 		}
 	}
 }
+
+// A command that outlives its timeout is killed, and a failed clone leaves
+// no mirror behind.
+func TestCommandTimeout(t *testing.T) {
+	e := newEnv(t, workspace.Options{CommandTimeout: time.Millisecond})
+	e.repo(t, "octo/slow", map[string]string{"a.txt": "a\n"})
+	_, err := e.m.Checkout(t.Context(), workspace.CheckoutOptions{Repo: "octo/slow", Remote: e.remote("octo/slow")})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("checkout with a 1ms command timeout: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.dataDir, "mirrors/octo/slow.git")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a timed-out clone left a mirror: %v", err)
+	}
+}
