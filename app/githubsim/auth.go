@@ -74,11 +74,12 @@ func (s *Server) verifyJWT(raw string) string {
 	return ""
 }
 
-// checkToken decides whether tok may use repoName with perm at level. It
-// answers 200 with the repository, 401 for an unknown or expired token,
-// 404 when the repository is outside the token's scope (GitHub does not
-// reveal that it exists) and 403 when the permission is missing.
-func (s *Server) checkToken(tok, repoName, perm, level string) (*repo, int) {
+// checkToken decides whether tok may use repoName with any one of perms
+// at level. It answers 200 with the repository, 401 for an unknown or
+// expired token, 404 when the repository is outside the token's scope
+// (GitHub does not reveal that it exists) and 403 when the permission is
+// missing.
+func (s *Server) checkToken(tok, repoName, level string, perms ...string) (*repo, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tokens[tok]
@@ -89,27 +90,36 @@ func (s *Server) checkToken(tok, repoName, perm, level string) (*repo, int) {
 	if err != nil || r.install != t.installID || (t.repoIDs != nil && !slices.Contains(t.repoIDs, r.id)) {
 		return nil, http.StatusNotFound
 	}
-	if perm != "metadata" && permLevel[t.perms[perm]] < permLevel[level] {
-		return r, http.StatusForbidden
+	for _, p := range perms {
+		if p == "metadata" || permLevel[t.perms[p]] >= permLevel[level] {
+			return r, http.StatusOK
+		}
 	}
-	return r, http.StatusOK
+	return r, http.StatusForbidden
 }
 
 // repoAuth resolves {owner}/{repo} for a REST handler and checks the
-// installation token for perm at level, answering the failure itself.
-func (s *Server) repoAuth(w http.ResponseWriter, r *http.Request, perm, level string) (*repo, bool) {
+// installation token for any one of perms at level, answering the
+// failure itself.
+func (s *Server) repoAuth(w http.ResponseWriter, r *http.Request, level string, perms ...string) (*repo, bool) {
 	tok := restToken(r)
 	if tok == "" {
 		writeError(w, http.StatusUnauthorized, "Requires authentication")
 		return nil, false
 	}
-	rp, status := s.checkToken(tok, r.PathValue("owner")+"/"+r.PathValue("repo"), perm, level)
+	rp, status := s.checkToken(tok, r.PathValue("owner")+"/"+r.PathValue("repo"), level, perms...)
 	switch status {
 	case http.StatusOK:
 		return rp, true
 	case http.StatusUnauthorized:
 		writeError(w, status, "Bad credentials")
 	case http.StatusForbidden:
+		// GitHub names the permission that would have been enough.
+		accepted := make([]string, len(perms))
+		for i, p := range perms {
+			accepted[i] = p + "=" + level
+		}
+		w.Header().Set("X-Accepted-GitHub-Permissions", strings.Join(accepted, "; "))
 		writeError(w, status, "Resource not accessible by integration")
 	default:
 		writeError(w, http.StatusNotFound, "Not Found")

@@ -145,6 +145,8 @@ func TestTokenScopeREST(t *testing.T) {
 	_, resp, err = scoped.Issues.CreateComment(ctx, owner, name, issue, &github.IssueComment{Body: github.String("hi")})
 	if resp == nil || resp.StatusCode != http.StatusForbidden || !strings.Contains(err.Error(), "Resource not accessible by integration") {
 		t.Errorf("comment with issues: read: %v, want 403", err)
+	} else if got := resp.Header.Get("X-Accepted-GitHub-Permissions"); got != "issues=write; pull_requests=write" {
+		t.Errorf("X-Accepted-GitHub-Permissions %q", got)
 	}
 	if got := w.s.Comments(full, issue); len(got) != 0 {
 		t.Errorf("refused comment was stored: %+v", got)

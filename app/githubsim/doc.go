@@ -53,7 +53,7 @@
 // Deliveries). With SetWebhookURL the App's own writes come back as
 // webhooks, as they do on GitHub. All state is safe for concurrent use.
 //
-// What is not simulated: merging and closing, pushes' own events (push,
-// synchronize), labels' metadata beyond their names, teams, and GitHub's
-// following of symbolic links in the contents API.
+// What is not simulated: merging and closing, the push event (the App
+// does not subscribe to it), labels' metadata beyond their names, teams,
+// and GitHub's following of symbolic links in the contents API.
 package githubsim

@@ -193,7 +193,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Authentication required", http.StatusUnauthorized)
 		return
 	}
-	rp, status := s.checkToken(tok, owner+"/"+name, "contents", level)
+	rp, status := s.checkToken(tok, owner+"/"+name, level, "contents")
 	switch status {
 	case http.StatusOK:
 	case http.StatusUnauthorized:
@@ -226,5 +226,41 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 	}
 	r2 := r.Clone(r.Context())
 	r2.URL.Path = "/" + filepath.ToSlash(rel) + "/" + r.PathValue("rest")
+	if !push || r.Method != http.MethodPost {
+		h.ServeHTTP(w, r2)
+		return
+	}
+	before, _ := s.branches(rp.dir) // empty on failure: every branch then counts as moved
 	h.ServeHTTP(w, r2)
+	after, err := s.branches(rp.dir)
+	if err != nil {
+		s.log.Warn("githubsim: read branches after push", "repo", rp.fullName(), "err", err)
+		return
+	}
+	s.pushed(rp, before, after)
+}
+
+// pushed does what GitHub does when a push moves the head of open pull
+// requests: bumps their updated_at and sends pull_request "synchronize".
+func (s *Server) pushed(rp *repo, before, after map[string]string) {
+	s.mu.Lock()
+	var moved []*Issue
+	for _, is := range rp.issues {
+		p := is.Pull
+		if p != nil && is.State == "open" && p.HeadRepo == rp.fullName() && after[p.Head] != "" && before[p.Head] != after[p.Head] {
+			is.UpdatedAt = now()
+			moved = append(moved, is)
+		}
+	}
+	s.mu.Unlock()
+	for _, is := range moved {
+		v := s.view(rp, is, true)
+		s.mu.Lock()
+		event := s.envelopeLocked(rp, "synchronize", s.app.BotLogin)
+		event["number"] = is.Number
+		event["before"], event["after"] = before[is.Pull.Head], after[is.Pull.Head]
+		event["pull_request"] = s.pullJSON(rp, is, v, true)
+		s.mu.Unlock()
+		s.echo("pull_request", event)
+	}
 }

@@ -37,10 +37,10 @@ func newOutbox() *outbox {
 }
 
 // SetWebhookURL makes the simulator deliver to url, as GitHub does, the
-// events the App's own writes through the API cause: issue_comment
-// "created" and "edited" for its comments and pull_request "opened" for
-// its pull requests, so that a test sees whether agentbot ignores its own
-// echo. "" stops it. Deliveries are sequential and in order; Close waits
+// events the App's own writes cause: issue_comment "created" and
+// "edited" for its comments, pull_request "opened" for its pull requests
+// and "synchronize" when its push moves an open pull request's head, so
+// that a test sees whether agentbot ignores its own echo. "" stops it. Deliveries are sequential and in order; Close waits
 // for the queued ones. (A converted manifest records its hook URL in
 // App().HookURL but does not turn this on: a test's manifest often names
 // a host that does not exist.)

@@ -10,7 +10,7 @@ import (
 
 // pullFor authorises a pulls-API call and finds the pull request.
 func (s *Server) pullFor(w http.ResponseWriter, r *http.Request, level string) (*repo, *Issue, bool) {
-	rp, ok := s.repoAuth(w, r, "pull_requests", level)
+	rp, ok := s.repoAuth(w, r, level, "pull_requests")
 	if !ok {
 		return nil, nil, false
 	}
@@ -61,7 +61,7 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 // listPulls filters by state (open by default), base and head; head is
 // "owner:branch" as GitHub documents, or a bare branch name.
 func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "pull_requests", "read")
+	rp, ok := s.repoAuth(w, r, "read", "pull_requests")
 	if !ok {
 		return
 	}
@@ -114,7 +114,7 @@ type pullRequest struct {
 // refuses: a missing branch, no commits between the branches, or a second
 // open pull request for the same head and base.
 func (s *Server) createPull(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "pull_requests", "write")
+	rp, ok := s.repoAuth(w, r, "write", "pull_requests")
 	if !ok {
 		return
 	}
@@ -459,7 +459,7 @@ func (req *checkRunRequest) apply(w http.ResponseWriter, c *CheckRun) bool {
 }
 
 func (s *Server) createCheckRun(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "checks", "write")
+	rp, ok := s.repoAuth(w, r, "write", "checks")
 	if !ok {
 		return
 	}
@@ -490,7 +490,7 @@ func (s *Server) createCheckRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateCheckRun(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "checks", "write")
+	rp, ok := s.repoAuth(w, r, "write", "checks")
 	if !ok {
 		return
 	}

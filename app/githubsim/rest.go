@@ -58,7 +58,7 @@ func (s *Server) getRepoInstallation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "metadata", "read")
+	rp, ok := s.repoAuth(w, r, "read", "metadata")
 	if !ok {
 		return
 	}
@@ -68,7 +68,7 @@ func (s *Server) getRepo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "metadata", "read")
+	rp, ok := s.repoAuth(w, r, "read", "metadata")
 	if !ok {
 		return
 	}
@@ -98,7 +98,7 @@ const contentsDocs = "https://docs.github.com/rest/repos/contents#get-repository
 // getContent serves a file (base64, as GitHub does) or a directory
 // listing from the default branch or ?ref=, read from the bare repository.
 func (s *Server) getContent(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "contents", "read")
+	rp, ok := s.repoAuth(w, r, "read", "contents")
 	if !ok {
 		return
 	}
@@ -183,7 +183,7 @@ func wrapBase64(b64 string) string {
 }
 
 func (s *Server) getBranch(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "contents", "read")
+	rp, ok := s.repoAuth(w, r, "read", "contents")
 	if !ok {
 		return
 	}
@@ -221,7 +221,7 @@ func pathInt(w http.ResponseWriter, r *http.Request, name string) (int64, bool) 
 // request's issue may be reached with either issues or pull_requests
 // permission, so both are accepted.
 func (s *Server) issueFor(w http.ResponseWriter, r *http.Request, level string) (*repo, int, bool) {
-	rp, ok := s.repoAuthAny(w, r, level, "issues", "pull_requests")
+	rp, ok := s.repoAuth(w, r, level, "issues", "pull_requests")
 	if !ok {
 		return nil, 0, false
 	}
@@ -237,18 +237,6 @@ func (s *Server) issueFor(w http.ResponseWriter, r *http.Request, level string) 
 		return nil, 0, false
 	}
 	return rp, int(n), true
-}
-
-// repoAuthAny is repoAuth satisfied by any one of perms.
-func (s *Server) repoAuthAny(w http.ResponseWriter, r *http.Request, level string, perms ...string) (*repo, bool) {
-	tok := restToken(r)
-	name := r.PathValue("owner") + "/" + r.PathValue("repo")
-	for _, p := range perms[:len(perms)-1] {
-		if rp, status := s.checkToken(tok, name, p, level); status == http.StatusOK {
-			return rp, true
-		}
-	}
-	return s.repoAuth(w, r, perms[len(perms)-1], level)
 }
 
 func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +327,7 @@ func (s *Server) commentFor(w http.ResponseWriter, r *http.Request, rp *repo) (*
 }
 
 func (s *Server) updateComment(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuthAny(w, r, "write", "issues", "pull_requests")
+	rp, ok := s.repoAuth(w, r, "write", "issues", "pull_requests")
 	if !ok {
 		return
 	}
@@ -388,7 +376,7 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request, rs *[]Reaction) {
 }
 
 func (s *Server) reactToComment(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuthAny(w, r, "write", "issues", "pull_requests")
+	rp, ok := s.repoAuth(w, r, "write", "issues", "pull_requests")
 	if !ok {
 		return
 	}
@@ -410,7 +398,7 @@ func (s *Server) reactToIssue(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reactToReviewComment(w http.ResponseWriter, r *http.Request) {
-	rp, ok := s.repoAuth(w, r, "pull_requests", "write")
+	rp, ok := s.repoAuth(w, r, "write", "pull_requests")
 	if !ok {
 		return
 	}

@@ -204,3 +204,71 @@ func TestDeliverReviewFlows(t *testing.T) {
 		t.Errorf("review comments %+v", rcs)
 	}
 }
+
+// The App's own writes come back as webhooks, as on GitHub, so that a
+// test sees whether agentbot ignores its echo.
+func TestOwnWritesAreDelivered(t *testing.T) {
+	w := newWorld(t)
+	srv, got := receiver(t)
+	ctx := context.Background()
+	c := w.client(t, nil, nil)
+	n, err := w.s.AddIssue(full, "octocat", "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Issues.CreateComment(ctx, owner, name, n, &github.IssueComment{Body: github.String("silent")}); err != nil {
+		t.Fatal(err)
+	}
+	w.s.SetWebhookURL(srv.URL)
+	cm, _, err := c.Issues.CreateComment(ctx, owner, name, n, &github.IssueComment{Body: github.String("Queued.")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Issues.EditComment(ctx, owner, name, cm.GetID(), &github.IssueComment{Body: github.String("Running.")}); err != nil {
+		t.Fatal(err)
+	}
+	w.pushBranch(t, full, "agent/1-x", "x.go", "package x\n")
+	if _, _, err := c.PullRequests.Create(ctx, owner, name, &github.NewPullRequest{Title: github.String("X"), Head: github.String("agent/1-x"), Base: github.String("main")}); err != nil {
+		t.Fatal(err)
+	}
+	bot := w.s.App().BotLogin
+
+	d := <-got
+	sameShape(t, fixture(t, "issue_comment", "created.with-organization.payload.json"), d.body)
+	created := checkDelivery(t, w, d, "issue_comment").(*github.IssueCommentEvent)
+	if created.GetAction() != "created" || created.GetComment().GetBody() != "Queued." || created.GetSender().GetLogin() != bot ||
+		created.GetSender().GetType() != "Bot" || !strings.Contains(string(d.body), `"performed_via_github_app":{`) {
+		t.Errorf("created event %+v", created)
+	}
+	d = <-got
+	sameShape(t, fixture(t, "issue_comment", "edited.with-organization.payload.json"), d.body)
+	edited := checkDelivery(t, w, d, "issue_comment").(*github.IssueCommentEvent)
+	if edited.GetAction() != "edited" || edited.GetComment().GetBody() != "Running." || edited.GetChanges().GetBody().GetFrom() != "Queued." {
+		t.Errorf("edited event %+v", edited)
+	}
+	d = <-got
+	sameShape(t, fixture(t, "pull_request", "opened.with-organization.payload.json"), d.body)
+	opened := checkDelivery(t, w, d, "pull_request").(*github.PullRequestEvent)
+	if opened.GetAction() != "opened" || opened.GetPullRequest().GetUser().GetLogin() != bot || opened.GetNumber() != 2 {
+		t.Errorf("opened event %+v", opened)
+	}
+
+	// A push to the pull request's branch synchronizes it.
+	w.pushBranch(t, full, "agent/1-x", "y.go", "package x\n")
+	d = <-got
+	sameShape(t, fixture(t, "pull_request", "synchronize.payload.json"), d.body)
+	synced := checkDelivery(t, w, d, "pull_request").(*github.PullRequestEvent)
+	head, err := w.s.BranchSHA(full, "agent/1-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if synced.GetAction() != "synchronize" || synced.GetAfter() != head || synced.GetBefore() != opened.GetPullRequest().GetHead().GetSHA() ||
+		synced.GetPullRequest().GetHead().GetSHA() != head {
+		t.Errorf("synchronize event %+v", synced)
+	}
+
+	ds := w.s.Deliveries()
+	if len(ds) != 4 || ds[0].Status != http.StatusAccepted || ds[1].Action != "edited" || ds[2].Event != "pull_request" || ds[3].Action != "synchronize" {
+		t.Errorf("deliveries %+v", ds)
+	}
+}
