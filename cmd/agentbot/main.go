@@ -36,6 +36,10 @@ type subcommand struct {
 // commands is built per call, never kept in a package variable.
 func commands() map[string]subcommand {
 	return map[string]subcommand{
+		"serve":        {cmdServe, "receive GitHub webhooks and queue their commands (and, later, run workers)"},
+		"tasks":        {cmdTasks, "list or show queued tasks and their state: tasks list | tasks show ID"},
+		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
+		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
 		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/webhook/webhooktest"
+)
+
+func cmdBench(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] != "webhook" {
+		return errors.New("usage: agentbot bench webhook --rate R --duration D --url URL --secret S")
+	}
+	fs := newFlagSet("bench webhook", env)
+	rate := fs.Int("rate", 500, "deliveries per second")
+	duration := fs.Duration("duration", 10*time.Second, "how long to send")
+	url := fs.String("url", "http://127.0.0.1:8080/webhook", "the webhook endpoint")
+	secret := fs.String("secret", "", "the webhook secret the server checks")
+	redisURL := fs.String("redis-url", defaultRedisURL, "the server's Redis, to count the queued tasks")
+	if err := parseFlags(fs, args[1:], env); err != nil {
+		return err
+	}
+	if *rate <= 0 || *duration <= 0 || *secret == "" {
+		return errors.New("bench webhook: --rate and --duration must be positive and --secret set")
+	}
+
+	res := benchWebhook(ctx, *url, []byte(*secret), *rate, *duration)
+	rdb, err := queue.Connect(*redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	found, err := countTasks(ctx, queue.NewStore(rdb), res.accepted)
+	if err != nil {
+		return err
+	}
+
+	lat := res.latencies
+	slices.Sort(lat)
+	fmt.Fprintf(env.Stdout, "sent %d signed issue_comment commands at %d/s for %v\n", res.sent, *rate, *duration)
+	fmt.Fprintf(env.Stdout, "ack latency: p50 %v  p99 %v  max %v\n", pct(lat, 50), pct(lat, 99), pct(lat, 100))
+	fmt.Fprintf(env.Stdout, "accepted %d, errors %d\n", len(res.accepted), res.errors)
+	fmt.Fprintf(env.Stdout, "tasks found in Redis: %d of %d accepted (lost %d)\n", found, len(res.accepted), len(res.accepted)-found)
+	if res.errors > 0 || found != len(res.accepted) {
+		return &exitError{code: 1, err: errors.New("bench webhook: errors or lost tasks")}
+	}
+	return nil
+}
+
+type benchResult struct {
+	sent      int
+	errors    int
+	accepted  []string // task ids answered 202
+	latencies []time.Duration
+}
+
+// benchWebhook sends deliveries at a fixed rate, each on its own schedule
+// whatever the answers' latency (an open loop, as GitHub sends), and
+// records each answer.
+func benchWebhook(ctx context.Context, url string, secret []byte, rate int, duration time.Duration) benchResult {
+	client := &http.Client{
+		Timeout:   5 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512},
+	}
+	payload := webhooktest.IssueComment("/agent fix the flaky test\nSee the CI log above.")
+	run := uuid.NewString()
+	n := int(duration.Seconds() * float64(rate))
+	interval := time.Second / time.Duration(rate)
+
+	var (
+		mu  sync.Mutex
+		wg  sync.WaitGroup
+		res = benchResult{latencies: make([]time.Duration, 0, n)}
+	)
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return res
+			case <-time.After(d):
+			}
+		}
+		res.sent++
+		wg.Go(func() {
+			t0 := time.Now()
+			r, err := webhooktest.Deliver(ctx, client, url, secret, "issue_comment", fmt.Sprintf("%s-%d", run, i), payload)
+			lat := time.Since(t0)
+			mu.Lock()
+			defer mu.Unlock()
+			res.latencies = append(res.latencies, lat)
+			id, _ := r.Body["task"].(string)
+			if err != nil || r.Status != http.StatusAccepted || id == "" {
+				res.errors++
+				return
+			}
+			res.accepted = append(res.accepted, id)
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// countTasks returns how many of ids have a record in the store.
+func countTasks(ctx context.Context, store *queue.Store, ids []string) (int, error) {
+	found := 0
+	for _, id := range ids {
+		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+		_, err := store.Task(ctx, id)
+		cancel()
+		switch {
+		case err == nil:
+			found++
+		case app.ErrorCode(err) != app.ENotFound:
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+// pct returns the p-th percentile of sorted latencies.
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p+99)/100 - 1
+	return sorted[max(i, 0)]
+}

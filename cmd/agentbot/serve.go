@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/webhook"
+)
+
+const (
+	defaultAddr     = ":8080"
+	defaultRedisURL = "redis://127.0.0.1:6379/0"
+	// drainTimeout bounds how long SIGTERM waits for in-flight requests.
+	drainTimeout = 10 * time.Second
+)
+
+// serveConfig is what "agentbot serve" reads from its flags and environment.
+type serveConfig struct {
+	addr       string
+	redisURL   string
+	secretFile string
+	noWorkers  bool
+	label      string
+}
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.addr, "addr", defaultAddr, "address to listen on")
+	fs.StringVar(&c.redisURL, "redis-url", defaultRedisURL, "Redis holding the queue")
+	fs.StringVar(&c.secretFile, "webhook-secret-file", "",
+		"file with the webhook secret; several, separated by commas or newlines, during a rotation (or set AGENTBOT_WEBHOOK_SECRET)")
+	fs.BoolVar(&c.noWorkers, "no-workers", false, "serve the webhook intake only, no workers")
+	fs.StringVar(&c.label, "trigger-label", webhook.DefaultLabel, "issue label that asks for a fix")
+}
+
+func cmdServe(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("serve", env)
+	var cfg serveConfig
+	cfg.register(fs)
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	secrets, err := webhookSecrets(cfg.secretFile, env.Getenv("AGENTBOT_WEBHOOK_SECRET"))
+	if err != nil {
+		return err
+	}
+	log := newLogger(env.Stderr)
+
+	rdb, err := queue.Connect(cfg.redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	routes, err := newIntake(rdb, secrets, cfg, log)
+	if err != nil {
+		return err
+	}
+	if !cfg.noWorkers {
+		log.Info("this build has no workers yet; serving the webhook intake only")
+	}
+	return listenAndServe(ctx, cfg.addr, routes, log)
+}
+
+// newLogger returns the JSON logger every long-running command uses.
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// webhookSecrets reads the secrets from file or, without one, from env (the
+// value of AGENTBOT_WEBHOOK_SECRET). Both hold one or more secrets separated
+// by commas or newlines, so that an old and a new secret are accepted
+// together while GitHub's is being rotated.
+func webhookSecrets(file, env string) ([][]byte, error) {
+	text := env
+	switch {
+	case file != "" && env != "":
+		return nil, errors.New("set either --webhook-secret-file or AGENTBOT_WEBHOOK_SECRET, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("read webhook secret: %w", err)
+		}
+		text = string(b)
+	}
+	var secrets [][]byte
+	for _, s := range strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if s = strings.TrimSpace(s); s != "" {
+			secrets = append(secrets, []byte(s))
+		}
+	}
+	if len(secrets) == 0 {
+		return nil, errors.New("no webhook secret: set --webhook-secret-file or AGENTBOT_WEBHOOK_SECRET (agentbot refuses unsigned webhooks)")
+	}
+	return secrets, nil
+}
+
+// newIntake wires the webhook routes to the queue and a fresh metrics
+// registry.
+func newIntake(rdb redis.UniversalClient, secrets [][]byte, cfg serveConfig, log *slog.Logger) (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		queue.NewDepthCollector(rdb))
+	metrics, err := webhook.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	q := queue.NewClient(rdb)
+	h, err := webhook.NewHandler(webhook.Config{
+		Secrets: secrets, Queue: q, Deliveries: q, Metrics: metrics, Logger: log, Label: cfg.label,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return webhook.NewServer(h, q, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), nil
+}
+
+// listenAndServe serves h on addr until ctx is cancelled, then stops
+// accepting and waits up to drainTimeout for the requests in flight.
+func listenAndServe(ctx context.Context, addr string, h http.Handler, log *slog.Logger) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute, // a 25 MiB body on a slow link
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	log.Info("listening", "addr", l.Addr().String())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+	log.Info("draining")
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/queue/redistest"
+	"github.com/agentbot/agentbot/webhook"
+	"github.com/agentbot/agentbot/webhook/webhooktest"
+)
+
+// testEnv is an Env whose environment is vars and whose output the test
+// reads while the command runs.
+func testEnv(vars map[string]string) (Env, *syncBuffer, *syncBuffer) {
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	return Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut}, out, errOut
+}
+
+// startServe runs "agentbot serve" in-process and waits for /healthz. The
+// returned stop cancels it and returns what run returned.
+func startServe(t *testing.T, vars map[string]string, args ...string) (base string, stop func() error, logs *syncBuffer) {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _, logs := testEnv(vars)
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan struct{})
+	var serveErr error
+	go func() {
+		defer close(served)
+		serveErr = run(ctx, append([]string{"serve", "--addr", addr}, args...), env)
+	}()
+	stop = func() error {
+		cancel()
+		<-served
+		return serveErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	base = "http://" + addr
+	if err := waitHealthy(t.Context(), base+"/healthz", served); err != nil {
+		t.Fatalf("%v (serve: %v)\n%s", err, serveErr, logs)
+	}
+	return base, stop, logs
+}
+
+func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
+	rs := redistest.Start(t)
+	base, stop, logs := startServe(t, map[string]string{
+		"AGENTBOT_WEBHOOK_SECRET": "old-secret, new-secret",
+		"AGENTBOT_REDIS_URL":      rs.URL,
+	}, "--no-workers")
+
+	payload := webhooktest.IssueComment("/agent fix the build")
+	for _, secret := range []string{"old-secret", "new-secret"} {
+		r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte(secret), "issue_comment", "d-"+secret, payload)
+		if err != nil || r.Status != http.StatusAccepted {
+			t.Fatalf("delivery signed with %s: %d %v %v", secret, r.Status, r.Body, err)
+		}
+	}
+	if r, _ := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("other"), "issue_comment", "d-x", payload); r.Status != http.StatusUnauthorized {
+		t.Errorf("delivery signed with an unknown secret: %d; want 401", r.Status)
+	}
+	if got := get(t, base+"/readyz"); !strings.Contains(got, `"ok":true`) {
+		t.Errorf("/readyz = %s", got)
+	}
+	metrics := get(t, base+"/metrics")
+	for _, want := range []string{
+		`agentbot_queue_depth{queue="default",state="pending"} 2`,
+		`agentbot_webhook_requests_total{event="issue_comment",outcome="accepted"} 2`,
+		`agentbot_webhook_ack_seconds_bucket`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
+	// A delivery whose body is still arriving when serve is told to stop
+	// is answered before serve returns.
+	body, w := io.Pipe()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/webhook", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-GitHub-Event", "issue_comment")
+	req.Header.Set("X-GitHub-Delivery", "in-flight")
+	req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte("new-secret"), payload))
+	answered := make(chan int, 1)
+	go func() {
+		// A connection of its own: a kept-alive one would sit idle on the
+		// server until the request's bytes arrive, and idle connections
+		// are closed at once on shutdown.
+		resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req)
+		if err != nil {
+			answered <- 0
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	w.Write(payload[:10])   // returns once the client has sent the headers
+	get(t, base+"/healthz") // a round trip on another connection: the server has accepted this one
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `"msg":"draining"`) })
+	w.Write(payload[10:])
+	w.Close()
+	if status := <-answered; status != http.StatusAccepted {
+		t.Errorf("in-flight delivery during drain: %d; want 202", status)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("serve returned %v after draining", err)
+	}
+	if !strings.Contains(logs.String(), `"task":"`+webhook.TaskID("in-flight")+`"`) {
+		t.Errorf("the JSON log lacks the task attribute:\n%s", logs)
+	}
+}
+
+func TestServeRefusesToStartWithoutSecret(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{"no secret", nil, nil, "no webhook secret"},
+		{"blank secret", map[string]string{"AGENTBOT_WEBHOOK_SECRET": " , "}, nil, "no webhook secret"},
+		{"file and environment", map[string]string{"AGENTBOT_WEBHOOK_SECRET": "x"}, []string{"--webhook-secret-file", file}, "not both"},
+		{"missing file", nil, []string{"--webhook-secret-file", file + ".missing"}, "read webhook secret"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env, _, _ := testEnv(tt.vars)
+			err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0"}, tt.args...), env)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("serve = %v; want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWebhookSecrets(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte("first\r\nsecond, third\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := webhookSecrets(file, "")
+	if err != nil || len(got) != 3 || string(got[0]) != "first" || string(got[1]) != "second" || string(got[2]) != "third" {
+		t.Errorf("webhookSecrets(file) = %q, %v; want first, second, third", got, err)
+	}
+	if got, err := webhookSecrets("", "only"); err != nil || len(got) != 1 || string(got[0]) != "only" {
+		t.Errorf("webhookSecrets(env) = %q, %v", got, err)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// waitFor polls cond for up to 10s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+	}
+}

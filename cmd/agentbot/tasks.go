@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentbot/agentbot/queue"
+)
+
+// storeTimeout bounds each read of the task store from the command line.
+const storeTimeout = 5 * time.Second
+
+func cmdTasks(ctx context.Context, args []string, env Env) error {
+	usage := errors.New("usage: agentbot tasks list [--json] [--limit N] | agentbot tasks show ID [--json]")
+	if len(args) == 0 {
+		return usage
+	}
+	fs := newFlagSet("tasks "+args[0], env)
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the queue")
+	asJSON := fs.Bool("json", false, "print JSON")
+	limit := fs.Int("limit", 50, "list at most this many tasks, newest first")
+	if err := parseFlags(fs, args[1:], env); err != nil {
+		return err
+	}
+	var id string
+	if args[0] == "show" {
+		if fs.NArg() == 0 {
+			return usage
+		}
+		// Flags may follow the ID too: "tasks show ID --json".
+		id = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return err
+		}
+	}
+	if fs.NArg() > 0 {
+		return usage
+	}
+
+	rdb, err := queue.Connect(*redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	store := queue.NewStore(rdb)
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+
+	switch args[0] {
+	case "list":
+		recs, err := store.List(ctx, *limit)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(env.Stdout, taskViews(recs...))
+		}
+		return printTaskTable(env.Stdout, recs)
+	case "show":
+		rec, err := store.Task(ctx, id)
+		if err != nil {
+			return err
+		}
+		return printTask(env.Stdout, rec, *asJSON)
+	}
+	return usage
+}
+
+// taskView is a record as the command line prints it: every field of the
+// issue's list is present, even when empty.
+type taskView struct {
+	queue.Record
+	Instructions string `json:"instructions"`
+}
+
+func taskViews(recs ...queue.Record) []taskView {
+	views := make([]taskView, len(recs))
+	for i, r := range recs {
+		views[i] = taskView{Record: r, Instructions: r.Instructions}
+	}
+	return views
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printTaskTable(w io.Writer, recs []queue.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tVERB\tWHERE\tREQUESTER\tCREATED")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.Verb, where(r),
+			r.Requester, r.ReceivedAt.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+// printTask prints one task, as "tasks show" does.
+func printTask(w io.Writer, r queue.Record, asJSON bool) error {
+	if asJSON {
+		return printJSON(w, taskViews(r)[0])
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "task:\t%s\n", r.ID)
+	fmt.Fprintf(tw, "state:\t%s\n", strings.TrimSpace(string(r.State)+" "+r.Step))
+	fmt.Fprintf(tw, "verb:\t%s\n", r.Verb)
+	fmt.Fprintf(tw, "where:\t%s\n", where(r))
+	fmt.Fprintf(tw, "requester:\t%s\n", r.Requester)
+	fmt.Fprintf(tw, "delivery:\t%s (%s)\n", r.Delivery, r.Event)
+	if rc := r.ReviewComment; rc != nil {
+		fmt.Fprintf(tw, "on line:\t%s:%d\n", rc.Path, rc.Line)
+	}
+	fmt.Fprintf(tw, "created:\t%s\n", r.ReceivedAt.Local().Format(time.DateTime))
+	fmt.Fprintf(tw, "updated:\t%s\n", r.UpdatedAt.Local().Format(time.DateTime))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Instructions != "" {
+		_, err := fmt.Fprintf(w, "instructions:\n  %s\n", strings.ReplaceAll(r.Instructions, "\n", "\n  "))
+		return err
+	}
+	return nil
+}
+
+// where names the issue or pull request of a task the way GitHub does.
+func where(r queue.Record) string {
+	kind := "issue"
+	if r.IsPR {
+		kind = "PR"
+	}
+	return fmt.Sprintf("%s#%d (%s)", r.Repo, r.Number, kind)
+}
