@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -251,5 +252,28 @@ func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
 	srv.Restart()
 	if _, err := c.Enqueue(ctx, sampleTask("x", time.Now())); err != nil {
 		t.Errorf("Enqueue after Redis is back: %v", err)
+	}
+}
+
+// TestProductionRedisConfig starts Redis from deploy/redis/redis.conf and
+// checks the settings the queue's durability rests on.
+func TestProductionRedisConfig(t *testing.T) {
+	conf, err := filepath.Abs(filepath.Join("..", "deploy", "redis", "redis.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := connect(t, redistest.StartWithConfig(t, conf))
+	want := map[string]string{"maxmemory-policy": "noeviction", "appendonly": "yes", "appendfsync": "everysec"}
+	for key, v := range want {
+		got, err := rdb.ConfigGet(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[key] != v {
+			t.Errorf("%s = %q; want %q", key, got[key], v)
+		}
+	}
+	if _, err := NewClient(rdb).Enqueue(t.Context(), sampleTask("p1", time.Now())); err != nil {
+		t.Errorf("enqueue on the production config: %v", err)
 	}
 }

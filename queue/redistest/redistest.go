@@ -25,12 +25,20 @@ type Server struct {
 	t    testing.TB
 	dir  string
 	port int
+	conf string // a redis.conf to start from, or ""
 	cmd  *exec.Cmd
 }
 
 // Start launches a server on a free loopback port and stops it when the test
 // ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWithConfig(t, "")
+}
+
+// StartWithConfig is Start with the settings of the redis.conf file conf
+// (none when ""), the port, bind address and directory overridden.
+func StartWithConfig(t testing.TB, conf string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -51,6 +59,7 @@ func Start(t testing.TB) *Server {
 		t:    t,
 		dir:  t.TempDir(),
 		port: port,
+		conf: conf,
 	}
 	s.URL = "redis://" + s.Addr + "/0"
 	s.start(bin)
@@ -60,10 +69,13 @@ func Start(t testing.TB) *Server {
 
 func (s *Server) start(bin string) {
 	s.t.Helper()
-	s.cmd = exec.Command(bin,
-		"--port", fmt.Sprint(s.port), "--bind", "127.0.0.1",
-		"--dir", s.dir, "--save", "", "--appendonly", "no",
-		"--maxmemory-policy", "noeviction")
+	args := []string{"--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--dir", s.dir}
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	} else {
+		args = append(args, "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction")
+	}
+	s.cmd = exec.Command(bin, args...)
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatalf("redis-server stdout: %v", err)
