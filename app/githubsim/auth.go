@@ -1,6 +1,7 @@
 package githubsim
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
@@ -195,11 +196,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if len(ids) != len(req.Repositories)+len(req.RepositoryIDs) {
-			writeJSON(w, http.StatusUnprocessableEntity, obj{
-				"message":           "There is at least one repository that does not exist or is not accessible to the parent installation.",
-				"documentation_url": "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app",
-				"status":            "422",
-			})
+			refuseToken(w, "There is at least one repository that does not exist or is not accessible to the parent installation.")
 			return
 		}
 	}
@@ -208,11 +205,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		perms = map[string]string{}
 		for p, lvl := range req.Permissions {
 			if permLevel[lvl] == 0 || permLevel[lvl] > permLevel[s.app.Permissions[p]] {
-				writeJSON(w, http.StatusUnprocessableEntity, obj{
-					"message":           "The permissions requested are not granted to this installation.",
-					"documentation_url": "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app",
-					"status":            "422",
-				})
+				refuseToken(w, "The permissions requested are not granted to this installation.")
 				return
 			}
 			perms[p] = lvl
@@ -239,6 +232,15 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, body)
 }
 
+// refuseToken answers a token request GitHub cannot satisfy.
+func refuseToken(w http.ResponseWriter, message string) {
+	writeJSON(w, http.StatusUnprocessableEntity, obj{
+		"message":           message,
+		"documentation_url": "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app",
+		"status":            "422",
+	})
+}
+
 // installedReposLocked lists an installation's repositories in creation
 // order.
 func (s *Server) installedReposLocked(id int64) []*repo {
@@ -248,7 +250,7 @@ func (s *Server) installedReposLocked(id int64) []*repo {
 			out = append(out, rp)
 		}
 	}
-	slices.SortFunc(out, func(a, b *repo) int { return int(a.id - b.id) })
+	slices.SortFunc(out, func(a, b *repo) int { return cmp.Compare(a.id, b.id) })
 	return out
 }
 

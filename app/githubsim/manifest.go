@@ -50,6 +50,7 @@ func (s *Server) newApp(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := r.PathValue("org")
 	if owner == "" {
+		// A personal App belongs to the signed-in user; nobody signs in here.
 		owner = "octocat"
 	}
 	code := randomHex(20)

@@ -224,3 +224,21 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%d check runs, want %d", got, workers*each)
 	}
 }
+
+// The org-wide policy lives in a repository named ".github".
+func TestDotGithubRepository(t *testing.T) {
+	w := newWorld(t)
+	if err := w.s.AddRepo(w.install, owner+"/.github", map[string]string{".github/agent.yml": "version: 1\n"}); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _, err := w.client(t, nil, nil).Repositories.GetContents(context.Background(), owner, ".github", ".github/agent.yml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.GetContent(); got != "version: 1\n" {
+		t.Errorf("content %q", got)
+	}
+	if out, err := git("", "clone", "--quiet", w.cloneURL(owner+"/.github", w.token(t, nil)), t.TempDir()+"/c"); err != nil {
+		t.Errorf("clone: %v\n%s", err, out)
+	}
+}
