@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"reflect"
@@ -199,7 +200,7 @@ func (d *yamlWalker) mapping(n *yaml.Node, v reflect.Value, path string) bool {
 	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
-		p := yamlPathJoin(path, key.Value)
+		p := yamlPathJoin(path, cmp.Or(key.Value, `""`))
 		if first, dup := seen[key.Value]; dup {
 			d.fail(key, p, "is set twice (first on line %d)", first)
 			ok = false
@@ -287,7 +288,7 @@ func yamlField(v reflect.Value, key string) (reflect.Value, bool) {
 // yamlStructField returns the field of struct type t written as key.
 func yamlStructField(t reflect.Type, key string) (reflect.StructField, bool) {
 	for f := range t.Fields() {
-		if yamlKey(f) == key {
+		if k := yamlKey(f); k != "" && k == key {
 			return f, true
 		}
 	}

@@ -357,6 +357,7 @@ func TestParsePolicyEdgeCases(t *testing.T) {
 		{"float for int", "limits: {diff_lines: 1.5}\n", `.github/agent.yml:1: limits.diff_lines: "1.5" is not a whole number`},
 		{"word for bool", "setup: {network: maybe}\n", `.github/agent.yml:1: setup.network: "maybe" is not true or false`},
 		{"negative", "sandbox: {cpus: -1}\n", `.github/agent.yml:1: sandbox.cpus: -1 must be more than zero`},
+		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
 		{"shorthand rule", "tools: {write: off}\n", ""},
 		{"trailing empty document", "limits: {iterations: 3}\n---\n", ""},
 		{"second document", "limits: {iterations: 3}\n---\nlimits: {iterations: 300}\n", `.github/agent.yml:2: a second YAML document (after ---); the file must hold one`},
@@ -393,6 +394,7 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 	}
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("00000000: \n0000:\n&000000: 0")) // an empty key once reached an unexported field
 	f.Add([]byte("checks: [{run: x}]\ntools: {shell: {policy: allowlist, allow: ['[']}}\n"))
 	server := DefaultServerConfig()
 	f.Fuzz(func(t *testing.T, data []byte) {

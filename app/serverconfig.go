@@ -134,6 +134,11 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 	if err := fieldErrors(errs); err != nil {
 		return ServerConfig{}, err
 	}
+	// What only a merged policy can tell (an allowlist without entries, a
+	// check longer than the sandbox) would otherwise fail every repository.
+	if _, err := BuildPolicy(c); err != nil {
+		return ServerConfig{}, err
+	}
 	return c, nil
 }
 

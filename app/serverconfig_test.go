@@ -1,6 +1,7 @@
 package app
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -117,6 +118,7 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"policy above its own caps", "max: {limits: {iterations: 5}}\npolicy:\n  limits: {iterations: 10}\n",
 			`server.yaml:3: policy.limits.iterations: 10 is above this server's cap of 5`},
 		{"policy with an unknown key", "policy:\n  limit: {iterations: 10}\n", `server.yaml:2: policy.limit: unknown key (did you mean "limits"?)`},
+		{"policy that no repository could use", "policy:\n  tools: {shell: allowlist}\n", `server.yaml:2: tools.shell.policy: allowlist needs at least one entry in tools.shell.allow`},
 		{"policy with a forbidden image", "policy: {sandbox: {image: ubuntu}}\n", `server.yaml:1: policy.sandbox.image: "ubuntu" is not an image this server allows (agentbot-sandbox:*)`},
 	}
 	for _, tt := range tests {
@@ -143,4 +145,27 @@ func TestAllowsRepo(t *testing.T) {
 	if err := (ServerConfig{}).AllowsRepo("any/repo"); err != nil {
 		t.Errorf("no repos listed must serve every repository: %v", err)
 	}
+}
+
+func FuzzParseServerConfig(f *testing.F) {
+	for _, file := range []string{"../deploy/server.example.yaml", "testdata/policy/server.yml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("locked: [\"\"]\npolicy: {checks: [{run: x}]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseServerConfig("server.yaml", data)
+		if err != nil {
+			if ErrorCode(err) != EInvalid {
+				t.Fatalf("a broken server config must be explained: %v", err)
+			}
+			return
+		}
+		if _, err := BuildPolicy(c); err != nil {
+			t.Fatalf("a server config that loads must give a policy: %v", err)
+		}
+	})
 }
