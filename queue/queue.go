@@ -54,6 +54,10 @@ func Connect(url string) (*redis.Client, error) {
 	opt.WriteTimeout = 500 * time.Millisecond
 	opt.PoolTimeout = 500 * time.Millisecond
 	opt.MaxRetries = 1
+	// A burst of deliveries each holds a connection for a few round trips;
+	// the default pool (ten per CPU) makes them queue for one.
+	opt.PoolSize = max(opt.PoolSize, 128)
+	opt.MinIdleConns = max(opt.MinIdleConns, 8)
 	return redis.NewClient(opt), nil
 }
 
