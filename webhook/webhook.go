@@ -133,7 +133,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.cfg.Metrics.requests.WithLabelValues(label, a.outcome).Inc()
 	h.cfg.Metrics.ack.Observe(elapsed.Seconds())
 	attrs := []any{"delivery", delivery, "event", label, "outcome", a.outcome,
-		"status", a.status, "ms", float64(elapsed.Microseconds())/1000}
+		"status", a.status, "ms", float64(elapsed.Microseconds()) / 1000}
 	if a.task.ID != "" {
 		attrs = append(attrs, "task", a.task.ID, "repo", a.task.Repo, "verb", a.task.Verb)
 	}
