@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // pullFor authorises a pulls-API call and finds the pull request.
@@ -58,8 +59,10 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.pullJSON(rp, is, v, true))
 }
 
-// listPulls filters by state (open by default), base and head; head is
-// "owner:branch" as GitHub documents, or a bare branch name.
+// listPulls filters by state (open by default), base and head. GitHub
+// reads head only as "owner:branch" and silently ignores any other form,
+// returning every pull request; so does the simulator, so that a client
+// passing a bare branch name finds out here.
 func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	rp, ok := s.repoAuth(w, r, "read", "pull_requests")
 	if !ok {
@@ -70,10 +73,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 	if state == "" {
 		state = "open"
 	}
-	headOwner, headRef, hasOwner := strings.Cut(q.Get("head"), ":")
-	if !hasOwner {
-		headOwner, headRef = "", headOwner
-	}
+	headOwner, headRef, _ := strings.Cut(q.Get("head"), ":")
 	s.mu.Lock()
 	var match []*Issue
 	for i := len(rp.issues) - 1; i >= 0; i-- { // newest first, as GitHub sorts by default
@@ -81,8 +81,7 @@ func (s *Server) listPulls(w http.ResponseWriter, r *http.Request) {
 		p := is.Pull
 		if p == nil || (state != "all" && is.State != state) ||
 			(q.Get("base") != "" && p.Base != q.Get("base")) ||
-			(headRef != "" && p.Head != headRef) ||
-			(headOwner != "" && !strings.EqualFold(strings.Split(p.HeadRepo, "/")[0], headOwner)) {
+			(headRef != "" && (p.Head != headRef || !strings.EqualFold(strings.Split(p.HeadRepo, "/")[0], headOwner))) {
 			continue
 		}
 		match = append(match, is)
@@ -394,9 +393,9 @@ type checkRunRequest struct {
 	StartedAt   *time.Time `json:"started_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 	Output      *struct {
-		Title   string `json:"title"`
-		Summary string `json:"summary"`
-		Text    string `json:"text"`
+		Title   *string `json:"title"`
+		Summary *string `json:"summary"`
+		Text    string  `json:"text"`
 	} `json:"output"`
 }
 
@@ -418,12 +417,22 @@ func (req *checkRunRequest) apply(w http.ResponseWriter, c *CheckRun) bool {
 	if req.StartedAt != nil {
 		c.StartedAt = req.StartedAt.UTC()
 	}
-	if req.Output != nil {
-		if len([]rune(req.Output.Summary)) > maxCheckText || len([]rune(req.Output.Text)) > maxCheckText {
+	if o := req.Output; o != nil {
+		// GitHub checks the body against its JSON schema first.
+		for field, v := range map[string]*string{"title": o.Title, "summary": o.Summary} {
+			if v == nil {
+				writeJSON(w, http.StatusUnprocessableEntity, obj{
+					"message":           fmt.Sprintf("Invalid request.\n\n%q wasn't supplied.", field),
+					"documentation_url": "https://docs.github.com/rest/checks/runs", "status": "422",
+				})
+				return false
+			}
+		}
+		if utf8.RuneCountInString(*o.Summary) > maxCheckText || utf8.RuneCountInString(o.Text) > maxCheckText {
 			writeValidation(w, fieldError{Resource: "CheckRun", Field: "output", Code: "custom", Message: "Output summary and text are limited to 65535 characters"})
 			return false
 		}
-		c.Title, c.Summary, c.Text = req.Output.Title, req.Output.Summary, req.Output.Text
+		c.Title, c.Summary, c.Text = *o.Title, *o.Summary, o.Text
 	}
 	if req.Status != nil {
 		switch *req.Status {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,7 +126,14 @@ func TestPullRequestsLabelsAndReviewers(t *testing.T) {
 	if len(prs) != 1 || fmt.Sprint(prs[0].Labels) != "[agent]" || fmt.Sprint(prs[0].Pull.Reviewers) != "[reviewer]" || prs[0].Author != w.s.App().BotLogin {
 		t.Errorf("pull requests %+v", prs)
 	}
-	for head, want := range map[string]int{"acme:agent/7-x": 1, "agent/7-x": 1, "someone:agent/7-x": 0, "acme:other": 0} {
+	if err := w.s.AddFork("mallory/widgets", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.s.AddPullRequest(full, githubsim.PullOptions{Author: "mallory", Title: "M", Head: "main", HeadRepo: "mallory/widgets"}); err != nil {
+		t.Fatal(err)
+	}
+	// A bare branch name is ignored, as GitHub ignores it: both come back.
+	for head, want := range map[string]int{"acme:agent/7-x": 1, "agent/7-x": 2, "someone:agent/7-x": 0, "acme:other": 0, "mallory:main": 1, "acme:main": 0} {
 		list, _, err := c.PullRequests.List(ctx, owner, name, &github.PullRequestListOptions{Head: head})
 		if err != nil || len(list) != want {
 			t.Errorf("head %s: %d pull requests (%v), want %d", head, len(list), err, want)
@@ -240,5 +248,46 @@ func TestDotGithubRepository(t *testing.T) {
 	}
 	if out, err := git("", "clone", "--quiet", w.cloneURL(owner+"/.github", w.token(t, nil)), t.TempDir()+"/c"); err != nil {
 		t.Errorf("clone: %v\n%s", err, out)
+	}
+}
+
+func TestCheckRunValidation(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	c := w.client(t, nil, nil)
+	sha, err := w.s.BranchSHA(full, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts github.CreateCheckRunOptions
+		ok   bool
+	}{
+		{"in progress", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: sha, Status: github.String("in_progress")}, true},
+		{"unknown commit", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: strings.Repeat("0", 40)}, false},
+		{"completed without conclusion", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: sha, Status: github.String("completed")}, false},
+		{"output without summary", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: sha, Output: &github.CheckRunOutput{Title: github.String("t")}}, false},
+		{"summary over the limit", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: sha, Output: &github.CheckRunOutput{Title: github.String("t"), Summary: github.String(strings.Repeat("x", 65536))}}, false},
+		{"summary at the limit", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: sha, Output: &github.CheckRunOutput{Title: github.String("t"), Summary: github.String(strings.Repeat("é", 65535))}}, true},
+		{"conclusion completes", github.CreateCheckRunOptions{Name: "agentbot", HeadSHA: sha, Conclusion: github.String("failure")}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(w.s.CheckRuns(full))
+			run, resp, err := c.Checks.CreateCheckRun(ctx, owner, name, tt.opts)
+			if tt.ok != (err == nil) {
+				t.Fatalf("err %v, want ok=%v", err, tt.ok)
+			}
+			if !tt.ok {
+				if resp.StatusCode != 422 || len(w.s.CheckRuns(full)) != before {
+					t.Errorf("refusal %d stored a run", resp.StatusCode)
+				}
+				return
+			}
+			if tt.opts.Conclusion != nil && (run.GetStatus() != "completed" || run.CompletedAt == nil) {
+				t.Errorf("run %+v", run)
+			}
+		})
 	}
 }
