@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,10 @@ const (
 // workflowsDir holds GitHub Actions workflows, which run with the
 // repository's secrets once pushed.
 const workflowsDir = ".github/workflows/"
+
+// maxViolations bounds how many violations a refusal lists, so that it stays
+// readable as a comment.
+const maxViolations = 20
 
 // GateReport is what the gate checked.
 type GateReport struct {
@@ -106,8 +111,11 @@ func (w *Workspace) Gate(ctx context.Context, policy app.Policy) (GateReport, er
 	if l := policy.Limits.DiffLines; l > 0 && rep.LinesAdded+rep.LinesDeleted > l {
 		violations = append(violations, fmt.Sprintf("%d lines changed, over the limit of %d", rep.LinesAdded+rep.LinesDeleted, l))
 	}
-	if len(violations) > 0 {
-		return rep, app.Errorf(app.EPolicy, "the change was not pushed: %s", strings.Join(violations, "; "))
+	if n := len(violations); n > 0 {
+		if n > maxViolations {
+			violations = append(violations[:maxViolations], fmt.Sprintf("and %d more", n-maxViolations))
+		}
+		return rep, app.Errorf(app.EPolicy, "the change breaks the repository's policy: %s", strings.Join(violations, "; "))
 	}
 	w.gated = tree
 	return rep, nil
@@ -255,4 +263,45 @@ func (w *Workspace) blobSizes(ctx context.Context, oids []string) (map[string]in
 		sizes[oid] = n
 	}
 	return sizes, nil
+}
+
+// resolveLink returns where target, the content of a symlink in directory
+// dir, leads inside the tree, following the tree's other symlinks (links
+// maps a path to its target) the way the kernel would. ok is false when any
+// step leaves the tree, the target is absolute, or more than 40 links are
+// followed in all (the kernel's limit, which also ends loops).
+func resolveLink(dir, target string, links map[string]string, hops *int) (_ string, ok bool) {
+	if target == "" || path.IsAbs(target) || *hops > 40 {
+		return "", false
+	}
+	cur := dir
+	for _, part := range strings.Split(target, "/") {
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			if cur == "" {
+				return "", false
+			}
+			cur = parent(cur)
+			continue
+		}
+		next := path.Join(cur, part)
+		if t, isLink := links[next]; isLink {
+			*hops++
+			if next, ok = resolveLink(cur, t, links, hops); !ok {
+				return "", false
+			}
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// parent is path.Dir with the tree's top as "".
+func parent(p string) string {
+	if d := path.Dir(p); d != "." {
+		return d
+	}
+	return ""
 }

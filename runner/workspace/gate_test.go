@@ -1,6 +1,7 @@
 package workspace_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,10 @@ func TestGate(t *testing.T) {
 		p := allowAll
 		p.Limits = app.Limits{FilesChanged: files, DiffLines: lines}
 		return p
+	}
+	many := map[string]string{}
+	for i := range 25 {
+		many[fmt.Sprintf("docs/%02d.md", i)] = "x\n"
 	}
 	write := func(files map[string]string) func(t *testing.T, w *workspace.Workspace) {
 		return func(t *testing.T, w *workspace.Workspace) { writeFiles(t, w.Dir(), files) }
@@ -74,6 +79,7 @@ func TestGate(t *testing.T) {
 		{"unusual file name outside", srcOnly, write(map[string]string{"dö cs/ü\\.md": "x\n"}),
 			[]string{`dö cs/ü\.md is outside the allowed paths`}},
 		{"executable file", allowAll, write(map[string]string{"run.sh*": "#!/bin/sh\n"}), nil},
+		{"a long refusal is cut", srcOnly, write(many), []string{"docs/19.md is outside", "; and 5 more"}},
 		{"several violations at once", srcOnly, write(map[string]string{"x.md": "x\n", "link": "->/etc"}),
 			[]string{"x.md is outside", "link is outside", `link is a symlink to "/etc"`}},
 	}

@@ -33,7 +33,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 	"sync"
 
@@ -310,45 +309,4 @@ func (w *Workspace) Close() error {
 		return fmt.Errorf("remove workspace: %w", err)
 	}
 	return nil
-}
-
-// resolveLink returns where target, the content of a symlink in directory
-// dir, leads inside the tree, following the tree's other symlinks (links
-// maps a path to its target) the way the kernel would. ok is false when any
-// step leaves the tree, the target is absolute, or more than 40 links are
-// followed in all (the kernel's limit, which also ends loops).
-func resolveLink(dir, target string, links map[string]string, hops *int) (_ string, ok bool) {
-	if target == "" || path.IsAbs(target) || *hops > 40 {
-		return "", false
-	}
-	cur := dir
-	for _, part := range strings.Split(target, "/") {
-		switch part {
-		case "", ".":
-			continue
-		case "..":
-			if cur == "" {
-				return "", false
-			}
-			cur = parent(cur)
-			continue
-		}
-		next := path.Join(cur, part)
-		if t, isLink := links[next]; isLink {
-			*hops++
-			if next, ok = resolveLink(cur, t, links, hops); !ok {
-				return "", false
-			}
-		}
-		cur = next
-	}
-	return cur, true
-}
-
-// parent is path.Dir with the tree's top as "".
-func parent(p string) string {
-	if d := path.Dir(p); d != "." {
-		return d
-	}
-	return ""
 }
