@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -287,4 +288,45 @@ func mustRepoID(t *testing.T, w *world) int64 {
 		t.Fatal(err)
 	}
 	return r.GetID()
+}
+
+// GitHub refuses an App's push that touches a workflow file unless the
+// App holds the workflows permission, which agentbot's does not.
+func TestPushOfWorkflowNeedsWorkflowsPermission(t *testing.T) {
+	w := newWorld(t)
+	dir := filepath.Join(t.TempDir(), "c")
+	mustGit(t, "", "clone", "--quiet", w.cloneURL(full, w.token(t, nil)), dir)
+	mustGit(t, dir, "checkout", "--quiet", "-b", "agent/ci")
+	if err := os.MkdirAll(filepath.Join(dir, ".github", "workflows"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".github", "workflows", "ci.yml"), []byte("on: push\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, dir, "add", "--all")
+	mustGit(t, dir, "commit", "--quiet", "-m", "add ci")
+	out, err := git(dir, "push", "origin", "agent/ci")
+	if err == nil || !strings.Contains(out, "refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission") {
+		t.Errorf("push of a workflow: %v\n%s", err, out)
+	}
+	if _, err := w.s.BranchSHA(full, "agent/ci"); err == nil {
+		t.Error("refused push created the branch")
+	}
+	// The same branch without the workflow commit goes through.
+	mustGit(t, dir, "checkout", "--quiet", "-b", "agent/no-ci", "origin/main")
+	mustGit(t, dir, "commit", "--quiet", "--allow-empty", "-m", "no ci")
+	mustGit(t, dir, "push", "--quiet", "origin", "agent/no-ci")
+
+	// An App registered with workflows: write may push it.
+	m := `{"name":"ci-bot","url":"https://example.com","redirect_url":"https://example.com/cb",
+		"default_permissions":{"contents":"write","workflows":"write"}}`
+	loc, err := postManifest(t, w, "/settings/apps/new", m, "s").Location()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := newClient(t, w.s, http.DefaultTransport).Apps.CompleteAppManifest(context.Background(), loc.Query().Get("code")); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, dir, "remote", "set-url", "origin", w.cloneURL(full, w.token(t, nil)))
+	mustGit(t, dir, "push", "--quiet", "origin", "agent/ci")
 }

@@ -37,7 +37,9 @@
 // gets GitHub's 404; a token lacking the permission a route needs gets
 // 403 "Resource not accessible by integration". Git accepts the token as
 // Basic auth (x-access-token:TOKEN, the canonical form) or as a bearer
-// header; pushing needs contents: write.
+// header; pushing needs contents: write, and a push whose commits create
+// or change a file under .github/workflows also needs workflows: write
+// (a pre-receive hook answers with GitHub's refusal).
 //
 // # Driving it from a test
 //

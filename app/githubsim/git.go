@@ -42,6 +42,24 @@ func (s *Server) runGit(ctx context.Context, dir string, env []string, args ...s
 	return out, nil
 }
 
+// workflowsHook refuses, as GitHub does, a push that creates or updates a
+// workflow file when the App's token lacks workflows: write; serveGit
+// tells it through GITHUBSIM_WORKFLOWS.
+const workflowsHook = `#!/bin/sh
+[ "$GITHUBSIM_WORKFLOWS" = write ] && exit 0
+zero=0000000000000000000000000000000000000000
+bt=$(printf '\140') # a backtick, which GitHub's message quotes with
+while read old new ref; do
+	[ "$new" = "$zero" ] && continue
+	if [ "$old" = "$zero" ]; then range="$new --not --all"; else range="$old..$new"; fi
+	f=$(git log --format= --name-only $range -- .github/workflows | head -n 1)
+	if [ -n "$f" ]; then
+		echo "refusing to allow a GitHub App to create or update workflow $bt$f$bt without ${bt}workflows$bt permission" >&2
+		exit 1
+	fi
+done
+`
+
 // initRepo creates DIR/owner/name.git with branch main holding one
 // commit of files, and enables pushes over HTTP.
 func (s *Server) initRepo(owner, name string, files map[string]string) (string, error) {
@@ -52,6 +70,9 @@ func (s *Server) initRepo(owner, name string, files map[string]string) (string, 
 	}
 	if _, err := s.runGit(ctx, bare, nil, "config", "http.receivepack", "true"); err != nil {
 		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(bare, "hooks", "pre-receive"), []byte(workflowsHook), 0o755); err != nil {
+		return "", fmt.Errorf("install pre-receive hook: %w", err)
 	}
 	tmp, err := os.MkdirTemp("", "githubsim-work-")
 	if err != nil {
@@ -207,6 +228,10 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Repository not found.", http.StatusNotFound)
 		return
 	}
+	workflows := "none"
+	if _, st := s.checkToken(tok, owner+"/"+name, "write", "workflows"); st == http.StatusOK {
+		workflows = "write"
+	}
 	h := &cgi.Handler{
 		Path: s.git,
 		Args: []string{"http-backend"},
@@ -215,6 +240,7 @@ func (s *Server) serveGit(w http.ResponseWriter, r *http.Request) {
 			"GIT_PROJECT_ROOT=" + s.dir, "GIT_HTTP_EXPORT_ALL=1",
 			"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 			"REMOTE_USER=x-access-token",
+			"GITHUBSIM_WORKFLOWS=" + workflows,
 		},
 	}
 	// http-backend finds the repository from PATH_INFO; route by the
