@@ -97,7 +97,8 @@ type CheckoutOptions struct {
 var repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 func (o CheckoutOptions) validate() error {
-	if !repoName.MatchString(o.Repo) || strings.Contains(o.Repo, "..") {
+	owner, name, _ := strings.Cut(o.Repo, "/")
+	if !repoName.MatchString(o.Repo) || owner == "." || owner == ".." || name == "." || name == ".." {
 		return app.Errorf(app.EInvalid, "repository %q is not owner/name", o.Repo)
 	}
 	u, err := url.Parse(o.Remote.URL)

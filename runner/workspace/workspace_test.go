@@ -312,6 +312,8 @@ func TestBadInput(t *testing.T) {
 		code string
 	}{
 		{"repo name", workspace.CheckoutOptions{Repo: "../etc", Remote: e.remote("octo/bad")}, app.EInvalid},
+		{"repo name with a dot segment", workspace.CheckoutOptions{Repo: "octo/..", Remote: e.remote("octo/bad")}, app.EInvalid},
+		{"repo name with a slash too many", workspace.CheckoutOptions{Repo: "octo/bad/x", Remote: e.remote("octo/bad")}, app.EInvalid},
 		{"credentials in URL", workspace.CheckoutOptions{Repo: "octo/bad",
 			Remote: workspace.Remote{URL: strings.Replace(e.srv.RepoURL("octo/bad"), "http://", "http://x-access-token:"+token+"@", 1)}}, app.EInvalid},
 		{"ext transport", workspace.CheckoutOptions{Repo: "octo/bad", Remote: workspace.Remote{URL: "ext::sh -c touch% /tmp/pwned"}}, app.EInvalid},
@@ -512,5 +514,13 @@ func TestCommandTimeout(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.dataDir, "mirrors/octo/slow.git")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a timed-out clone left a mirror: %v", err)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/var/cache/someone")
+	dir, err := workspace.DefaultDataDir()
+	if err != nil || dir != "/var/cache/someone/agentbot" {
+		t.Fatalf("DefaultDataDir() = %q, %v", dir, err)
 	}
 }
