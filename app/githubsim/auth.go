@@ -20,8 +20,19 @@ const tokenTTL = time.Hour
 // drift GitHub tolerates.
 const maxJWTLifetime = 10*time.Minute + time.Minute
 
-// permLevel orders permission levels so scoping can compare them.
-var permLevel = map[string]int{"read": 1, "write": 2, "admin": 3}
+// permLevel orders permission levels so scoping can compare them; 0 is
+// none or unknown.
+func permLevel(level string) int {
+	switch level {
+	case "read":
+		return 1
+	case "write":
+		return 2
+	case "admin":
+		return 3
+	}
+	return 0
+}
 
 type token struct {
 	installID int64
@@ -92,7 +103,7 @@ func (s *Server) checkToken(tok, repoName, level string, perms ...string) (*repo
 		return nil, http.StatusNotFound
 	}
 	for _, p := range perms {
-		if p == "metadata" || permLevel[t.perms[p]] >= permLevel[level] {
+		if p == "metadata" || permLevel(t.perms[p]) >= permLevel(level) {
 			return r, http.StatusOK
 		}
 	}
@@ -204,7 +215,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	if len(req.Permissions) > 0 {
 		perms = map[string]string{}
 		for p, lvl := range req.Permissions {
-			if permLevel[lvl] == 0 || permLevel[lvl] > permLevel[s.app.Permissions[p]] {
+			if permLevel(lvl) == 0 || permLevel(lvl) > permLevel(s.app.Permissions[p]) {
 				refuseToken(w, "The permissions requested are not granted to this installation.")
 				return
 			}

@@ -172,7 +172,7 @@ func (s *Server) appJSON() obj {
 
 func reactionRollup(apiURL string, rs []Reaction) obj {
 	m := obj{"url": apiURL, "total_count": len(rs)}
-	for _, c := range reactionContents {
+	for _, c := range reactionContents() {
 		m[c] = 0
 	}
 	for _, x := range rs {
@@ -181,7 +181,10 @@ func reactionRollup(apiURL string, rs []Reaction) obj {
 	return m
 }
 
-var reactionContents = []string{"+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"}
+// reactionContents are the emoji GitHub accepts as reactions.
+func reactionContents() []string {
+	return []string{"+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"}
+}
 
 func (s *Server) reactionJSON(x Reaction) obj {
 	return obj{

@@ -80,9 +80,9 @@ func (s *Server) getPermission(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	role := rp.roles[strings.ToLower(u.login)]
-	legacy := roleLegacy[role]
+	legacy, _ := legacyPermission(role)
 	if role == "" {
-		role, legacy = "none", "none"
+		role = "none"
 	}
 	collab := s.userJSON(u)
 	collab["role_name"] = role
@@ -360,7 +360,7 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request, rs *[]Reaction) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if !slices.Contains(reactionContents, req.Content) {
+	if !slices.Contains(reactionContents(), req.Content) {
 		writeValidation(w, fieldError{Resource: "Reaction", Field: "content", Code: "invalid"})
 		return
 	}

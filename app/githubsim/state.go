@@ -245,10 +245,19 @@ func (s *Server) addRepo(installationID int64, fullName string, files map[string
 	return nil
 }
 
-// roleLegacy lists the repository roles; the collaborator-permission API
-// folds them into the legacy admin/write/read/none.
-var roleLegacy = map[string]string{
-	"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read",
+// legacyPermission folds a repository role into the collaborator-
+// permission API's legacy admin/write/read/none; ok is false for a role
+// that does not exist.
+func legacyPermission(role string) (legacy string, ok bool) {
+	switch role {
+	case "admin":
+		return "admin", true
+	case "maintain", "write":
+		return "write", true
+	case "triage", "read":
+		return "read", true
+	}
+	return "none", false
 }
 
 // SetPermission gives login a role on repo: admin, maintain, write,
@@ -265,7 +274,7 @@ func (s *Server) SetPermission(repo, login, role string) error {
 		delete(r.roles, strings.ToLower(login))
 		return nil
 	}
-	if _, ok := roleLegacy[role]; !ok {
+	if _, ok := legacyPermission(role); !ok {
 		return fmt.Errorf("githubsim: unknown role %q (want admin, maintain, write, triage, read or none)", role)
 	}
 	r.roles[strings.ToLower(login)] = role
