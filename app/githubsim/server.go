@@ -125,6 +125,7 @@ func New(opts Options) (*Server, error) {
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
+		s.removeDir()
 		return nil, fmt.Errorf("githubsim: app key: %w", err)
 	}
 	s.key = key
