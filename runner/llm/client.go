@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
@@ -188,8 +189,9 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		id := tc.ID
 		if id == "" {
 			// Some local servers omit ids; the tool result still needs one
-			// to answer, unique within the conversation.
-			id = fmt.Sprintf("call_%s_%d", cc.ID, i)
+			// to answer, unique within the conversation even when the
+			// conversation resumes in another process.
+			id = "call_" + uuid.NewString()
 		}
 		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: id, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}

@@ -98,3 +98,26 @@ func TestStartRefusesBadScripts(t *testing.T) {
 		t.Error("Start accepted an empty step")
 	}
 }
+
+// Whatever Parse accepts, Start serves.
+func FuzzParse(f *testing.F) {
+	for _, path := range []string{"testdata/fix.yaml", "testdata/fix.json"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("steps:\n  - {status: 429, retry_after: 1s}\nrules:\n  - {regexp: 'a+', times: 2, text: x}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := llmtest.Parse(data)
+		if err != nil {
+			return
+		}
+		srv, err := llmtest.Start(s)
+		if err != nil {
+			t.Fatalf("Parse accepted a script Start refuses: %v", err)
+		}
+		srv.Close()
+	})
+}
