@@ -309,8 +309,8 @@ func toMessageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 // describe adds what the server said to an API error: the SDK's own text
 // carries only the status.
 func describe(err error) error {
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) {
+	apiErr, ok := errors.AsType[*openai.Error](err)
+	if !ok {
 		return err
 	}
 	detail := apiErr.Message

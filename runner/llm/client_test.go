@@ -200,8 +200,7 @@ func TestRetries(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
 			}
-			var apiErr *openai.Error
-			if !errors.As(err, &apiErr) || apiErr.StatusCode != tt.wantStatus {
+			if apiErr, ok := errors.AsType[*openai.Error](err); !ok || apiErr.StatusCode != tt.wantStatus {
 				t.Errorf("err = %v, want an API error with status %d", err, tt.wantStatus)
 			}
 		})

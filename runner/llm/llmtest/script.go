@@ -39,7 +39,8 @@ type Step struct {
 
 	// Status, when set, answers with this HTTP status and an OpenAI-style
 	// error body carrying Error instead of a completion: 429 and 5xx are
-	// what clients retry.
+	// what clients retry, and a retry is answered like any request, so
+	// "429, then text" scripts a rate limit the client gets past.
 	Status int    `yaml:"status"`
 	Error  string `yaml:"error"`
 	// RetryAfter is sent with a Status answer: as Retry-After in whole
