@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -553,5 +555,45 @@ func TestIntakeLinksNoDockerNorGitHubClient(t *testing.T) {
 			strings.HasPrefix(sym, "github.com/docker/docker"):
 			t.Errorf("the request path links %s", sym)
 		}
+	}
+}
+
+// TestRedisThatNeverAnswers points the handler at a server that accepts
+// connections and says nothing: the answer must still be a 503, not a hang.
+func TestRedisThatNeverAnswers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn // open and silent until the listener closes
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	rdb, err := queue.Connect("redis://" + l.Addr().String() + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	h, _ := newHandler(t, rdb, nil)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	client := &http.Client{Timeout: 30 * time.Second} // a guard against a hang, not a measurement
+	r, err := webhooktest.Deliver(t.Context(), client, srv.URL, secret, "issue_comment", "silent",
+		webhooktest.IssueComment("/agent fix"))
+	if err != nil || r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("with a silent Redis: %d %v %v; want 503", r.Status, r.Body, err)
 	}
 }

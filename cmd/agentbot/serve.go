@@ -59,6 +59,9 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	log := newLogger(env.Stderr)
+	// go-redis reports pool trouble through a process-wide logger; route it
+	// into the JSON log.
+	redis.SetLogger(redisLogger{log})
 
 	rdb, err := queue.Connect(cfg.redisURL)
 	if err != nil {
@@ -78,6 +81,13 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 // newLogger returns the JSON logger every long-running command uses.
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// redisLogger is go-redis's logger on slog.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, args ...any) {
+	l.log.WarnContext(ctx, fmt.Sprintf(format, args...), "component", "redis")
 }
 
 // webhookSecrets reads the secrets from file or, without one, from env (the
