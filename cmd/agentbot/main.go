@@ -42,6 +42,7 @@ func commands() map[string]subcommand {
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
 		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
+		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
 	}
 }

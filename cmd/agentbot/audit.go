@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
+)
+
+func cmdAudit(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("audit", env)
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the audit log")
+	repo := fs.String("repo", "", "only entries about this repository (owner/name)")
+	since := fs.String("since", "7d", `only entries this recent: a duration such as 7d, 12h, 30m, a date (2026-11-01) or "all"`)
+	asJSON := fs.Bool("json", false, "print JSON lines, one entry each, for export")
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("usage: agentbot audit [--repo R] [--since 7d] [--json]; unexpected %q", fs.Arg(0))
+	}
+	from, err := parseSince(*since, time.Now())
+	if err != nil {
+		return err
+	}
+
+	rdb, err := queue.Connect(*redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	// Retention is applied by the writers; a reader never trims.
+	audit, err := queue.NewAudit(rdb, queue.AuditOptions{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	q := queue.AuditQuery{Repo: *repo, Since: from}
+	if *asJSON {
+		return audit.Export(ctx, env.Stdout, q)
+	}
+	entries, err := audit.Query(ctx, q)
+	if err != nil {
+		return err
+	}
+	return printAuditTable(env.Stdout, entries)
+}
+
+func printAuditTable(w io.Writer, entries []app.AuditEntry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tKIND\tACTOR\tWHERE\tTASK\tDETAIL")
+	for _, e := range entries {
+		kind := string(e.Kind)
+		switch {
+		case e.Kind == app.AuditAdmission && e.Allowed:
+			kind += " (allowed)"
+		case e.Kind == app.AuditAdmission:
+			kind += " (refused)"
+		}
+		where := e.Repo
+		if e.Number != 0 {
+			where += "#" + strconv.Itoa(e.Number)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), kind,
+			dash(e.Actor), dash(where), dash(e.Task), strings.ReplaceAll(e.Detail, "\n", " "))
+	}
+	return tw.Flush()
+}
+
+// dash stands in for an empty table cell, so that columns stay aligned and
+// readable.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// parseSince reads a --since value: a duration back from now, where "d"
+// counts days (7d, 36h, 90m); a date or time (2026-11-01,
+// 2026-11-01T09:00:00Z); or "all". The zero time means no bound.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "" || s == "all":
+		return time.Time{}, nil
+	case strings.HasSuffix(s, "d"):
+		if days, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	default:
+		if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+			return now.Add(-d), nil
+		}
+		for _, layout := range []string{time.DateOnly, time.RFC3339} {
+			if t, err := time.Parse(layout, s); err == nil {
+				return t, nil
+			}
+		}
+	}
+	return time.Time{}, app.Errorf(app.EInvalid, `--since %q is neither a duration (7d, 12h, 30m), a date (2026-11-01), an RFC 3339 time nor "all".`, s)
+}

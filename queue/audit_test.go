@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue/redistest"
+)
+
+func newAudit(t *testing.T, opts AuditOptions) *Audit {
+	t.Helper()
+	a, err := NewAudit(connect(t, redistest.Start(t)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func appendAll(t *testing.T, a *Audit, entries ...app.AuditEntry) {
+	t.Helper()
+	for _, e := range entries {
+		if err := a.Append(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// details lists the entries' details, which the tests use as their names.
+func details(entries []app.AuditEntry) []string {
+	var d []string
+	for _, e := range entries {
+		d = append(d, e.Detail)
+	}
+	return d
+}
+
+func TestAuditKeepsOrderAcrossInstallationsAndFilters(t *testing.T) {
+	ctx := context.Background()
+	a := newAudit(t, AuditOptions{})
+	task := &app.Task{ID: "t1", InstallationID: 7, Repo: "octo/Hello", Number: 3, Requester: "alice"}
+	early := []app.AuditEntry{
+		app.AuditEntryFor(app.AuditCommand, task, "1 /agent fix"),
+		{Kind: app.AuditCommand, Installation: 9, Repo: "other/repo", Actor: "bob", Detail: "2 /agent fix"},
+		app.AuditEntryFor(app.AuditAdmission, task, "3 admitted"),
+	}
+	late := []app.AuditEntry{
+		{Kind: app.AuditBlocked, Installation: 7, Repo: "octo/hello", Task: "t1", Detail: "4 write .github/workflows/ci.yml"},
+		{Kind: app.AuditPush, Installation: 7, Repo: "octo/hello", Task: "t1", Detail: "5 agent/3-fix abc123"},
+		{Kind: app.AuditPolicyError, Installation: 9, Repo: "other/repo", Detail: "6 line 3: unknown key"},
+	}
+	appendAll(t, a, early...)
+	time.Sleep(5 * time.Millisecond) // stream ids have millisecond resolution
+	cut := time.Now()
+	time.Sleep(5 * time.Millisecond)
+	appendAll(t, a, late...)
+
+	cases := []struct {
+		name string
+		q    AuditQuery
+		want []string
+	}{
+		{"all", AuditQuery{}, []string{"1 /agent fix", "2 /agent fix", "3 admitted", "4 write .github/workflows/ci.yml", "5 agent/3-fix abc123", "6 line 3: unknown key"}},
+		{"repo, any case", AuditQuery{Repo: "OCTO/hello"}, []string{"1 /agent fix", "3 admitted", "4 write .github/workflows/ci.yml", "5 agent/3-fix abc123"}},
+		{"since", AuditQuery{Since: cut}, []string{"4 write .github/workflows/ci.yml", "5 agent/3-fix abc123", "6 line 3: unknown key"}},
+		{"repo and since", AuditQuery{Repo: "other/repo", Since: cut}, []string{"6 line 3: unknown key"}},
+		{"unknown repo", AuditQuery{Repo: "no/such"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := a.Query(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(details(got)) != fmt.Sprint(c.want) {
+				t.Errorf("got %q\nwant %q", details(got), c.want)
+			}
+		})
+	}
+
+	got, err := a.Query(ctx, AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := got[0]
+	if first.ID == "" || first.Time.IsZero() || first.Actor != "alice" || first.Number != 3 || first.Task != "t1" || first.Installation != 7 {
+		t.Errorf("first entry lost fields: %+v", first)
+	}
+}
+
+func TestAuditReadsPastOnePage(t *testing.T) {
+	a := newAudit(t, AuditOptions{})
+	const n = 2*auditPage + 3
+	for i := range n {
+		appendAll(t, a, app.AuditEntry{Kind: app.AuditCommand, Installation: int64(i % 2), Detail: fmt.Sprint(i)})
+	}
+	got, err := a.Query(context.Background(), AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("%d entries, want %d", len(got), n)
+	}
+	for i, e := range got {
+		if e.Detail != fmt.Sprint(i) {
+			t.Fatalf("entry %d is %q: order lost", i, e.Detail)
+		}
+	}
+}
+
+func TestAuditRetention(t *testing.T) {
+	ctx := context.Background()
+	const n = 1000
+	fill := func(t *testing.T, a *Audit, from, to int) {
+		for i := from; i < to; i++ {
+			appendAll(t, a, app.AuditEntry{Kind: app.AuditCommand, Installation: 1, Detail: fmt.Sprint(i)})
+		}
+	}
+	// kept checks that the log holds between min and max entries, all of
+	// them the newest, in order.
+	kept := func(t *testing.T, a *Audit, total, min, max int) {
+		t.Helper()
+		got, err := a.Query(ctx, AuditQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < min || len(got) > max {
+			t.Fatalf("%d entries kept, want %d to %d", len(got), min, max)
+		}
+		for i, e := range got {
+			if want := fmt.Sprint(total - len(got) + i); e.Detail != want {
+				t.Fatalf("entry %d is %q, want %q: not the newest in order", i, e.Detail, want)
+			}
+		}
+	}
+
+	t.Run("max length", func(t *testing.T) {
+		a := newAudit(t, AuditOptions{MaxLen: 100})
+		fill(t, a, 0, n)
+		// Approximate trimming drops whole stream nodes (100 entries by
+		// default), never an entry within the bound.
+		kept(t, a, n, 100, 300)
+	})
+	t.Run("max age", func(t *testing.T) {
+		a := newAudit(t, AuditOptions{MaxAge: 20 * time.Millisecond})
+		fill(t, a, 0, 300)
+		time.Sleep(50 * time.Millisecond) // the first 300 are now too old
+		fill(t, a, 300, 301)
+		kept(t, a, 301, 1, 101)
+	})
+}
+
+func TestAuditRefusesBadInput(t *testing.T) {
+	ctx := context.Background()
+	a := newAudit(t, AuditOptions{})
+	appendAll(t, a, app.AuditEntry{Kind: app.AuditPROpened, Repo: "o/r", Detail: "kept"})
+	for _, kind := range []app.AuditKind{"", "edited"} {
+		err := a.Append(ctx, app.AuditEntry{Kind: kind, Repo: "o/r"})
+		if app.ErrorCode(err) != app.EInvalid {
+			t.Errorf("kind %q: %v, want an invalid error", kind, err)
+		}
+	}
+	got, err := a.Query(ctx, AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(details(got)) != "[kept]" {
+		t.Errorf("log holds %q after refused appends", details(got))
+	}
+	for _, opts := range []AuditOptions{{MaxLen: -1}, {MaxAge: -time.Hour}} {
+		if _, err := NewAudit(a.rdb, opts); app.ErrorCode(err) != app.EInvalid {
+			t.Errorf("NewAudit(%+v): %v, want an invalid error", opts, err)
+		}
+	}
+}
+
+func TestAuditExportsJSONLines(t *testing.T) {
+	ctx := context.Background()
+	a := newAudit(t, AuditOptions{})
+	appendAll(t, a,
+		app.AuditEntry{Kind: app.AuditApproval, Installation: 1, Repo: "o/r", Actor: "carol", Detail: "run make deploy"},
+		app.AuditEntry{Kind: app.AuditAdmission, Installation: 1, Repo: "o/r", Allowed: true, Detail: "write access"},
+	)
+	var buf bytes.Buffer
+	if err := a.Export(ctx, &buf, AuditQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := a.Query(ctx, AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(&buf)
+	var got []app.AuditEntry
+	for sc.Scan() {
+		var e app.AuditEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		got = append(got, e)
+	}
+	if len(got) != 2 || got[0].Actor != "carol" || !got[1].Allowed || got[0].ID != want[0].ID || !got[1].Time.Equal(want[1].Time) {
+		t.Errorf("exported %+v\nwant %+v", got, want)
+	}
+}
