@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// calcCheckout is a git checkout of a module whose test fails.
+func calcCheckout(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":       "module example.com/calc\n\ngo 1.26\n",
+		"calc.go":      "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a + b + 1\n}\n",
+		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 2); got != 4 {\n\t\tt.Fatalf(\"Add(2, 2) = %d, want 4\", got)\n\t}\n}\n",
+		"AGENTS.md":    "Keep functions documented.\n",
+		"build.log":    "ignored by git, so not copied\n",
+		".gitignore":   "*.log\n",
+	}
+	for p, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+const fixScript = `steps:
+  - text: "Reading the failing test first."
+    tool_calls:
+      - name: read_file
+        arguments: {path: calc_test.go}
+  - tool_calls:
+      - name: run_checks
+        arguments: {}
+  - tool_calls:
+      - name: list_files
+        arguments: {glob: "*.log"}
+  - tool_calls:
+      - name: edit_file
+        arguments: {path: calc.go, old_string: "return a + b + 1", new_string: "return a + b"}
+  - tool_calls:
+      - name: finish
+        arguments: {summary: "Add no longer adds one."}
+`
+
+// grepCheck stands in for go test: the sandbox's Go build cache starts cold,
+// which makes a real go test slow; the end-to-end loop test in runner/agent
+// runs the real one.
+const grepCheck = `grep -q 'return a + b$' calc.go || { echo 'calc_test.go:7: Add(2, 2) = 5, want 4'; exit 1; }`
+
+func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
+	err := run(context.Background(), append([]string{"run"}, args...), env)
+	return out.String(), err
+}
+
+// TestRunInSandbox runs the loop on a local checkout in a real sandbox: it
+// prints a line per step, the diff and the checks, and leaves the checkout
+// alone unless --apply is given.
+func TestRunInSandbox(t *testing.T) {
+	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
+	dir := calcCheckout(t)
+	script := filepath.Join(t.TempDir(), "fix.yaml")
+	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script, "--image", image, "--executor", executor}
+
+	out, err := runCmd(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"step   1  read_file    calc_test.go",
+		"step   2  run_checks   checks                                   failed",
+		"step   4  edit_file    calc.go                                  ok",
+		"succeeded after 5 steps: done",
+		"-\treturn a + b + 1\n+\treturn a + b\n",
+		"check1   FAIL  exit 1",
+		"check1   pass  exit 0",
+		"usage: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "build.log") {
+		t.Errorf("an ignored file was copied:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "a + b + 1") {
+		t.Fatal("run changed the checkout without --apply")
+	}
+
+	if out, err = runCmd(t, append(args, "--apply")...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "return a + b\n") || !strings.Contains(out, "applied 1 files") {
+		t.Errorf("--apply did not write the fix: %s\n%s", b, out)
+	}
+}
+
+func TestRunRefusesBadInput(t *testing.T) {
+	dir := calcCheckout(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--repo", dir}, "--task is required"},
+		{[]string{"--repo", dir, "--task", "fix", "--model-script", "x.yaml"}, "defines no checks"},
+		{[]string{"--repo", dir, "--task", "fix", "--check", "true"}, "no model"},
+		{[]string{"--repo", dir, "--task", "fix", "--check", "true", "--model-script", filepath.Join(dir, "missing.yaml"), "--executor", "/bin/true"}, "--model-script"},
+		{[]string{"--repo", dir, "--task", "fix", "--check", ""}, "a check may not be empty"},
+	}
+	for _, c := range cases {
+		out, err := runCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error()+out, c.want) {
+			t.Errorf("%v: %v, want an error with %q\n%s", c.args, err, c.want, out)
+		}
+	}
+}
