@@ -162,7 +162,9 @@ type Container struct {
 
 	mu     sync.Mutex // one command at a time
 	broken error      // set once the executor can no longer be trusted
-	closed bool
+
+	closeMu sync.Mutex // Close may run while a command is waited for
+	closed  bool
 }
 
 // Start creates the container, attaches to the executor and starts it.
@@ -303,6 +305,11 @@ func (c *Container) Run(ctx context.Context, cmd Cmd) (Result, error) {
 	if c.broken != nil {
 		return Result{}, c.broken
 	}
+	select {
+	case <-c.done:
+		return Result{}, c.closedErr()
+	default:
+	}
 	req, err := json.Marshal(cmd)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode command: %w", err)
@@ -323,6 +330,11 @@ func (c *Container) Run(ctx context.Context, cmd Cmd) (Result, error) {
 	select {
 	case a, ok := <-c.answers:
 		if !ok {
+			select {
+			case <-c.done:
+				return Result{}, c.closedErr()
+			default:
+			}
 			return Result{}, c.fail(ctx, c.exited(ctx))
 		}
 		if a.Invalid {
@@ -332,6 +344,8 @@ func (c *Container) Run(ctx context.Context, cmd Cmd) (Result, error) {
 			return Result{}, fmt.Errorf("sandbox executor: %s", a.Error)
 		}
 		return a.Result, nil
+	case <-c.done:
+		return Result{}, c.closedErr()
 	case <-ctx.Done():
 		return Result{}, c.fail(ctx, fmt.Errorf("command abandoned: %w", context.Cause(ctx)))
 	case <-wedged.C:
@@ -347,6 +361,10 @@ func (c *Container) fail(ctx context.Context, err error) error {
 		return fmt.Errorf("sandbox %s: %w", shortID(c.ID), ctx.Err())
 	}
 	return c.broken
+}
+
+func (c *Container) closedErr() error {
+	return fmt.Errorf("sandbox %s: closed", shortID(c.ID))
 }
 
 // exited explains why the executor's output ended, from the container's state.
@@ -368,17 +386,14 @@ func (c *Container) exited(ctx context.Context) error {
 // outlives ctx's cancellation, so a cancelled task still cleans up; a
 // container that is already gone counts as removed.
 func (c *Container) Close(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.closeMu.Lock()
+	defer c.closeMu.Unlock()
 	if c.closed {
 		return nil
 	}
 	c.closed = true
-	if c.broken == nil {
-		c.broken = fmt.Errorf("sandbox %s: closed", shortID(c.ID))
-	}
 	if c.conn.Conn != nil {
-		close(c.done)
+		close(c.done) // a waiting Run returns at once
 		c.conn.Close()
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)

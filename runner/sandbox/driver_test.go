@@ -324,6 +324,24 @@ func TestCancellationRemovesContainer(t *testing.T) {
 	}
 }
 
+// Close from elsewhere (a watchdog, a stop command) ends a waiting Run.
+func TestCloseDuringRun(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	closed := make(chan error, 1)
+	time.AfterFunc(500*time.Millisecond, func() { closed <- c.Close(context.Background()) })
+	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "600"}}); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Run = %v, want closed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	requireGone(t, c.ID)
+	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"true"}}); err == nil {
+		t.Error("a closed container takes commands")
+	}
+}
+
 func requireGone(t *testing.T, id string) {
 	t.Helper()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
