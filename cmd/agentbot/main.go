@@ -40,6 +40,7 @@ func commands() map[string]subcommand {
 		"tasks":        {cmdTasks, "list or show queued tasks and their state: tasks list | tasks show ID"},
 		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
+		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
 		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
