@@ -186,7 +186,9 @@ func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
 		err = d.cli.ContainerStart(ctx, c.ID, container.StartOptions{})
 	}
 	if err != nil {
-		c.Close(ctx)
+		if cerr := c.Close(ctx); cerr != nil {
+			c.log.Warn("remove a sandbox that failed to start", "err", cerr)
+		}
 		return nil, fmt.Errorf("start sandbox for task %s: %w", spec.TaskID, err)
 	}
 	c.log.Debug("sandbox started", "network", spec.Network)
@@ -225,7 +227,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		AttachStderr: true,
 		OpenStdin:    true,
 	}
-	init := true
+	withInit := true
 	host := &container.HostConfig{
 		NetworkMode:    network,
 		ReadonlyRootfs: true,
@@ -242,7 +244,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		// POSIX shared memory stays available to tools, bounded and private.
 		IpcMode: "private",
 		ShmSize: 64 << 20,
-		Init:    &init,
+		Init:    &withInit,
 		Runtime: d.opts.Runtime,
 		// Answers go over the attach stream; a log driver would keep a
 		// second copy of everything on the host's disk.
