@@ -202,6 +202,16 @@ func TestEveryFixture(t *testing.T) {
 				if r.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(r.Body["error"]), "installation") {
 					t.Errorf("without installation: %d %v; want 400 naming the installation", r.Status, r.Body)
 				}
+				// The same delivery as a GitHub App receives it is accepted.
+				delivery += "+installation"
+				withInstallation := rewrite(t, command, func(m map[string]any) {
+					m["installation"] = map[string]any{"id": 1}
+				})
+				if r := in.deliver(t, event, delivery, withInstallation); r.Status != http.StatusAccepted {
+					t.Fatalf("with an installation: %d %v; want 202", r.Status, r.Body)
+				}
+				queued++
+				checkTask(t, in, event, delivery)
 			default:
 				if r.Status != http.StatusAccepted || r.Body["task"] != webhook.TaskID(delivery) {
 					t.Fatalf("command: %d %v; want 202 with the task", r.Status, r.Body)
