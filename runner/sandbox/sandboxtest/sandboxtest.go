@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -63,13 +64,10 @@ func Main(m *testing.M) {
 // under CI=true.
 func RequireDocker(t testing.TB) {
 	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = cli.Ping(ctx)
-		cancel()
-		cli.Close()
-	}
+	err := withEngine(func(ctx context.Context, cli *client.Client) error {
+		_, err := cli.Ping(ctx)
+		return err
+	})
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("docker engine is not reachable; CI requires it: %v", err)
@@ -87,8 +85,15 @@ func Image(t testing.TB) string {
 	if image == "" {
 		image = DefaultImage
 	}
-	if exec.Command("docker", "image", "inspect", image).Run() == nil {
+	err := withEngine(func(ctx context.Context, cli *client.Client) error {
+		_, err := cli.ImageInspect(ctx, image)
+		return err
+	})
+	if err == nil {
 		return image
+	}
+	if !cerrdefs.IsNotFound(err) {
+		t.Fatalf("inspect sandbox image %s: %v", image, err)
 	}
 	root, err := moduleRoot()
 	if err != nil {
@@ -101,6 +106,18 @@ func Image(t testing.TB) string {
 		t.Fatalf("build sandbox image %s with %s (needs root and debootstrap): %v\n%s", image, script, err, out)
 	}
 	return image
+}
+
+// withEngine calls f with a client of the local engine and a short deadline.
+func withEngine(f func(context.Context, *client.Client) error) error {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return f(ctx, cli)
 }
 
 // Executor returns a static executor binary for sandbox containers: the one
