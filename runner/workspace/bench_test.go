@@ -103,7 +103,7 @@ func BenchmarkCheckout(b *testing.B) {
 		return 100 * float64(m[name]) / float64(m["cold"])
 	}
 	for name, m := range map[string]map[string]time.Duration{"wall": wall, "cpu": cpu} {
-		b.Logf("5,000 files, %s: cold %v, git clone %v, warm with fetch %v (%.1f%% of cold), warm %v (%.1f%% of cold)",
+		fmt.Printf("5,000 files, %s: cold %v, git clone %v, warm with fetch %v (%.1f%% of cold), warm %v (%.1f%% of cold)\n",
 			name, m["cold"].Round(time.Millisecond), m["git-clone"].Round(time.Millisecond),
 			m["warm-fetch"].Round(time.Millisecond), pct(m, "warm-fetch"), m["warm"].Round(time.Millisecond), pct(m, "warm"))
 	}

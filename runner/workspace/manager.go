@@ -89,8 +89,9 @@ type CheckoutOptions struct {
 	Repo   string // owner/name; names the mirror
 	Remote Remote
 	// Base is a commit id, or a ref the remote has ("main",
-	// "refs/pull/7/head"); empty means the remote's HEAD. It is resolved
-	// after the mirror is up to date.
+	// "refs/pull/7/head"), resolved once the mirror is up to date. Empty
+	// means the mirror's HEAD: the default branch when it was cloned, so
+	// callers that know the default branch should name it.
 	Base string
 }
 
@@ -141,7 +142,8 @@ func (m *Manager) Checkout(ctx context.Context, opts CheckoutOptions) (*Workspac
 // syncMirror clones or fetches the repository's mirror under a per-repository
 // lock and resolves the base commit in it.
 func (m *Manager) syncMirror(ctx context.Context, opts CheckoutOptions) (dir, base string, err error) {
-	dir = filepath.Join(m.dataDir, "mirrors", filepath.FromSlash(opts.Repo)+".git")
+	// GitHub names are case-insensitive: one mirror serves every spelling.
+	dir = filepath.Join(m.dataDir, "mirrors", filepath.FromSlash(strings.ToLower(opts.Repo))+".git")
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", "", fmt.Errorf("mirror %s: %w", opts.Repo, err)
 	}
@@ -178,6 +180,9 @@ func (m *Manager) syncMirror(ctx context.Context, opts CheckoutOptions) (dir, ba
 	}
 	base, err = m.resolve(ctx, dir, opts.Base)
 	if err != nil {
+		if ctx.Err() != nil {
+			return "", "", fmt.Errorf("resolve %s in %s: %w", opts.Base, opts.Repo, err)
+		}
 		return "", "", app.Errorf(app.ENotFound, "%s has no commit %q", opts.Repo, opts.Base)
 	}
 	return dir, base, nil
