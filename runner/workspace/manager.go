@@ -224,17 +224,31 @@ func (m *Manager) newWorkspace(ctx context.Context, mirror, base string) (_ *Wor
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(work, "task-")
+	// The lock, held for the workspace's life, tells RemoveOrphans that
+	// the task's process is alive; it is taken before the directory exists.
+	lock, err := os.CreateTemp(work, "task-*.lock")
 	if err != nil {
 		return nil, err
 	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		os.Remove(lock.Name())
+		return nil, fmt.Errorf("lock workspace: %w", err)
+	}
+	dir := strings.TrimSuffix(lock.Name(), ".lock")
 	defer func() {
 		if err != nil {
 			os.RemoveAll(dir)
+			os.Remove(lock.Name())
+			lock.Close()
 		}
 	}()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
 	w := &Workspace{
 		m:      m,
+		lock:   lock,
 		dir:    dir,
 		gitDir: filepath.Join(dir, "git"),
 		tree:   filepath.Join(dir, "tree"),
@@ -273,6 +287,37 @@ func (m *Manager) newWorkspace(ctx context.Context, mirror, base string) (_ *Wor
 		return nil, err
 	}
 	return w, nil
+}
+
+// RemoveOrphans removes the workspaces whose task's process is gone, as a
+// worker killed mid-task leaves them: every live workspace holds a lock that
+// the kernel releases when its process dies. It is safe to run while other
+// workers share the data dir, and returns how many workspaces it removed.
+func (m *Manager) RemoveOrphans() (int, error) {
+	locks, err := filepath.Glob(filepath.Join(m.dataDir, "work", "task-*.lock"))
+	if err != nil {
+		return 0, err
+	}
+	removed := 0
+	var errs []error
+	for _, name := range locks {
+		f, err := os.OpenFile(name, os.O_RDWR, 0)
+		if err != nil {
+			continue // removed meanwhile by its owner
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close() // alive
+			continue
+		}
+		if err := os.RemoveAll(strings.TrimSuffix(name, ".lock")); err != nil {
+			errs = append(errs, fmt.Errorf("remove orphaned workspace: %w", err))
+		} else {
+			os.Remove(name)
+			removed++
+		}
+		f.Close()
+	}
+	return removed, errors.Join(errs...)
 }
 
 // lockFile takes an exclusive flock on path, polling so that ctx can end

@@ -24,7 +24,9 @@
 // every agent step; Workspace.Apply restores it on another worker).
 // Workspace.Gate recomputes it and checks it against the repository's
 // policy; Workspace.Commit commits exactly the tree the gate passed, and
-// Workspace.Push pushes it with a lease.
+// Workspace.Push pushes it with a lease. Workspace.Close removes the tree and
+// the task's git dir; Manager.RemoveOrphans removes those that a killed
+// worker left behind.
 package workspace
 
 import (
@@ -46,7 +48,8 @@ var ErrNoChanges = errors.New("no changes to commit")
 // git operations on it run one at a time.
 type Workspace struct {
 	m      *Manager
-	dir    string // holds git/ and tree/
+	lock   *os.File // flocked while the workspace lives; see RemoveOrphans
+	dir    string   // holds git/ and tree/
 	gitDir string
 	tree   string
 	root   *os.Root
@@ -308,5 +311,7 @@ func (w *Workspace) Close() error {
 	if err := os.RemoveAll(w.dir); err != nil {
 		return fmt.Errorf("remove workspace: %w", err)
 	}
+	os.Remove(w.lock.Name())
+	w.lock.Close()
 	return nil
 }

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -475,7 +478,8 @@ func TestApplyRoundTrip(t *testing.T) {
 	}
 }
 
-// Two tasks starting on the same repository at once share one mirror.
+// Tasks starting on the same repository at once share one mirror, however
+// they spell its name.
 func TestConcurrentCheckouts(t *testing.T) {
 	e := newEnv(t, workspace.Options{})
 	base := e.repo(t, "octo/busy", map[string]string{"a.txt": "a\n"})
@@ -485,7 +489,8 @@ func TestConcurrentCheckouts(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
-			w, err := e.m.Checkout(ctx, workspace.CheckoutOptions{Repo: "octo/busy", Remote: e.remote("octo/busy")})
+			repo := []string{"octo/busy", "Octo/Busy"}[i%2]
+			w, err := e.m.Checkout(ctx, workspace.CheckoutOptions{Repo: repo, Remote: e.remote("octo/busy")})
 			if err == nil {
 				if w.Base() != base {
 					err = errors.New("wrong base " + w.Base())
@@ -500,6 +505,10 @@ func TestConcurrentCheckouts(t *testing.T) {
 		if err != nil {
 			t.Errorf("checkout %d: %v", i, err)
 		}
+	}
+	mirrors, _ := filepath.Glob(filepath.Join(e.dataDir, "mirrors", "*", "*.git"))
+	if len(mirrors) != 1 {
+		t.Errorf("mirrors %q, want one", mirrors)
 	}
 }
 
@@ -522,5 +531,49 @@ func TestDefaultDataDir(t *testing.T) {
 	dir, err := workspace.DefaultDataDir()
 	if err != nil || dir != "/var/cache/someone/agentbot" {
 		t.Fatalf("DefaultDataDir() = %q, %v", dir, err)
+	}
+}
+
+// A worker killed mid-task leaves its workspace behind; RemoveOrphans, as
+// the next worker runs it, removes that one and leaves live ones alone.
+func TestRemoveOrphans(t *testing.T) {
+	if dir := os.Getenv("WORKSPACE_ORPHAN_DATA_DIR"); dir != "" {
+		// The killed worker: check out, say where, die without cleaning up.
+		m := workspace.NewManager(dir, workspace.Options{})
+		w, err := m.Checkout(context.Background(), workspace.CheckoutOptions{Repo: "octo/orphan",
+			Remote: workspace.Remote{URL: os.Getenv("WORKSPACE_ORPHAN_URL"), Token: token}})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		fmt.Println(w.Dir())
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	}
+	e := newEnv(t, workspace.Options{})
+	e.repo(t, "octo/orphan", map[string]string{"a.txt": "a\n"})
+	live := e.checkout(t, "octo/orphan", "main")
+
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRemoveOrphans$")
+	cmd.Env = append(os.Environ(), "WORKSPACE_ORPHAN_DATA_DIR="+e.dataDir, "WORKSPACE_ORPHAN_URL="+e.srv.RepoURL("octo/orphan"))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	orphan := strings.TrimSpace(string(out))
+	if _, statErr := os.Stat(orphan); orphan == "" || statErr != nil {
+		t.Fatalf("the killed worker left no workspace (%v, %v): %s", err, statErr, stderr.String())
+	}
+
+	n, err := e.m.RemoveOrphans()
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveOrphans() = %d, %v; want 1", n, err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("orphaned workspace still there: %v", err)
+	}
+	if _, err := live.Diff(t.Context()); err != nil {
+		t.Errorf("the live workspace was harmed: %v", err)
+	}
+	if n, err := e.m.RemoveOrphans(); err != nil || n != 0 {
+		t.Errorf("second RemoveOrphans() = %d, %v; want 0", n, err)
 	}
 }
