@@ -425,3 +425,19 @@ func TestDigestOldResults(t *testing.T) {
 		t.Errorf("%d digests in %d messages", digested, len(last.Messages))
 	}
 }
+
+// TestCommandWritesReachTheDiff: files a command writes are part of the
+// saved diff, so a resumed task and the report see them.
+func TestCommandWritesReachTheDiff(t *testing.T) {
+	p := testPolicy()
+	p.Tools.Shell = app.ToolRule{Policy: app.ApprovalAuto}
+	h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
+		step(call("run_command", `{"command":"echo generated > gen.txt"}`)),
+		step(call("edit_file", fixArgs), call("finish", finishArg)),
+	}}, p)
+	st := h.run()
+	wantStop(t, st, agent.StopDone, app.StateSucceeded)
+	if !strings.Contains(st.Diff, "+++ b/gen.txt\n@@ -0,0 +1 @@\n+generated") {
+		t.Errorf("diff:\n%s", st.Diff)
+	}
+}

@@ -72,7 +72,7 @@ func (a *Agent) digest(ctx context.Context) error {
 		// A digest is cut to a third of the smallest digested result, so
 		// a rambling answer still saves tokens.
 		summary := strings.TrimSpace(resp.Message.Content)
-		digested := digestMark + summary[:min(len(summary), digestMin/3)]
+		digested := digestMark + strings.ToValidUTF8(summary[:min(len(summary), digestMin/3)], "")
 		a.st.Counts.Digests++
 		a.st.Counts.TokensSaved += int64((len(m.Content) - len(digested)) / 4)
 		m.Content = digested

@@ -165,7 +165,9 @@ func runCommand(ctx context.Context, s *Set, a runCommandArgs) Result {
 	if res.TimedOut {
 		status = "timed out"
 	}
-	out := Result{Outcome: OK, Target: cmd, Output: status + "\n" + capText(combined(res), checkOutputLimit)}
+	// A command may write files (gofmt -w, go mod tidy): Changed makes the
+	// loop take the tree's diff again.
+	out := Result{Outcome: OK, Target: cmd, Changed: true, Output: status + "\n" + capText(combined(res), checkOutputLimit)}
 	if res.ExitCode != 0 || res.TimedOut {
 		out.Outcome = Failed
 	}

@@ -62,7 +62,7 @@ type Result struct {
 	Outcome Outcome
 	Output  string
 	Target  string     // the path, pattern or command the call was about, for progress lines
-	Changed bool       // the work tree changed
+	Changed bool       // the work tree changed, or may have (a command ran)
 	Checks  []CheckRun // the checks this call ran, in order
 	Done    bool       // finish was accepted: the checks pass on the current tree
 	Summary string     // finish's summary, when Done

@@ -3,9 +3,11 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
@@ -406,5 +408,36 @@ func TestResumeBudget(t *testing.T) {
 	r := s2.Call(context.Background(), "write_file", args(t, map[string]string{"path": "b.txt", "content": strings.Repeat("y\n", 6)}))
 	if r.Outcome != tools.BlockedWrite || !strings.Contains(r.Output, "21 changed lines in 2 files") {
 		t.Errorf("%s %q", r.Outcome, r.Output)
+	}
+}
+
+// TestNewFilesBelongToTheTreeOwner: what the host creates in a tree the
+// sandbox user owns stays writable by that user.
+func TestNewFilesBelongToTheTreeOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root may give files away")
+	}
+	dir := tree(t, base)
+	const uid = 65532
+	if err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s := newSet(t, dir, policy(), nil)
+	if r := s.Call(context.Background(), "write_file", `{"path":"a/b/new.go","content":"package b\n"}`); r.Outcome != tools.OK {
+		t.Fatal(r.Output)
+	}
+	for _, p := range []string{"a", "a/b", "a/b/new.go"} {
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != uid || st.Gid != uid {
+			t.Errorf("%s is owned by %d:%d", p, st.Uid, st.Gid)
+		}
 	}
 }

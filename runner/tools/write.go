@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
@@ -81,15 +82,56 @@ func (s *Set) apply(c change) error {
 		return err
 	}
 	mode := fs.FileMode(0o644)
-	if fi, err := s.root.Stat(c.path); err == nil {
+	fi, err := s.root.Stat(c.path)
+	existed := err == nil
+	if existed {
 		mode = fi.Mode().Perm()
 	}
-	if dir := path.Dir(c.path); dir != "." {
-		if err := s.root.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
+	if err := s.mkdirs(path.Dir(c.path)); err != nil {
+		return err
 	}
-	return s.root.WriteFile(c.path, []byte(*c.content), mode)
+	if err := s.root.WriteFile(c.path, []byte(*c.content), mode); err != nil {
+		return err
+	}
+	if !existed {
+		s.ownLikeParent(c.path)
+	}
+	return nil
+}
+
+// mkdirs creates the missing directories of dir, each owned like its parent.
+func (s *Set) mkdirs(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if fi, err := s.root.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	if err := s.mkdirs(path.Dir(dir)); err != nil {
+		return err
+	}
+	if err := s.root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	s.ownLikeParent(dir)
+	return nil
+}
+
+// ownLikeParent gives a file or directory the host just created the owner
+// of its directory: the tree belongs to the sandbox user, who must be able
+// to change what the host wrote (gofmt -w, a test's golden files). Where the
+// host may not chown, the file keeps the host's owner.
+func (s *Set) ownLikeParent(p string) {
+	fi, err := s.root.Stat(path.Dir(p))
+	if err != nil {
+		return
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		_ = s.root.Lchown(p, int(st.Uid), int(st.Gid)) // best effort, as documented
+	}
 }
 
 // current returns a file's content in the tree, nil when it does not exist.
