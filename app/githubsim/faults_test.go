@@ -124,7 +124,9 @@ func TestFaultLatency(t *testing.T) {
 	w := newWorld(t)
 	tok := w.token(t, nil)
 	w.s.Inject("", "/repos/*/*", githubsim.Fault{Latency: time.Hour, Times: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// Long enough for the request to reach the server even on a loaded
+	// machine, so that the fault is spent; far shorter than the latency.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if _, _, err := get(t, ctx, w, tok); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("delayed call: %v, want the caller's deadline to pass first", err)

@@ -291,3 +291,58 @@ func TestCheckRunValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestRepliesReactionsAndReviews(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	c := w.client(t, nil, nil)
+	srv, got := receiver(t)
+	w.pushBranch(t, full, "feature", "f.go", "package f\n")
+	n, err := w.s.AddPullRequest(full, githubsim.PullOptions{Author: "octocat", Title: "Feature", Head: "feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _, err := w.s.DeliverReviewComment(ctx, srv.URL, full, n, "octocat", "f.go", 1, "/agent rename")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-got
+
+	// The replies route threads under the first comment, as GitHub does.
+	first, _, err := c.PullRequests.CreateCommentInReplyTo(ctx, owner, name, n, "On it.", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := c.NewRequest("POST", fmt.Sprintf("repos/%s/pulls/%d/comments/%d/replies", full, n, first.GetID()), map[string]string{"body": "Done."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var second github.PullRequestComment
+	if _, err := c.Do(ctx, req, &second); err != nil {
+		t.Fatal(err)
+	}
+	if second.GetInReplyTo() != root || second.GetPath() != "f.go" {
+		t.Errorf("reply %+v", second)
+	}
+
+	if _, _, err := c.Reactions.CreateIssueReaction(ctx, owner, name, n, "eyes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.PullRequests.CreateReview(ctx, owner, name, n, &github.PullRequestReviewRequest{Event: github.String("APPROVE")}); err != nil {
+		t.Fatal(err)
+	}
+	is, err := w.s.Issue(full, n)
+	if err != nil || len(is.Reactions) != 1 || is.Reactions[0].Content != "eyes" || is.Pull == nil || is.Pull.Head != "feature" {
+		t.Errorf("issue %+v (%v)", is, err)
+	}
+	if rv := w.s.Reviews(full, n); len(rv) != 1 || rv[0].State != "APPROVED" || rv[0].Author != w.s.App().BotLogin {
+		t.Errorf("reviews %+v", rv)
+	}
+	head, err := w.s.BranchSHA(full, "feature")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if branches, err := w.s.Branches(full); err != nil || len(branches) != 2 || branches["feature"] != head || branches["main"] == "" {
+		t.Errorf("branches %v (%v)", branches, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbot/agentbot/app/githubsim"
 	"github.com/google/go-github/v62/github"
@@ -267,7 +268,15 @@ func TestOwnWritesAreDelivered(t *testing.T) {
 		t.Errorf("synchronize event %+v", synced)
 	}
 
-	ds := w.s.Deliveries()
+	// The receiver hands each delivery over before answering it, so the
+	// log may still be one short here.
+	var ds []githubsim.Delivery
+	for range 100 {
+		if ds = w.s.Deliveries(); len(ds) == 4 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if len(ds) != 4 || ds[0].Status != http.StatusAccepted || ds[1].Action != "edited" || ds[2].Event != "pull_request" || ds[3].Action != "synchronize" {
 		t.Errorf("deliveries %+v", ds)
 	}
