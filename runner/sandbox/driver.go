@@ -138,7 +138,7 @@ func (d *Driver) Close() error { return d.cli.Close() }
 // Spec is one container for one task. Zero limits take the defaults.
 type Spec struct {
 	TaskID    string
-	WorkTree  string  // host directory mounted read-write at WorkDir
+	WorkTree  string  // host directory mounted read-write at WorkDir; the UID must be able to write it
 	CPUs      float64 // DefaultCPUs when zero
 	Memory    int64   // bytes, memory and memory+swap; DefaultMemory when zero
 	Pids      int64   // DefaultPids when zero
