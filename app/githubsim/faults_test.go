@@ -153,3 +153,47 @@ func TestProcessedFaultKeepsTheEffect(t *testing.T) {
 		t.Errorf("comments %+v, want the one that was written", got)
 	}
 }
+
+// Bad input gets GitHub's answer and changes nothing.
+func TestMalformedRequests(t *testing.T) {
+	w := newWorld(t)
+	tok := w.token(t, nil)
+	n, err := w.s.AddIssue(full, "octocat", "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", fmt.Sprintf("/repos/%s/issues/%d/comments", full, n), "{not json", http.StatusBadRequest},
+		{"POST", fmt.Sprintf("/repos/%s/issues/%d/comments", full, n), `{}`, http.StatusUnprocessableEntity},
+		{"POST", fmt.Sprintf("/repos/%s/issues/x/comments", full), `{"body":"x"}`, http.StatusNotFound},
+		{"POST", "/repos/" + full + "/pulls", `{"head":"main","base":"main"}`, http.StatusUnprocessableEntity},
+		{"PATCH", "/repos/" + full + "/issues/comments/1", `{"body":"x"}`, http.StatusNotFound},
+		{"GET", "/repos/" + full + "/no-such-route", "", http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(tt.method, w.s.APIURL()+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "token "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		decodeErr := json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want || decodeErr != nil || body["message"] == nil || body["documentation_url"] == nil {
+			t.Errorf("%s %s: %d %v (%v), want %d with GitHub's error body", tt.method, tt.path, resp.StatusCode, body, decodeErr, tt.want)
+		}
+	}
+	if cs := w.s.Comments(full, n); len(cs) != 0 {
+		t.Errorf("bad requests stored comments: %+v", cs)
+	}
+	if prs := w.s.PullRequests(full); len(prs) != 0 {
+		t.Errorf("bad requests opened pull requests: %+v", prs)
+	}
+}
