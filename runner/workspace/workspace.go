@@ -37,6 +37,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 )
@@ -193,6 +194,11 @@ type CommitOptions struct {
 	Author    Signature
 	Committer Signature
 	CoAuthors []Signature // added as Co-authored-by trailers
+	// Date is the author and committer date; zero means now. A task that
+	// passes a date it keeps across retries (when it was received, say)
+	// gets the same commit id when it commits the same tree again on
+	// another worker, so that its Push finds the branch done.
+	Date time.Time
 }
 
 // Commit commits the tree that the last passing Gate checked, on top of
@@ -238,12 +244,15 @@ func (w *Workspace) Commit(ctx context.Context, opts CommitOptions) (string, err
 		}
 		return w.head, nil
 	}
-	id, err := w.gitString(ctx, gitCall{
-		stdin: strings.NewReader(msg),
-		env: []string{
-			"GIT_AUTHOR_NAME=" + opts.Author.Name, "GIT_AUTHOR_EMAIL=" + opts.Author.Email,
-			"GIT_COMMITTER_NAME=" + opts.Committer.Name, "GIT_COMMITTER_EMAIL=" + opts.Committer.Email,
-		},
+	env := []string{
+		"GIT_AUTHOR_NAME=" + opts.Author.Name, "GIT_AUTHOR_EMAIL=" + opts.Author.Email,
+		"GIT_COMMITTER_NAME=" + opts.Committer.Name, "GIT_COMMITTER_EMAIL=" + opts.Committer.Email,
+	}
+	if !opts.Date.IsZero() {
+		date := fmt.Sprintf("%d +0000", opts.Date.Unix())
+		env = append(env, "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+	}
+	id, err := w.gitString(ctx, gitCall{stdin: strings.NewReader(msg), env: env,
 		args: []string{"commit-tree", w.gated, "-p", w.head, "-F", "-"}})
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)

@@ -577,3 +577,35 @@ func TestRemoveOrphans(t *testing.T) {
 		t.Errorf("second RemoveOrphans() = %d, %v; want 0", n, err)
 	}
 }
+
+// A task retried on another worker after its push commits the same tree
+// with the same date, gets the same commit, and its push finds the branch
+// done instead of refusing it as moved.
+func TestRetriedTaskPushesNothingNew(t *testing.T) {
+	e := newEnv(t, workspace.Options{})
+	e.repo(t, "octo/retry", map[string]string{"a.txt": "a\n"})
+	received := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+	var shas []string
+	for range 2 {
+		w := e.checkout(t, "octo/retry", "main")
+		mustDo(t, w.Root().WriteFile("a.txt", []byte("fixed\n"), 0o644))
+		if _, err := w.Gate(t.Context(), allowAll); err != nil {
+			t.Fatal(err)
+		}
+		sha, err := w.Commit(t.Context(), workspace.CommitOptions{Message: "Fix a", Author: author, Date: received})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Push(t.Context(), e.remote("octo/retry"), "agent/5-retry", ""); err != nil {
+			t.Fatalf("push %d: %v", len(shas), err)
+		}
+		shas = append(shas, sha)
+	}
+	if shas[0] != shas[1] {
+		t.Fatalf("the retry made a different commit: %s, %s", shas[0], shas[1])
+	}
+	bare := e.srv.RepoDir("octo/retry")
+	if got := workspacetest.Git(t, bare, "log", "-1", "--format=%aI %cI", shas[0]); got != "2026-11-30T01:02:03+00:00 2026-11-30T01:02:03+00:00" {
+		t.Errorf("commit dates %s", got)
+	}
+}
