@@ -178,7 +178,8 @@ func (s *Server) readBlob(repoDir, sha string) ([]byte, error) {
 }
 
 // diffStats counts commits and changed lines between base and head, as a
-// pull request shows them.
+// pull request shows them; what git cannot tell counts as zero, which is
+// also what GitHub shows while it computes them.
 func (s *Server) diffStats(repoDir, base, head string) (commits, additions, deletions, files int) {
 	if out, err := s.runGit(context.Background(), repoDir, nil, "rev-list", "--count", base+".."+head); err == nil {
 		commits, _ = strconv.Atoi(strings.TrimSpace(string(out)))

@@ -357,6 +357,7 @@ func (s *Server) reviewCommentJSON(r *repo, c *ReviewComment) obj {
 	html := fmt.Sprintf("%s/pull/%d#discussion_r%d", r.htmlURL(s), c.Pull, c.ID)
 	m := obj{
 		"url": api, "id": c.ID, "node_id": nodeID("PullRequestReviewComment", c.ID),
+		// The hunk is a stand-in: agentbot reads path and line, never the hunk.
 		"pull_request_review_id": c.ReviewID, "diff_hunk": "@@ -1 +1 @@", "path": c.Path,
 		"position": c.Line, "original_position": c.Line, "line": c.Line, "original_line": c.Line,
 		"side": c.Side, "subject_type": "line", "start_line": nil, "original_start_line": nil, "start_side": nil,
@@ -429,6 +430,7 @@ func (s *Server) checkRunJSON(r *repo, c *CheckRun, heads map[string]string) obj
 			"title": nullString(c.Title), "summary": nullString(c.Summary), "text": nullString(c.Text),
 			"annotations_count": 0, "annotations_url": api + "/annotations",
 		},
+		// Each run gets its own suite: agentbot never reads suites.
 		"check_suite": obj{"id": c.ID}, "app": s.appJSON(), "pull_requests": prs,
 	}
 }
