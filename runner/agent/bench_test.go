@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/agent/agenttest"
@@ -128,7 +129,7 @@ func BenchmarkLoop(b *testing.B) {
 				model := &benchModel{}
 				a, err := agent.New(context.Background(), agent.Config{
 					TaskID: fmt.Sprintf("bench-%d-%d", window, n), Policy: testPolicy(), Model: model, Fast: &digestModel{},
-					Runner: benchRunner{}, Workspace: tree, Store: redisStore{rdb}, System: "s", Task: "t",
+					Runner: benchRunner{}, Workspace: tree, Store: queue.NewStore(rdb), System: "s", Task: "t",
 					ContextWindow: window, Logger: quiet,
 				})
 				if err != nil {

@@ -3,7 +3,6 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/agent/agenttest"
@@ -23,21 +23,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// redisStore keeps state in Redis, as queue's store does, so that a child
-// process and the test share it.
-type redisStore struct{ rdb *redis.Client }
-
-func (s redisStore) SaveState(ctx context.Context, id string, state []byte) error {
-	return s.rdb.Set(ctx, "agentbot:state:"+id, state, 0).Err()
-}
-
-func (s redisStore) LoadState(ctx context.Context, id string) ([]byte, error) {
-	b, err := s.rdb.Get(ctx, "agentbot:state:"+id).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil
-	}
-	return b, err
-}
+// The task's state lives in the queue's Redis store, as in production.
+var _ agent.StateStore = (*queue.Store)(nil)
 
 // worker is what a worker process is given.
 type worker struct {
@@ -63,7 +50,7 @@ func runWorker(ctx context.Context, t testing.TB, w worker) (*agent.State, error
 	}
 	tree := agenttest.OpenTree(t, w.Tree)
 	a, err := agent.New(ctx, agent.Config{
-		TaskID: "task-kill", Policy: killPolicy(), Model: client, Workspace: tree, Store: redisStore{rdb},
+		TaskID: "task-kill", Policy: killPolicy(), Model: client, Workspace: tree, Store: queue.NewStore(rdb),
 		Runner: toolstest.HostRunner{Dir: w.Tree, OnRun: func(c sandbox.Cmd) { appendLine(w.Log, c.Shell) }},
 		System: "s", Task: "t", Logger: quiet,
 	})
