@@ -7,7 +7,12 @@
 // response shape of the operations in the shared OpenAPI subset
 // (../shared/fixtures/github-rest-openapi-subset.json) is validated against
 // that description in this package's tests, with real field names, status
-// codes, error bodies, html_urls, node_ids and timestamps.
+// codes, error bodies, html_urls, node_ids and timestamps; the answers are
+// also compared field by field with GitHub's documented examples, and the
+// webhooks with GitHub's real payloads. Where GitHub surprises clients,
+// the simulator does too: a pulls?head= filter without "owner:" is
+// ignored, a second pull request for a branch is refused, bodies over
+// 65,536 characters are refused, and a fault can strike after the write.
 //
 // # Layout
 //
@@ -16,7 +21,10 @@
 //
 //   - /api/v3/...: the REST API. APIURL returns this base, so go-github's
 //     WithEnterpriseURLs(base, base) and ghinstallation's BaseURL work
-//     unchanged.
+//     unchanged. Beyond the subset's 16 operations it serves what the
+//     App flows need: GET /app, installations, branches, issue labels and
+//     reactions, requested reviewers, review comments and their replies,
+//     reactions on review comments (routes.go lists them all).
 //   - /OWNER/REPO.git/...: git smart HTTP, served by `git http-backend`
 //     through net/http/cgi; this is each repository's clone_url.
 //   - /settings/apps/new (and /organizations/ORG/settings/apps/new): the
