@@ -49,8 +49,8 @@ type payload struct {
 }
 
 func ignored(format string, args ...any) answer {
-	return answer{status: http.StatusOK, outcome: "ignored",
-		body: map[string]any{"ignored": fmt.Sprintf(format, args...)}}
+	reason := fmt.Sprintf(format, args...)
+	return answer{status: http.StatusOK, outcome: "ignored", reason: reason, body: map[string]any{"ignored": reason}}
 }
 
 func invalid(format string, args ...any) answer {
@@ -68,6 +68,15 @@ func (h *Handler) interpret(event, delivery string, body []byte) answer {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return invalid("payload is not a valid %s event: %v", eventLabel(event), err)
 	}
+	a := h.classify(event, delivery, &p)
+	if p.Repository != nil {
+		a.repo = p.Repository.FullName
+	}
+	return a
+}
+
+// classify finds the command in a decoded payload, if there is one.
+func (h *Handler) classify(event, delivery string, p *payload) answer {
 	t := app.Task{ID: TaskID(delivery), Delivery: delivery, Event: event, ReceivedAt: time.Now().UTC()}
 	var text string // the text that may hold a command
 	switch event {

@@ -113,12 +113,14 @@ type answer struct {
 	status  int
 	outcome string // the metrics label
 	body    map[string]any
-	task    app.Task
-	err     error // why it failed, for the operator's log
+	reason  string   // why it was refused or ignored, for the log too
+	repo    string   // owner/name, once the payload is read
+	task    app.Task // set when a command was found
+	err     error    // why it failed, for the operator's log
 }
 
 func fail(status int, outcome, reason string, err error) answer {
-	return answer{status: status, outcome: outcome, body: map[string]any{"error": reason}, err: err}
+	return answer{status: status, outcome: outcome, reason: reason, body: map[string]any{"error": reason}, err: err}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -134,8 +136,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.cfg.Metrics.ack.Observe(elapsed.Seconds())
 	attrs := []any{"delivery", delivery, "event", label, "outcome", a.outcome,
 		"status", a.status, "ms", float64(elapsed.Microseconds()) / 1000}
+	if a.repo != "" {
+		attrs = append(attrs, "repo", a.repo)
+	}
 	if a.task.ID != "" {
-		attrs = append(attrs, "task", a.task.ID, "repo", a.task.Repo, "verb", a.task.Verb)
+		attrs = append(attrs, "task", a.task.ID, "verb", a.task.Verb)
+	}
+	if a.reason != "" {
+		attrs = append(attrs, "reason", a.reason)
 	}
 	if a.err != nil {
 		h.cfg.Logger.Warn("webhook refused", append(attrs, "err", a.err)...)
@@ -183,7 +191,7 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 			return unavailable(err)
 		}
 		if dup {
-			a = answer{status: http.StatusOK, outcome: "duplicate", task: a.task,
+			a = answer{status: http.StatusOK, outcome: "duplicate", repo: a.repo, task: a.task,
 				body: map[string]any{"duplicate": true, "task": a.task.ID}}
 		}
 	}

@@ -105,8 +105,15 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	w.Write(payload[:10])   // returns once the client has sent the headers
-	get(t, base+"/healthz") // a round trip on another connection: the server has accepted this one
+	w.Write(payload[:10]) // returns once the client has sent the headers
+	// A round trip on a newer connection: the server accepts connections
+	// in order, so it has accepted the in-flight one.
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if resp, err := fresh.Get(base + "/healthz"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- stop() }()
