@@ -100,13 +100,7 @@ func (a *Audit) Export(ctx context.Context, w io.Writer, q AuditQuery) error {
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(w)
-	for _, e := range entries {
-		if err := enc.Encode(e); err != nil {
-			return fmt.Errorf("export audit log: %w", err)
-		}
-	}
-	return nil
+	return WriteJSONLines(w, entries)
 }
 
 // Query returns the entries q selects across every installation, oldest

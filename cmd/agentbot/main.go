@@ -44,6 +44,7 @@ func commands() map[string]subcommand {
 		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
+		"trace":        {cmdTrace, "print a task's trace: trace ID [--json | --markdown]"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
 	}
 }

@@ -1,0 +1,188 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// TraceKind says what a trace event records.
+type TraceKind string
+
+// The steps a task's trace is made of.
+const (
+	TraceModelCall TraceKind = "model_call" // a chat completion: model, latency, tokens, cost
+	TraceToolCall  TraceKind = "tool_call"  // a tool the model called, with its capped arguments and result
+	TraceCheck     TraceKind = "check"      // an acceptance check run
+	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused
+	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent, gate, push
+)
+
+// Valid reports whether k is one of the kinds above.
+func (k TraceKind) Valid() bool {
+	switch k {
+	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase:
+		return true
+	}
+	return false
+}
+
+// MaxTraceField is how many bytes of a tool call's arguments or result a
+// trace keeps: enough to see what happened, while the full output stays in
+// the transcript.
+const MaxTraceField = 4096
+
+// TraceEvent is one step of a task's trace.
+type TraceEvent struct {
+	Time     time.Time     `json:"time"`
+	Kind     TraceKind     `json:"kind"`
+	Step     int           `json:"step,omitempty"` // the agent loop's step, 0 outside the loop
+	Name     string        `json:"name"`           // the model, tool, check or phase
+	Duration time.Duration `json:"duration_ns"`
+	// Outcome is how it ended: "ok", "error", "refused", "passed", "failed".
+	Outcome          string  `json:"outcome,omitempty"`
+	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+	Cost             float64 `json:"cost_usd,omitempty"`
+	Args             string  `json:"args,omitempty"`
+	Result           string  `json:"result,omitempty"`
+	Detail           string  `json:"detail,omitempty"` // a refusal's reason, a check's command
+}
+
+// Capped returns e with Args and Result cut to MaxTraceField bytes each.
+func (e TraceEvent) Capped() TraceEvent {
+	e.Args = FitText(e.Args, MaxTraceField)
+	e.Result = FitText(e.Result, MaxTraceField)
+	return e
+}
+
+// TraceSummary is what a trace adds up to.
+type TraceSummary struct {
+	ModelCalls       int
+	ToolCalls        int
+	ChecksPassed     int
+	ChecksFailed     int
+	Refusals         int
+	Steps            int // the highest loop step seen
+	PromptTokens     int64
+	CompletionTokens int64
+	Cost             float64
+	Phases           []TraceEvent  // phase events, in order
+	WallTime         time.Duration // from the first event's start to the last event's end
+}
+
+// SummarizeTrace adds events up.
+func SummarizeTrace(events []TraceEvent) TraceSummary {
+	var s TraceSummary
+	var first, last time.Time
+	for _, e := range events {
+		switch e.Kind {
+		case TraceModelCall:
+			s.ModelCalls++
+		case TraceToolCall:
+			s.ToolCalls++
+		case TraceCheck:
+			if e.Outcome == "passed" {
+				s.ChecksPassed++
+			} else {
+				s.ChecksFailed++
+			}
+		case TraceRefusal:
+			s.Refusals++
+		case TracePhase:
+			s.Phases = append(s.Phases, e)
+		}
+		s.Steps = max(s.Steps, e.Step)
+		s.PromptTokens += e.PromptTokens
+		s.CompletionTokens += e.CompletionTokens
+		s.Cost += e.Cost
+		// An event is stamped when it ends; it started Duration earlier.
+		if start := e.Time.Add(-e.Duration); first.IsZero() || start.Before(first) {
+			first = start
+		}
+		if e.Time.After(last) {
+			last = e.Time
+		}
+	}
+	if !first.IsZero() {
+		s.WallTime = last.Sub(first)
+	}
+	return s
+}
+
+// RenderTrace returns the Markdown of a task's check run summary: what the
+// trace adds up to, then every step in a folded list, in at most limit
+// bytes. When the steps do not fit, the middle of the list is cut and says
+// so; the summary and the list's last steps, where a failure shows, stay.
+func RenderTrace(taskID string, events []TraceEvent, limit int) string {
+	s := SummarizeTrace(events)
+	var head strings.Builder
+	fmt.Fprintf(&head, "### Trace of task `%s`\n\n", taskID)
+	fmt.Fprintf(&head, "| | |\n| --- | --- |\n")
+	fmt.Fprintf(&head, "| steps | %d |\n", s.Steps)
+	fmt.Fprintf(&head, "| model calls | %d (%d tokens in, %d out) |\n", s.ModelCalls, s.PromptTokens, s.CompletionTokens)
+	fmt.Fprintf(&head, "| cost | $%.4f |\n", s.Cost)
+	fmt.Fprintf(&head, "| tool calls | %d |\n", s.ToolCalls)
+	fmt.Fprintf(&head, "| checks | %d passed, %d failed |\n", s.ChecksPassed, s.ChecksFailed)
+	fmt.Fprintf(&head, "| policy refusals | %d |\n", s.Refusals)
+	fmt.Fprintf(&head, "| wall time | %s |\n", s.WallTime.Round(time.Millisecond))
+	if len(s.Phases) > 0 {
+		phases := make([]string, len(s.Phases))
+		for i, p := range s.Phases {
+			phases[i] = fmt.Sprintf("%s %s", p.Name, p.Duration.Round(time.Millisecond))
+		}
+		fmt.Fprintf(&head, "\n**Phases:** %s\n", strings.Join(phases, " · "))
+	}
+	fmt.Fprintf(&head, "\n<details><summary>Every step: %d events</summary>\n\n", len(events))
+	const foot = "\n</details>\n"
+
+	var list strings.Builder
+	for i, e := range events {
+		list.WriteString(traceLine(i+1, e))
+	}
+	room := limit - head.Len() - len(foot)
+	if room <= 0 {
+		return FitText(head.String(), limit)
+	}
+	return head.String() + FitText(list.String(), room) + foot
+}
+
+// traceLine is one event as a Markdown list item, on one line so that a
+// cut list stays a list.
+func traceLine(n int, e TraceEvent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d. `%s` **%s**", n, e.Kind, mdInline(e.Name))
+	if e.Step > 0 {
+		fmt.Fprintf(&b, " (step %d)", e.Step)
+	}
+	if e.Outcome != "" {
+		fmt.Fprintf(&b, " — %s", mdInline(e.Outcome))
+	}
+	fmt.Fprintf(&b, ", %s", e.Duration.Round(time.Millisecond))
+	if e.PromptTokens+e.CompletionTokens > 0 {
+		fmt.Fprintf(&b, ", %d+%d tokens, $%.4f", e.PromptTokens, e.CompletionTokens, e.Cost)
+	}
+	for _, f := range []string{e.Args, e.Detail} {
+		if f != "" {
+			fmt.Fprintf(&b, ": `%s`", mdCode(f, 120))
+		}
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// mdInline keeps user-influenced text (tool names, outcomes) from opening
+// HTML or Markdown constructs in the check run.
+func mdInline(s string) string {
+	return strings.NewReplacer("\n", " ", "<", "&lt;", ">", "&gt;", "*", `\*`, "_", `\_`, "`", "'").Replace(s)
+}
+
+// mdCode returns at most n bytes of s on one line, fit for a code span.
+func mdCode(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.ReplaceAll(s, "`", "'")
+	if len(s) > n {
+		s = validPrefix(s, n) + "…"
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
+)
+
+// cmdTrace prints a task's trace: "agentbot trace ID [--json | --markdown]".
+func cmdTrace(ctx context.Context, args []string, env Env) error {
+	usage := errors.New("usage: agentbot trace ID [--json | --markdown]")
+	fs := newFlagSet("trace", env)
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the traces")
+	asJSON := fs.Bool("json", false, "print JSON lines, one event each: the trace's download format")
+	asMarkdown := fs.Bool("markdown", false, "print the Markdown of the task's check run summary")
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usage
+	}
+	// Flags may follow the ID too: "trace ID --json".
+	id := fs.Arg(0)
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || (*asJSON && *asMarkdown) {
+		return usage
+	}
+
+	rdb, err := queue.Connect(*redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	events, err := queue.NewTraces(rdb, 0).Trace(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case *asJSON:
+		return queue.WriteJSONLines(env.Stdout, events)
+	case *asMarkdown:
+		_, err := io.WriteString(env.Stdout, app.RenderTrace(id, events, app.MaxTextLength-1))
+		return err
+	}
+	return printTraceTable(env.Stdout, events)
+}
+
+func printTraceTable(w io.Writer, events []app.TraceEvent) error {
+	s := app.SummarizeTrace(events)
+	fmt.Fprintf(w, "%d steps, %d model calls (%d+%d tokens, $%.4f), %d tool calls, checks %d passed %d failed, %d refusals, %s\n\n",
+		s.Steps, s.ModelCalls, s.PromptTokens, s.CompletionTokens, s.Cost, s.ToolCalls,
+		s.ChecksPassed, s.ChecksFailed, s.Refusals, s.WallTime.Round(time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tSTEP\tKIND\tNAME\tOUTCOME\tTOOK\tTOKENS\tDETAIL")
+	for _, e := range events {
+		tokens := "-"
+		if n := e.PromptTokens + e.CompletionTokens; n > 0 {
+			tokens = fmt.Sprint(n)
+		}
+		detail := strings.Join(strings.Fields(strings.TrimSpace(e.Args+" "+e.Detail)), " ")
+		if r := []rune(detail); len(r) > 80 {
+			detail = string(r[:77]) + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.TimeOnly), e.Step, e.Kind,
+			e.Name, dash(e.Outcome), e.Duration.Round(time.Millisecond), tokens, dash(detail))
+	}
+	return tw.Flush()
+}
