@@ -234,6 +234,15 @@ func (a *Agent) ask(ctx context.Context) error {
 	a.st.Usage = a.st.Usage.Add(resp.Usage)
 	msg := resp.Message
 	msg.Role = llm.RoleAssistant
+	// Results are matched to calls by id, and some local servers send none
+	// or repeat them: give such calls an id of our own.
+	seen := map[string]bool{}
+	for i := range msg.ToolCalls {
+		if c := &msg.ToolCalls[i]; c.ID == "" || seen[c.ID] {
+			c.ID = fmt.Sprintf("agentbot_%d_%d", a.st.Step, i)
+		}
+		seen[msg.ToolCalls[i].ID] = true
+	}
 	a.st.Messages = append(a.st.Messages, msg)
 	if msg.Content != "" {
 		a.st.Plan = msg.Content

@@ -441,3 +441,33 @@ func TestCommandWritesReachTheDiff(t *testing.T) {
 		t.Errorf("diff:\n%s", st.Diff)
 	}
 }
+
+// idlessModel answers like a server that sends tool calls without ids.
+type idlessModel struct{ answers []llm.Message }
+
+func (m *idlessModel) Complete(context.Context, llm.Request) (llm.Response, error) {
+	next := m.answers[0]
+	m.answers = m.answers[1:]
+	return llm.Response{Message: next}, nil
+}
+
+func TestCallsWithoutIDs(t *testing.T) {
+	tree := agenttest.NewTree(t, calcRepo)
+	model := &idlessModel{answers: []llm.Message{
+		{ToolCalls: []llm.ToolCall{{Name: "read_file", Arguments: `{"path":"calc.go"}`}, {Name: "edit_file", Arguments: fixArgs}}},
+		{ToolCalls: []llm.ToolCall{{ID: "x", Name: "run_checks", Arguments: `{}`}, {ID: "x", Name: "finish", Arguments: finishArg}}},
+	}}
+	a, err := agent.New(context.Background(), agent.Config{TaskID: "t", Policy: testPolicy(), Model: model, Workspace: tree,
+		Store: agenttest.NewStore(), Runner: toolstest.HostRunner{Dir: tree.Dir}, System: "s", Task: "t", Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStop(t, st, agent.StopDone, app.StateSucceeded)
+	if st.Counts.ToolCalls != 4 {
+		t.Errorf("%d calls answered, want 4", st.Counts.ToolCalls)
+	}
+}

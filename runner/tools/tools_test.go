@@ -441,3 +441,23 @@ func TestNewFilesBelongToTheTreeOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAllowlist: under a write allowlist, only the listed paths are
+// writable, on top of the allowed paths.
+func TestWriteAllowlist(t *testing.T) {
+	dir := tree(t, base)
+	p := policy()
+	p.Tools.Write = app.ToolRule{Policy: app.ApprovalAllowlist, Allow: []string{"web/**"}}
+	s := newSet(t, dir, p, nil)
+	ctx := context.Background()
+	if r := s.Call(ctx, "write_file", `{"path":"web/new.ts","content":"export {}\n"}`); r.Outcome != tools.OK {
+		t.Errorf("allowed write: %s %q", r.Outcome, r.Output)
+	}
+	r := s.Call(ctx, "edit_file", args(t, map[string]string{"path": "greet.go", "old_string": `"hello"`, "new_string": `"hi"`}))
+	if r.Outcome != tools.BlockedWrite || !strings.Contains(r.Output, `greet.go is not in the write allowlist ["web/**"]`) {
+		t.Errorf("write outside the allowlist: %s %q", r.Outcome, r.Output)
+	}
+	if read(t, dir, "greet.go") != base["greet.go"] {
+		t.Error("greet.go changed")
+	}
+}
