@@ -324,6 +324,19 @@ func TestCancellationRemovesContainer(t *testing.T) {
 	}
 }
 
+// A command that kills the executor ends the sandbox with a clear error.
+func TestExecutorDeathIsAnError(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	_, err := c.Run(context.Background(), sandbox.Cmd{Shell: "kill -9 $PPID; sleep 10", Timeout: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "executor exited") {
+		t.Fatalf("Run = %v, want executor exited", err)
+	}
+	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"true"}}); err == nil {
+		t.Error("a sandbox whose executor died takes commands")
+	}
+}
+
 // Close from elsewhere (a watchdog, a stop command) ends a waiting Run.
 func TestCloseDuringRun(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
