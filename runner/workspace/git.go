@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,6 +82,28 @@ type gitCall struct {
 	env      []string
 	stdin    io.Reader
 	args     []string
+	// maxStdout, when positive, bounds the output kept: past it git is
+	// stopped and run fails with errOutputTooLarge.
+	maxStdout int
+}
+
+// errOutputTooLarge reports output over gitCall.maxStdout.
+var errOutputTooLarge = errors.New("output too large")
+
+// capWriter buffers up to max bytes and fails the write that goes past,
+// which closes git's pipe and ends it.
+type capWriter struct {
+	buf      *bytes.Buffer
+	max      int
+	exceeded bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	if w.buf.Len()+len(p) > w.max {
+		w.exceeded = true
+		return 0, errOutputTooLarge
+	}
+	return w.buf.Write(p)
 }
 
 // authEnv returns the environment that makes git send token as the
@@ -123,7 +146,11 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 	cmd.Dir = cmp.Or(c.workTree, g.home)
 	cmd.Stdin = c.stdin
 	var stdout, stderr bytes.Buffer
+	out := &capWriter{buf: &stdout, max: c.maxStdout}
 	cmd.Stdout = &stdout
+	if c.maxStdout > 0 {
+		cmd.Stdout = out
+	}
 	cmd.Stderr = &stderr
 	// git starts helpers (remote-http, index-pack, pack-objects): a timeout
 	// kills the whole process group, not only git.
@@ -135,7 +162,10 @@ func (g *gitRunner) run(ctx context.Context, c gitCall) ([]byte, error) {
 	err := cmd.Run()
 	g.log.Debug("git", "args", c.args, "duration", time.Since(start), "ok", err == nil)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case out.exceeded:
+			err = fmt.Errorf("%w (%w, over %d bytes)", err, errOutputTooLarge, c.maxStdout)
+		case ctx.Err() != nil:
 			err = fmt.Errorf("%w (%w)", err, ctx.Err())
 		}
 		return stdout.Bytes(), fmt.Errorf("git %s: %w: %s", head(strings.Join(c.args, " "), 120), err, tail(stderr.String(), 2000))

@@ -25,6 +25,10 @@ type Options struct {
 	// MaxFileSize is the gate's cap on the size of any file a change
 	// writes, in bytes. Default 1 MiB.
 	MaxFileSize int64
+	// MaxDiffSize caps a diff in bytes, binary patches included, so that a
+	// sandbox writing huge files cannot exhaust the worker's memory through
+	// Diff. Default 64 MiB.
+	MaxDiffSize int
 }
 
 // Manager owns the data directory: one bare mirror per repository under
@@ -35,6 +39,7 @@ type Manager struct {
 	git         *gitRunner
 	log         *slog.Logger
 	maxFileSize int64
+	maxDiffSize int
 }
 
 // DefaultDataDir is the data directory used when none is configured:
@@ -68,11 +73,15 @@ func NewManager(dataDir string, opts Options) *Manager {
 	if opts.MaxFileSize <= 0 {
 		opts.MaxFileSize = 1 << 20
 	}
+	if opts.MaxDiffSize <= 0 {
+		opts.MaxDiffSize = 64 << 20
+	}
 	return &Manager{
 		dataDir:     dataDir,
 		git:         newGitRunner(filepath.Join(dataDir, "home"), opts.CommandTimeout, opts.Logger),
 		log:         opts.Logger,
 		maxFileSize: opts.MaxFileSize,
+		maxDiffSize: opts.MaxDiffSize,
 	}
 }
 

@@ -132,9 +132,12 @@ func (w *Workspace) refuseNestedRepos() error {
 // renamed and mode-changed files, binary files as git binary patches. It
 // compares two tree objects, so nothing in the work tree takes part.
 func (w *Workspace) diff(ctx context.Context, tree string) (string, error) {
-	out, err := w.git(ctx, gitCall{args: []string{"diff", "--binary", "--full-index", "--find-renames",
-		"--no-color", "--no-textconv", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/",
+	out, err := w.git(ctx, gitCall{maxStdout: w.m.maxDiffSize, args: []string{"diff", "--binary", "--full-index",
+		"--find-renames", "--no-color", "--no-textconv", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/",
 		w.base, tree, "--"}})
+	if errors.Is(err, errOutputTooLarge) {
+		return "", app.Errorf(app.EPolicy, "the change is over %d MiB as a diff; remove large or generated files from the work tree", w.m.maxDiffSize>>20)
+	}
 	if err != nil {
 		return "", fmt.Errorf("diff %s: %w", w.base, err)
 	}

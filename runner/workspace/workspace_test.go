@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -607,5 +608,27 @@ func TestRetriedTaskPushesNothingNew(t *testing.T) {
 	bare := e.srv.RepoDir("octo/retry")
 	if got := workspacetest.Git(t, bare, "log", "-1", "--format=%aI %cI", shas[0]); got != "2026-11-30T01:02:03+00:00 2026-11-30T01:02:03+00:00" {
 		t.Errorf("commit dates %s", got)
+	}
+}
+
+// A sandbox writing a huge file gets a clear refusal from Diff instead of
+// the worker buffering it.
+func TestDiffSizeCap(t *testing.T) {
+	e := newEnv(t, workspace.Options{MaxDiffSize: 1 << 20})
+	e.repo(t, "octo/huge", map[string]string{"a.txt": "a\n"})
+	w := e.checkout(t, "octo/huge", "main")
+	big := make([]byte, 3<<20) // random: compresses no better than a build artefact
+	rand.NewChaCha8([32]byte{1}).Read(big)
+	mustDo(t, w.Root().WriteFile("artefact.bin", big, 0o644))
+	_, err := w.Diff(t.Context())
+	if app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "over 1 MiB as a diff") {
+		t.Fatalf("diff of a 3 MiB file with a 1 MiB cap: %v", err)
+	}
+	if _, err := w.Gate(t.Context(), allowAll); app.ErrorCode(err) != app.EPolicy {
+		t.Fatalf("gate: %v", err)
+	}
+	mustDo(t, w.Root().Remove("artefact.bin"))
+	if d, err := w.Diff(t.Context()); err != nil || d != "" {
+		t.Fatalf("diff once the file is gone: %q, %v", d, err)
 	}
 }
