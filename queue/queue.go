@@ -103,15 +103,17 @@ func (c *Client) Seen(ctx context.Context, delivery string) (bool, error) {
 	return n > 0, nil
 }
 
-// MarkSeen remembers delivery for DeliveryTTL. Call it only once the
-// delivery's work is durably done (its task enqueued): a delivery marked
-// before a failed enqueue would make GitHub's redelivery look like a
-// duplicate and the command would be lost.
-func (c *Client) MarkSeen(ctx context.Context, delivery string) error {
-	if err := c.rdb.SetNX(ctx, deliveryKey(delivery), 1, DeliveryTTL).Err(); err != nil {
-		return fmt.Errorf("mark delivery %s: %w", delivery, err)
+// MarkSeen remembers delivery for DeliveryTTL and reports whether it was
+// already remembered, in one atomic step. Call it only once the delivery's
+// work is durably done (its task enqueued): a delivery marked before a
+// failed enqueue would make GitHub's redelivery look like a duplicate and
+// the command would be lost.
+func (c *Client) MarkSeen(ctx context.Context, delivery string) (already bool, err error) {
+	fresh, err := c.rdb.SetNX(ctx, deliveryKey(delivery), 1, DeliveryTTL).Result()
+	if err != nil {
+		return false, fmt.Errorf("mark delivery %s: %w", delivery, err)
 	}
-	return nil
+	return !fresh, nil
 }
 
 // Ping checks that Redis answers.

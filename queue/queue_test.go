@@ -133,8 +133,11 @@ func TestSeenAfterMarkSeen(t *testing.T) {
 	if seen, err := c.Seen(ctx, "abc"); err != nil || seen {
 		t.Fatalf("Seen before MarkSeen = %v, %v", seen, err)
 	}
-	if err := c.MarkSeen(ctx, "abc"); err != nil {
-		t.Fatal(err)
+	if already, err := c.MarkSeen(ctx, "abc"); err != nil || already {
+		t.Fatalf("first MarkSeen = %v, %v; want not already seen", already, err)
+	}
+	if already, err := c.MarkSeen(ctx, "abc"); err != nil || !already {
+		t.Fatalf("second MarkSeen = %v, %v; want already seen", already, err)
 	}
 	if seen, err := c.Seen(ctx, "abc"); err != nil || !seen {
 		t.Fatalf("Seen after MarkSeen = %v, %v", seen, err)

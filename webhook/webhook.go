@@ -3,13 +3,14 @@
 // durably and answers within milliseconds.
 //
 // A delivery goes through, in order: a 25 MiB body cap (413), the
-// X-Hub-Signature-256 check against every configured secret (401), the
-// delivery de-duplication (200 {"duplicate": true}), parsing (400 with a
-// short reason), the filter that ignores what is not a command (200
-// {"ignored": reason}), and the enqueue (202 {"task": id}). Nothing
-// happens after the answer, so a restart loses nothing; when Redis cannot be
-// reached the answer is 503 and GitHub shows the delivery as failed, ready
-// to be redelivered.
+// X-Hub-Signature-256 check against every configured secret (401), parsing
+// (400 with a short reason), the filter that finds a command or the reason
+// there is none, the delivery de-duplication (200 {"duplicate": true}), and
+// for a command the enqueue (202 {"task": id}); otherwise 200 {"ignored":
+// reason}. The delivery is remembered last, once its task is queued, in one
+// Redis round trip for what is ignored. Nothing happens after the answer, so
+// a restart loses nothing; when Redis cannot be reached the answer is 503
+// and GitHub shows the delivery as failed, ready to be redelivered.
 //
 // The package declares the two small interfaces it needs, Enqueuer and
 // Deduplicator, which the queue package satisfies; it makes no GitHub API
@@ -46,12 +47,13 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, t app.Task) (duplicate bool, err error)
 }
 
-// Deduplicator remembers the deliveries already answered. MarkSeen is called
-// only after a delivery's task is queued, so a failed enqueue leaves the
-// delivery free to be redelivered.
+// Deduplicator remembers the deliveries already answered. MarkSeen, which
+// reports whether the delivery was already marked, is called for a command
+// only after its task is queued, so a failed enqueue leaves the delivery
+// free to be redelivered.
 type Deduplicator interface {
 	Seen(ctx context.Context, delivery string) (bool, error)
-	MarkSeen(ctx context.Context, delivery string) error
+	MarkSeen(ctx context.Context, delivery string) (already bool, err error)
 }
 
 // Config is what a Handler needs.
@@ -168,37 +170,44 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
 	}
 
+	a := h.interpret(event, delivery, body)
+	if a.status == http.StatusBadRequest {
+		return a
+	}
+
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	unavailable := func(err error) answer {
 		return fail(http.StatusServiceUnavailable, "unavailable", "queue unavailable, redeliver later", err)
 	}
-	seen, err := h.cfg.Deliveries.Seen(ctx, delivery)
-	if err != nil {
-		return unavailable(err)
-	}
-	if seen {
-		return answer{status: http.StatusOK, outcome: "duplicate", body: map[string]any{"duplicate": true}}
-	}
-
-	a := h.interpret(event, delivery, body)
-	if a.status == http.StatusBadRequest {
-		return a
-	}
+	duplicate := answer{status: http.StatusOK, outcome: "duplicate", repo: a.repo, body: map[string]any{"duplicate": true}}
 	if a.status == http.StatusAccepted {
+		seen, err := h.cfg.Deliveries.Seen(ctx, delivery)
+		if err != nil {
+			return unavailable(err)
+		}
+		if seen {
+			return duplicate
+		}
 		dup, err := h.cfg.Queue.Enqueue(ctx, a.task)
 		if err != nil {
 			return unavailable(err)
 		}
 		if dup {
-			a = answer{status: http.StatusOK, outcome: "duplicate", repo: a.repo, task: a.task,
-				body: map[string]any{"duplicate": true, "task": a.task.ID}}
+			duplicate.task, duplicate.body["task"] = a.task, a.task.ID
+			a = duplicate
 		}
 	}
-	if err := h.cfg.Deliveries.MarkSeen(ctx, delivery); err != nil {
-		// The task is queued; the redelivery GitHub will make finds it
-		// and answers "duplicate".
+	// Nothing else to do durably: remembering the delivery is the last step,
+	// and for what is ignored the only one.
+	already, err := h.cfg.Deliveries.MarkSeen(ctx, delivery)
+	if err != nil {
+		// A queued task is not lost: the redelivery GitHub will make finds
+		// it and answers "duplicate".
 		return unavailable(err)
+	}
+	if already && a.status != http.StatusAccepted {
+		return duplicate
 	}
 	return a
 }

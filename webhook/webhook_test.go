@@ -402,6 +402,14 @@ func TestDuplicateDeliveries(t *testing.T) {
 		t.Fatalf("redelivery: %d %v; want 200 duplicate", r.Status, r.Body)
 	}
 
+	plain := webhooktest.IssueComment("just a comment")
+	if r := in.deliver(t, "issue_comment", "plain", plain); r.Status != http.StatusOK || r.Body["ignored"] == nil {
+		t.Fatalf("first delivery of a plain comment: %d %v; want 200 ignored", r.Status, r.Body)
+	}
+	if r := in.deliver(t, "issue_comment", "plain", plain); r.Status != http.StatusOK || r.Body["duplicate"] != true {
+		t.Fatalf("its redelivery: %d %v; want 200 duplicate", r.Status, r.Body)
+	}
+
 	const n = 16
 	statuses := make(chan int, n)
 	var wg sync.WaitGroup

@@ -17,7 +17,7 @@ type nopQueue struct{}
 
 func (nopQueue) Enqueue(context.Context, app.Task) (bool, error) { return false, nil }
 func (nopQueue) Seen(context.Context, string) (bool, error)      { return false, nil }
-func (nopQueue) MarkSeen(context.Context, string) error          { return nil }
+func (nopQueue) MarkSeen(context.Context, string) (bool, error)  { return false, nil }
 func (nopQueue) Ping(context.Context) error                      { return nil }
 
 func main() {
