@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
+)
+
+func cmdStats(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("stats", env)
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the task outcomes")
+	repo := fs.String("repo", "", "only tasks on this repository (owner/name)")
+	since := fs.String("since", "30d", `only tasks finished this recently: a duration such as 30d or 12h, a date (2026-11-01) or "all"`)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("usage: agentbot stats [--repo R] [--since 30d] [--json]; unexpected %q", fs.Arg(0))
+	}
+	from, err := parseSince(*since, time.Now())
+	if err != nil {
+		return err
+	}
+
+	rdb, err := queue.Connect(*redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	all, err := queue.NewOutcomes(rdb).Since(ctx, from)
+	if err != nil {
+		return err
+	}
+	var outcomes []app.TaskOutcome
+	for _, o := range all {
+		if *repo == "" || strings.EqualFold(o.Repo, *repo) {
+			outcomes = append(outcomes, o)
+		}
+	}
+
+	report := statsReport{
+		Total:   statsViews(app.AggregateOutcomes(outcomes, func(app.TaskOutcome) string { return "all" })),
+		ByRepo:  statsViews(app.AggregateOutcomes(outcomes, app.OutcomeRepo)),
+		ByModel: statsViews(app.AggregateOutcomes(outcomes, app.OutcomeModel)),
+	}
+	if !from.IsZero() {
+		report.Since = &from
+	}
+	if *asJSON {
+		return printJSON(env.Stdout, report)
+	}
+	return printStats(env.Stdout, report)
+}
+
+// statsReport is what "agentbot stats" prints.
+type statsReport struct {
+	Since   *time.Time  `json:"since,omitempty"`
+	Total   []statsView `json:"total"` // one summary of every task, none without tasks
+	ByRepo  []statsView `json:"by_repo"`
+	ByModel []statsView `json:"by_model"`
+}
+
+// statsView is a summary with its rates worked out. SurvivalShare is nil
+// when no merged pull request had its survival measured.
+type statsView struct {
+	app.OutcomeSummary
+	SuccessRate    float64  `json:"success_rate"`
+	CostPerSuccess float64  `json:"cost_per_success_usd"`
+	RevertRate     float64  `json:"revert_rate"`
+	SurvivalShare  *float64 `json:"survival_share"`
+}
+
+func statsViews(sums []app.OutcomeSummary) []statsView {
+	views := make([]statsView, len(sums))
+	for i, s := range sums {
+		views[i] = statsView{OutcomeSummary: s, SuccessRate: s.SuccessRate(), CostPerSuccess: s.CostPerSuccess(), RevertRate: s.RevertRate()}
+		if s.Survival.Total > 0 {
+			share := s.Survival.Share()
+			views[i].SurvivalShare = &share
+		}
+	}
+	return views
+}
+
+func printStats(w io.Writer, r statsReport) error {
+	if len(r.Total) == 0 {
+		_, err := fmt.Fprintln(w, "No finished tasks in this period.")
+		return err
+	}
+	for _, section := range []struct {
+		title string
+		rows  []statsView
+	}{{"REPOSITORY", r.ByRepo}, {"MODEL", r.ByModel}, {"ALL", r.Total}} {
+		if err := printStatsTable(w, section.title, section.rows); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	_, err := fmt.Fprintln(w, "success: checks passed and PR opened without human help. survival: share of the agent's lines kept in merged PRs.\n"+
+		"incidents: blocked writes, blocked commands and gate refusals (in PRs: of tasks whose PR was opened; must be 0).")
+	return err
+}
+
+func printStatsTable(w io.Writer, title string, rows []statsView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tTASKS\tSUCCESS\tCHECKS OK\tCOST/SUCCESS\tTOKENS\tAVG STEPS\tAVG TIME\tMERGED\tSURVIVAL\tREVERTED\tINCIDENTS (IN PRs)\n", title)
+	for _, v := range rows {
+		survival := "-"
+		if v.SurvivalShare != nil {
+			survival = percent(*v.SurvivalShare)
+		}
+		costPerSuccess := "-"
+		if v.Succeeded > 0 {
+			costPerSuccess = fmt.Sprintf("$%.2f", v.CostPerSuccess)
+		}
+		reverted := "-"
+		if v.Merged > 0 {
+			reverted = fmt.Sprintf("%d (%s)", v.Reverted, percent(v.RevertRate))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%d\t%s\t%d\t%.1f\t%s\t%d\t%s\t%s\t%d (%d)\n",
+			v.Key, v.Tasks, v.Succeeded, percent(v.SuccessRate), v.ChecksPassed, costPerSuccess, v.Tokens,
+			float64(v.Iterations)/float64(v.Tasks), (v.WallTime / time.Duration(v.Tasks)).Round(time.Second),
+			v.Merged, survival, reverted, v.SafetyIncidents, v.IncidentsInPRs)
+	}
+	return tw.Flush()
+}
+
+func percent(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) }
