@@ -2,33 +2,53 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/githubsim"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
-// demoComment is the command the demo delivers.
-const demoComment = "Thanks for the report!\n\n/agent fix the typo in README.md"
+// The demo's sample: a small Go project with a real bug and a failing test
+// (sample/repo), the issue describing it (sample/issue.md: its first line is
+// the title) and the recorded fix a scripted model plays (sample/model.yaml).
+const (
+	demoRepo      = "acme/stats"
+	demoRequester = "ada"
+	demoComment   = "Thanks for the report!\n\n/agent fix"
+	// demoTimeout bounds the whole task; the scripted fix takes seconds.
+	demoTimeout = 5 * time.Minute
+)
 
-// cmdDemo shows the intake end to end on one machine: it uses the Redis at
-// --redis-url or starts a private one, runs "serve" in-process, delivers one
-// signed issue_comment webhook and prints the task it finds in Redis. It
-// fails unless the task is there.
+// cmdDemo runs the whole product on one machine: a simulated GitHub holding
+// the sample repository and its issue, Redis (the one at --redis-url, or a
+// private one), and "agentbot serve" with workers, real sandboxes and a
+// model — the recorded fix, or the model at AGENTBOT_LLM_BASE_URL. It
+// delivers a signed "/agent fix" comment, prints the task's progress, then
+// the pull request, its diff and its checks. It fails unless the pull
+// request exists with passing checks.
 func cmdDemo(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("demo", env)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis to use; a private redis-server is started when none answers")
+	sample := fs.String("sample", "deploy/demo", "the sample: repo/, issue.md and model.yaml")
+	executor := fs.String("sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
+	image := fs.String("sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
@@ -37,64 +57,284 @@ func cmdDemo(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer stopRedis()
+	w, err := startDemo(ctx, demoOptions{redisURL: url, sample: *sample, executor: *executor, image: *image, env: env})
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	out := env.Stdout
+	fmt.Fprintf(out, "simulated GitHub at %s: %s, issue #%d %q\n", w.sim.URL(), w.repo, w.issue, w.title)
+	fmt.Fprintf(out, "model: %s\n", w.model)
+	fmt.Fprintf(out, "@%s comments on #%d: %q\n", demoRequester, w.issue, demoComment)
+	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "queued as task %s\n", id)
+	rec, err := w.wait(ctx, id, demoTimeout, func(r queue.Record) {
+		fmt.Fprintf(out, "  %-9s %s\n", r.State, r.Step)
+	})
+	if err != nil {
+		return err
+	}
+	return w.printResult(out, rec)
+}
+
+// demoOptions configure startDemo.
+type demoOptions struct {
+	redisURL string
+	sample   string
+	executor string
+	image    string
+	// files replace or add files of the sample repository (tests).
+	files map[string]string
+	// script replaces the sample's recorded model (tests).
+	script *llmtest.Script
+	env    Env
+}
+
+// demoWorld is the running demo: the simulator, the model and serve.
+type demoWorld struct {
+	sim     *githubsim.Server
+	simDir  string
+	repo    string
+	issue   int
+	title   string
+	model   string
+	webhook string
+	rdb     *redis.Client
+	store   *queue.Store
+	closers []func()
+}
+
+// startDemo builds the world and starts serve with workers against it.
+func startDemo(ctx context.Context, o demoOptions) (*demoWorld, error) {
+	w := &demoWorld{repo: demoRepo}
+	if err := w.start(ctx, o); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
+	files, err := readTree(filepath.Join(o.sample, "repo"))
+	if err != nil {
+		return fmt.Errorf("demo sample: %w", err)
+	}
+	maps.Copy(files, o.files)
+	issue, err := os.ReadFile(filepath.Join(o.sample, "issue.md"))
+	if err != nil {
+		return fmt.Errorf("demo sample: %w", err)
+	}
+	title, body, _ := strings.Cut(strings.TrimSpace(string(issue)), "\n")
+	w.title = title
+
+	tmp, err := os.MkdirTemp("", "agentbot-demo-")
+	if err != nil {
+		return err
+	}
+	w.closers = append(w.closers, func() { os.RemoveAll(tmp) })
+	w.simDir = filepath.Join(tmp, "github")
+	if err := os.Mkdir(w.simDir, 0o700); err != nil {
+		return err
+	}
+	if w.sim, err = githubsim.New(githubsim.Options{Dir: w.simDir}); err != nil {
+		return err
+	}
+	w.closers = append(w.closers, func() { w.sim.Close() })
+	inst := w.sim.AddInstallation("acme")
+	if err := w.sim.AddRepo(inst, w.repo, files); err != nil {
+		return err
+	}
+	if w.issue, err = w.sim.AddIssue(w.repo, "grace", title, strings.TrimSpace(body)); err != nil {
+		return err
+	}
+	if err := w.sim.SetPermission(w.repo, demoRequester, "write"); err != nil {
+		return err
+	}
+	ghApp := w.sim.App()
+	keyFile := filepath.Join(tmp, "app.pem")
+	if err := os.WriteFile(keyFile, ghApp.PrivateKeyPEM, 0o600); err != nil {
+		return err
+	}
+
+	llmURL, llmKey := o.env.Getenv("AGENTBOT_LLM_BASE_URL"), o.env.Getenv("AGENTBOT_LLM_API_KEY")
+	w.model = "the model at " + llmURL
+	if llmURL == "" || o.script != nil {
+		script := o.script
+		if script == nil {
+			s, err := llmtest.Load(filepath.Join(o.sample, "model.yaml"))
+			if err != nil {
+				return fmt.Errorf("demo sample: %w", err)
+			}
+			script = &s
+		}
+		srv, err := llmtest.Start(*script)
+		if err != nil {
+			return err
+		}
+		w.closers = append(w.closers, srv.Close)
+		llmURL, llmKey, w.model = srv.URL(), "", "scripted, playing the recorded fix (set AGENTBOT_LLM_BASE_URL for a real model)"
+	}
 
 	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	secret := make([]byte, 16)
-	rand.Read(secret)
-	serveEnv := env
+	serveEnv := o.env
 	serveEnv.Getenv = func(key string) string {
-		if key == "AGENTBOT_WEBHOOK_SECRET" {
-			return hex.EncodeToString(secret)
+		switch key {
+		case "AGENTBOT_WEBHOOK_SECRET":
+			return ghApp.WebhookSecret
+		case "AGENTBOT_LLM_BASE_URL":
+			return llmURL
+		case "AGENTBOT_LLM_API_KEY":
+			return llmKey
+		case "AGENTBOT_MODEL", "AGENTBOT_FAST_MODEL":
+			return o.env.Getenv(key)
 		}
 		return "" // the demo's serve is configured by its arguments alone
 	}
-	serveCtx, stopServe := context.WithCancel(ctx)
+	serveEnv.Stdout, serveEnv.Stderr = io.Discard, io.Discard
+	if o.env.Getenv("AGENTBOT_DEMO_LOGS") != "" {
+		serveEnv.Stderr = o.env.Stderr
+	}
+	args := []string{"--addr", addr, "--redis-url", o.redisURL, "--app-id", strconv.FormatInt(ghApp.ID, 10),
+		"--private-key-file", keyFile, "--github-url", w.sim.APIURL(), "--data-dir", filepath.Join(tmp, "data"),
+		"--bot-name", ghApp.BotLogin, "--sandbox-image", o.image}
+	if o.executor != "" {
+		args = append(args, "--sandbox-executor", o.executor)
+	}
+	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan struct{})
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = cmdServe(serveCtx, []string{"--addr", addr, "--redis-url", url, "--no-workers"}, serveEnv)
+		serveErr = cmdServe(serveCtx, args, serveEnv)
 	}()
-	defer func() {
-		stopServe()
-		<-served
-	}()
+	w.closers = append(w.closers, func() { stopServe(); <-served })
 	base := "http://" + addr
 	if err := waitHealthy(ctx, base+"/healthz", served); err != nil {
 		stopServe()
 		<-served
 		return fmt.Errorf("%w (serve: %v)", err, serveErr)
 	}
-
-	delivery := uuid.NewString()
-	fmt.Fprintf(env.Stdout, "delivering issue_comment %s: %q\n", delivery, demoComment)
-	reply, err := webhooktest.Deliver(ctx, http.DefaultClient, base+"/webhook", []byte(hex.EncodeToString(secret)),
-		"issue_comment", delivery, webhooktest.IssueComment(demoComment))
-	if err != nil {
+	w.webhook = base + "/webhook"
+	// GitHub echoes the App's own comments and pull requests as webhooks;
+	// the intake must ignore them.
+	w.sim.SetWebhookURL(w.webhook)
+	if w.rdb, err = queue.Connect(o.redisURL); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "answer: %d %v\n\n", reply.Status, reply.Body)
-	id, _ := reply.Body["task"].(string)
-	if reply.Status != http.StatusAccepted || id == "" {
-		return fmt.Errorf("the webhook was not accepted: %d %v", reply.Status, reply.Body)
-	}
+	w.closers = append(w.closers, func() { w.rdb.Close() })
+	w.store = queue.NewStore(w.rdb)
+	return nil
+}
 
-	rdb, err := queue.Connect(url)
-	if err != nil {
-		return err
+// close stops what startDemo started, last first.
+func (w *demoWorld) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
 	}
-	defer rdb.Close()
-	rctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	w.closers = nil
+}
+
+// deliverComment has login comment body on the issue, delivered to the
+// intake as GitHub would, and returns the comment's and the queued task's
+// ids.
+func (w *demoWorld) deliverComment(ctx context.Context, login, body string) (comment int64, task string, err error) {
+	comment, resp, err := w.sim.DeliverIssueComment(ctx, w.webhook, w.repo, w.issue, login, body)
+	if err != nil {
+		return 0, "", fmt.Errorf("deliver the comment: %w", err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Task string `json:"task"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusAccepted || answer.Task == "" {
+		return 0, "", fmt.Errorf("the webhook was not accepted: %s (%v)", resp.Status, err)
+	}
+	return comment, answer.Task, nil
+}
+
+// wait polls the task's record until it is final, calling progress on
+// every change of state or step.
+func (w *demoWorld) wait(ctx context.Context, id string, timeout time.Duration, progress func(queue.Record)) (queue.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	rec, err := queue.NewStore(rdb).Task(rctx, id)
-	if err != nil {
-		return fmt.Errorf("the accepted task is not in Redis: %w", err)
+	var last queue.Record
+	for {
+		rec, err := w.store.Task(ctx, id)
+		if err != nil && ctx.Err() == nil {
+			return rec, err
+		}
+		if err == nil && (rec.State != last.State || rec.Step != last.Step) {
+			progress(rec)
+			last = rec
+		}
+		if rec.State.Final() {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			return last, fmt.Errorf("task %s is still %s (%s) after %s", id, last.State, last.Step, timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	fmt.Fprintln(env.Stdout, "queued in Redis (agentbot tasks show "+id+"):")
-	return printTask(env.Stdout, rec, false)
+}
+
+// printResult prints the pull request, its body, its diff and its checks,
+// and fails unless the task succeeded with passing checks.
+func (w *demoWorld) printResult(out io.Writer, rec queue.Record) error {
+	if rec.State != app.StateSucceeded {
+		for _, c := range w.sim.Comments(w.repo, w.issue) {
+			fmt.Fprintf(out, "\n--- comment by %s\n%s\n", c.Author, c.Body)
+		}
+		return fmt.Errorf("the task ended %s: %s", rec.State, rec.Step)
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 {
+		return fmt.Errorf("%d pull requests; want 1", len(prs))
+	}
+	pr := prs[0]
+	fmt.Fprintf(out, "\npull request #%d: %s/%s/pull/%d\n%s → %s: %s\n", pr.Number, w.sim.URL(), w.repo, pr.Number, pr.Pull.Head, pr.Pull.Base, pr.Title)
+	fmt.Fprintf(out, "\n--- body\n%s\n", pr.Body)
+	diff, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, filepath.FromSlash(w.repo)+".git"),
+		"diff", pr.Pull.Base+"..."+pr.Pull.Head).Output()
+	if err != nil {
+		return fmt.Errorf("diff of the pull request: %w", err)
+	}
+	fmt.Fprintf(out, "--- diff\n%s", diff)
+	runs := w.sim.CheckRuns(w.repo)
+	fmt.Fprintln(out, "--- check runs")
+	ok := len(runs) > 0
+	for _, c := range runs {
+		fmt.Fprintf(out, "%s: %s %s — %s\n", c.Name, c.Status, c.Conclusion, c.Title)
+		ok = ok && c.Conclusion == string(app.ConclusionSuccess)
+	}
+	if !ok {
+		return errors.New("the pull request's checks did not pass")
+	}
+	return nil
+}
+
+// readTree reads every file under dir, keyed by slash-separated path.
+func readTree(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	return files, err
 }
 
 // demoRedis returns the URL of a Redis that answers: url's own, or a

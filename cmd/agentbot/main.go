@@ -36,7 +36,8 @@ type subcommand struct {
 // commands is built per call, never kept in a package variable.
 func commands() map[string]subcommand {
 	return map[string]subcommand{
-		"serve":        {cmdServe, "receive GitHub webhooks and queue their commands (and, later, run workers)"},
+		"serve":        {cmdServe, "receive GitHub webhooks and run the queued tasks (--no-workers: intake only)"},
+		"worker":       {cmdWorker, "run queued tasks only, beside an intake started with serve --no-workers"},
 		"tasks":        {cmdTasks, "list or show queued tasks and their state: tasks list | tasks show ID"},
 		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},

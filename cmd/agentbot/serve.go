@@ -36,6 +36,7 @@ type serveConfig struct {
 	secretFile string
 	noWorkers  bool
 	label      string
+	worker     workerConfig
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -45,6 +46,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 		"file with the webhook secret; several, separated by commas or newlines, during a rotation (or set AGENTBOT_WEBHOOK_SECRET)")
 	fs.BoolVar(&c.noWorkers, "no-workers", false, "serve the webhook intake only, no workers")
 	fs.StringVar(&c.label, "trigger-label", webhook.DefaultLabel, "issue label that asks for a fix")
+	c.worker.register(fs)
 }
 
 func cmdServe(ctx context.Context, args []string, env Env) error {
@@ -72,10 +74,21 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	if !cfg.noWorkers {
-		log.Info("this build has no workers yet; serving the webhook intake only")
+	if cfg.noWorkers {
+		return listenAndServe(ctx, cfg.addr, routes, log)
 	}
-	return listenAndServe(ctx, cfg.addr, routes, log)
+	// The intake and the workers stop together: either failing stops the
+	// other, and a signal stops both.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := make(chan error, 1)
+	go func() {
+		defer cancel()
+		workers <- runWorkers(ctx, rdb, cfg.worker, env, log)
+	}()
+	err = listenAndServe(ctx, cfg.addr, routes, log)
+	cancel()
+	return errors.Join(err, <-workers)
 }
 
 // newLogger returns the JSON logger every long-running command uses.

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/queue/redistest"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// The end-to-end tests run the product as "make demo" does — the GitHub
+// simulator, a private Redis, "agentbot serve" with workers in-process,
+// real sandboxes on the Docker engine and the scripted model — and assert
+// on what the simulated GitHub holds afterwards.
+
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
+
+// sampleDir is the demo's sample, from this package's directory.
+const sampleDir = "../../deploy/demo"
+
+// e2eTimeout bounds one task; a cold Go build cache in the sandbox makes
+// the first check slow on a busy machine.
+const e2eTimeout = 10 * time.Minute
+
+// sandboxedCheck is a check that passes only inside the sandbox: no
+// network interface but loopback, and the sandbox's own user.
+const sandboxedCheck = `  - {name: sandboxed, run: 'test "$(ls /sys/class/net)" = lo && test "$(id -u)" = 65532'}
+`
+
+// startE2E starts the demo's world for a test, with the sample
+// repository's files replaced by files.
+func startE2E(t *testing.T, files map[string]string) *demoWorld {
+	t.Helper()
+	sandboxtest.RequireDocker(t)
+	rs := redistest.Start(t)
+	env, _, logs := testEnv(map[string]string{"AGENTBOT_DEMO_LOGS": "1"})
+	w, err := startDemo(t.Context(), demoOptions{
+		redisURL: rs.URL, sample: sampleDir, executor: sandboxtest.Executor(t), image: sandboxtest.Image(t),
+		files: files, env: env,
+	})
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, logs)
+	}
+	t.Cleanup(func() {
+		w.close()
+		if t.Failed() {
+			t.Logf("serve's logs:\n%s", logs)
+		}
+	})
+	return w
+}
+
+// samplePolicy is the sample's policy with extra checks appended.
+func samplePolicy(t *testing.T, extra string) map[string]string {
+	t.Helper()
+	files, err := readTree(filepath.Join(sampleDir, "repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := files[app.PolicyPath]
+	i := strings.Index(p, "paths:")
+	return map[string]string{app.PolicyPath: p[:i] + extra + p[i:]}
+}
+
+func TestFixOpensOnePullRequest(t *testing.T) {
+	w := startE2E(t, samplePolicy(t, sandboxedCheck))
+	ctx := t.Context()
+	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := waitFinal(t, w, id)
+	if rec.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s); comments: %+v", rec.State, rec.Step, w.sim.Comments(w.repo, w.issue))
+	}
+	bot := w.sim.App().BotLogin
+
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 {
+		t.Fatalf("%d pull requests; want 1: %+v", len(prs), prs)
+	}
+	pr := prs[0]
+	if pr.Pull.Head != "agent/1-sum-drops-the-first-sample" || pr.Pull.Base != "main" || pr.Pull.HeadRepo != w.repo || pr.Author != bot {
+		t.Errorf("pull request %+v %+v; want agent/1-sum-drops-the-first-sample into main by %s", pr, pr.Pull, bot)
+	}
+	if pr.Title != "Fix Sum dropping the first sample" {
+		t.Errorf("title %q", pr.Title)
+	}
+	for _, want := range []string{
+		"@ada asked on #1", "> fix", "## What changed and why", "now starts at 0",
+		"| build | `go build ./...` | ✅ pass", "| test | `go test ./...` | ✅ pass", "| sandboxed |",
+		"4 iterations", "tokens", "$0.0000", "Fixes #1", "<summary>Trace</summary>", "edit_file",
+	} {
+		if !strings.Contains(pr.Body, want) {
+			t.Errorf("pull request body lacks %q:\n%s", want, pr.Body)
+		}
+	}
+
+	// The fix is on the branch, committed by the App with the requester as
+	// co-author, on top of main.
+	gitDir := filepath.Join(w.simDir, "acme", "stats.git")
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"--git-dir", gitDir}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if src := git("show", pr.Pull.Head+":stats.go"); !strings.Contains(src, "for i := 0; i < len(xs); i++") {
+		t.Errorf("stats.go on the branch is not fixed:\n%s", src)
+	}
+	if files := git("diff", "--name-only", "main..."+pr.Pull.Head); files != "stats.go\n" {
+		t.Errorf("changed files %q; want stats.go only", files)
+	}
+	msg := git("log", "-1", "--format=%an%n%B", pr.Pull.Head)
+	if !strings.HasPrefix(msg, bot+"\nFix Sum dropping the first sample") || !strings.Contains(msg, "Co-authored-by: ada <ada@users.noreply.github.com>") {
+		t.Errorf("commit:\n%s", msg)
+	}
+
+	// One status comment, final, linking the pull request; one check run,
+	// completed successfully; 👀 then 🚀 on the command.
+	var status []githubsim.Comment
+	var command githubsim.Comment
+	for _, c := range w.sim.Comments(w.repo, w.issue) {
+		switch {
+		case c.Author == bot:
+			status = append(status, c)
+		case c.ID == commentID:
+			command = c
+		}
+	}
+	if len(status) != 1 || !strings.Contains(status[0].Body, "**Done:** #2") || !strings.Contains(status[0].Body, "/acme/stats/pull/2") {
+		t.Errorf("status comments %+v; want one saying Done with the link", status)
+	}
+	runs := w.sim.CheckRuns(w.repo)
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "success" || runs[0].Name != app.CheckName {
+		t.Errorf("check runs %+v; want one completed successfully", runs)
+	}
+	var reactions []string
+	for _, r := range command.Reactions {
+		if r.User == bot {
+			reactions = append(reactions, r.Content)
+		}
+	}
+	if !slices.Equal(reactions, []string{"eyes", "rocket"}) {
+		t.Errorf("reactions %v; want eyes then rocket", reactions)
+	}
+}
+
+// waitFinal waits for task id to end.
+func waitFinal(t *testing.T, w *demoWorld, id string) queue.Record {
+	t.Helper()
+	rec, err := w.wait(t.Context(), id, e2eTimeout, func(r queue.Record) { t.Logf("%s %s", r.State, r.Step) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}

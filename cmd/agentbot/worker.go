@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// workerShutdown is how long a stopping worker waits for its tasks: they
+// save their state after every step, so this only needs to cover one save
+// and the sandbox's removal; what is still running goes back to the queue
+// and resumes elsewhere.
+const workerShutdown = 15 * time.Second
+
+// workerConfig is what a worker reads from its flags and environment, on
+// top of the App identity flags.
+type workerConfig struct {
+	dataDir     string
+	image       string
+	runtime     string
+	executor    string
+	serverFile  string
+	concurrency int
+	botName     string
+	models      app.Models
+	app         *appFlags
+}
+
+func (c *workerConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.dataDir, "data-dir", "", "where repository mirrors and work trees are kept (default: agentbot under the user's cache directory)")
+	fs.StringVar(&c.image, "sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
+	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
+	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
+	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
+	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
+	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
+	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
+	fs.StringVar(&c.models.Fast, "fast-model", "gpt-4.1-mini", "the model that digests old context when a policy names none")
+	c.app = addAppFlags(fs)
+}
+
+// cmdWorker runs workers only, for hosts that share one Redis with an
+// intake started by "agentbot serve --no-workers".
+func cmdWorker(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("worker", env)
+	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the queue")
+	var cfg workerConfig
+	cfg.register(fs)
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	log := newLogger(env.Stderr)
+	rdb, err := queue.Connect(*redisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	return runWorkers(ctx, rdb, cfg, env, log)
+}
+
+// runWorkers processes queued tasks until ctx is cancelled, then saves and
+// hands back what is running.
+func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger) error {
+	id, err := cfg.app.identity()
+	if err != nil {
+		return err
+	}
+	id.Config.Logger = log
+	gh, err := app.NewGitHubApp(id.Config)
+	if err != nil {
+		return err
+	}
+	server, err := app.LoadServerConfig(cfg.serverFile)
+	if err != nil {
+		return err
+	}
+	llmCfg, err := llm.ConfigFromEnv(env.Getenv)
+	if err != nil {
+		return err
+	}
+	llmCfg.Logger = log
+	model, err := llm.New(llmCfg)
+	if err != nil {
+		return err
+	}
+	executor := cfg.executor
+	if executor == "" {
+		if executor, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this binary for the sandbox: %w", err)
+		}
+	}
+	workerID := newWorkerID()
+	drv, err := sandbox.New(ctx, sandbox.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
+	if err != nil {
+		return fmt.Errorf("connect to Docker: %w", err)
+	}
+	defer drv.Close()
+	if n, err := drv.RemoveOrphans(ctx, workerAlive); err != nil {
+		log.Warn("remove orphaned sandboxes", "err", err)
+	} else if n > 0 {
+		log.Info("removed orphaned sandboxes", "count", n)
+	}
+	store := queue.NewStore(rdb)
+	r, err := runner.New(runner.Config{
+		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
+		Sandbox: drv, Model: model, Models: cfg.models, Store: store,
+		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
+		Logger: log.With("worker", workerID),
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
+	return queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run(ctx)
+}
+
+// newWorkerID names this worker "HOST/PID", which is what workerAlive
+// reads back from a container's label.
+func newWorkerID() string {
+	host, _ := os.Hostname()
+	return host + "/" + strconv.Itoa(os.Getpid())
+}
+
+// workerAlive tells whether the worker that labelled a container still
+// runs: a worker of this host while its process does. A label naming
+// another host belongs to a worker sharing this engine from elsewhere, and
+// is left alone.
+func workerAlive(id string) bool {
+	host, pid, ok := strings.Cut(id, "/")
+	me, _ := os.Hostname()
+	if !ok || host != me {
+		return true
+	}
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return true
+	}
+	if n == os.Getpid() {
+		return true
+	}
+	err = syscall.Kill(n, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

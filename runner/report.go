@@ -1,0 +1,256 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/tools"
+)
+
+// What the runner says on GitHub. Every text quotes the request with "> "
+// so that a command inside it is never a command again (ParseCommand skips
+// quotes), and says what happened in a sentence a requester can act on.
+
+// Bounds of the excerpts in a failure report; the trace behind the check
+// run keeps the rest.
+const (
+	outputExcerpt = 3000
+	diffExcerpt   = 20000
+	traceResult   = 300
+)
+
+func issueRef(tk *task) string { return fmt.Sprintf("%s#%d", tk.Repo, tk.Number) }
+
+// quoteRequest is the request as a Markdown quote: who asked what, on what.
+func quoteRequest(tk *task) string {
+	what := tk.Instructions
+	if what == "" {
+		what = string(tk.Verb)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "@%s asked on #%d", tk.Requester, tk.Number)
+	if tk.issue.Title != "" {
+		fmt.Fprintf(&b, " (%s)", tk.issue.Title)
+	}
+	b.WriteString(":\n\n")
+	for line := range strings.SplitSeq(what, "\n") {
+		b.WriteString("> " + line + "\n")
+	}
+	if rc := tk.ReviewComment; rc != nil {
+		fmt.Fprintf(&b, "\non `%s` line %d\n", rc.Path, rc.Line)
+	}
+	return b.String()
+}
+
+func runningText(tk *task, what string) string {
+	return fmt.Sprintf("⏳ **Working on it** — %s.\n\n%s", what, quoteRequest(tk))
+}
+
+func approvalText(tk *task, st *agent.State) string {
+	c := st.Pending
+	return fmt.Sprintf("✋ **Waiting for approval.** The agent wants to call `%s` with:\n\n```\n%s\n```\n\nAn approver may answer `%s approve` or `%s deny`.\n\n%s",
+		c.Name, c.Arguments, app.DefaultCommand, app.DefaultCommand, quoteRequest(tk))
+}
+
+func doneText(tk *task, st *agent.State, pr app.PullRequest) string {
+	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, checksTable(st), usageLine(st), quoteRequest(tk))
+}
+
+// reasonLine is why a task stopped, in one line: the stop rule and its
+// detail, or the gate's refusal.
+func reasonLine(st *agent.State, f failure) string {
+	switch {
+	case f.gate != nil:
+		return firstLine(app.ErrorMessage(f.gate))
+	case f.stop != nil:
+		return fmt.Sprintf("%s: %s", f.stop.Reason, f.stop.Detail)
+	}
+	return string(st.Status)
+}
+
+// failureText says truthfully why a task ended without a pull request:
+// the reason, the last failing check's output (trimmed), the refusals,
+// and the partial diff folded away.
+func failureText(tk *task, st *agent.State, f failure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "❌ **No pull request.** %s\n\n", reasonLine(st, f))
+	if f.gate != nil {
+		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n```\n%s\n```\n\n", app.ErrorMessage(f.gate))
+	}
+	if c := lastFailure(st); c != nil {
+		fmt.Fprintf(&b, "The last failing check was **%s** (`%s`, exit %d", c.Name, c.Run, c.ExitCode)
+		if c.TimedOut {
+			b.WriteString(", timed out")
+		}
+		fmt.Fprintf(&b, "):\n\n```\n%s\n```\n\n", tail(c.Output, outputExcerpt))
+	}
+	if n := st.Counts; n.BlockedWrites+n.BlockedCommands > 0 {
+		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
+	}
+	b.WriteString(checksTable(st))
+	b.WriteString(usageLine(st) + "\n\n")
+	diff := f.diff
+	if diff == "" {
+		diff = st.Diff
+	}
+	if diff != "" {
+		fmt.Fprintf(&b, "<details><summary>Partial diff</summary>\n\n```diff\n%s\n```\n\n</details>\n\n", tail(diff, diffExcerpt))
+	}
+	b.WriteString(quoteRequest(tk))
+	return b.String()
+}
+
+// lastFailure is the last check run if it failed.
+func lastFailure(st *agent.State) *tools.CheckRun {
+	if len(st.Checks) == 0 || st.Checks[len(st.Checks)-1].Passed {
+		return nil
+	}
+	return &st.Checks[len(st.Checks)-1]
+}
+
+// checksTable lists the latest result of each check, in the order first run.
+func checksTable(st *agent.State) string {
+	if len(st.Checks) == 0 {
+		return "No check was run.\n"
+	}
+	var order []string
+	latest := map[string]int{}
+	for i, c := range st.Checks {
+		if _, seen := latest[c.Name]; !seen {
+			order = append(order, c.Name)
+		}
+		latest[c.Name] = i
+	}
+	var b strings.Builder
+	b.WriteString("| check | command | result | time |\n| --- | --- | --- | --- |\n")
+	for _, name := range order {
+		c := st.Checks[latest[name]]
+		result := "✅ pass"
+		if !c.Passed {
+			result = fmt.Sprintf("❌ fail (exit %d)", c.ExitCode)
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, result, float64(c.Millis)/1000)
+	}
+	return b.String()
+}
+
+// trace is the loop's steps as text: each tool call with the start of its
+// result, so refusals and failures can be read after the fact.
+func trace(st *agent.State) string {
+	results := map[string]string{}
+	for _, m := range st.Messages {
+		if m.Role == llm.RoleTool {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	var b strings.Builder
+	step := 0
+	for _, m := range st.Messages {
+		if m.Role != llm.RoleAssistant {
+			continue
+		}
+		step++
+		if text := strings.TrimSpace(m.Content); text != "" {
+			fmt.Fprintf(&b, "step %d: %s\n", step, head(text, traceResult))
+		}
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "step %d: %s %s\n    → %s\n", step, c.Name, head(c.Arguments, traceResult),
+				strings.ReplaceAll(head(results[c.ID], traceResult), "\n", "\n      "))
+		}
+	}
+	if st.Stop != nil {
+		fmt.Fprintf(&b, "stopped: %s: %s\n", st.Stop.Reason, st.Stop.Detail)
+	}
+	n := st.Counts
+	fmt.Fprintf(&b, "%d tool calls, %d invalid, %d writes refused, %d commands refused (safety events: %d)\n",
+		n.ToolCalls, n.InvalidCalls, n.BlockedWrites, n.BlockedCommands, n.BlockedWrites+n.BlockedCommands)
+	return b.String()
+}
+
+// prTitle is the change's title: the first line of the agent's summary,
+// or the issue's title.
+func prTitle(tk *task, st *agent.State) string {
+	if t := firstLine(st.Summary); t != "" {
+		return head(t, 72)
+	}
+	return head("Fix: "+tk.issue.Title, 72)
+}
+
+func commitMessage(tk *task, st *agent.State) string {
+	msg := prTitle(tk, st) + "\n"
+	if s := strings.TrimSpace(st.Summary); s != "" && s != firstLine(s) {
+		msg += "\n" + s + "\n"
+	}
+	return msg + fmt.Sprintf("\nAsked by @%s on #%d.\n", tk.Requester, tk.Number)
+}
+
+// prBody is the pull request's description: the request quoted, what
+// changed and why, the checks with their results, the usage, the issue
+// link and the trace.
+func prBody(tk *task, st *agent.State) string {
+	var b strings.Builder
+	b.WriteString(quoteRequest(tk))
+	b.WriteString("\n## What changed and why\n\n")
+	if s := strings.TrimSpace(st.Summary); s != "" {
+		b.WriteString(s + "\n")
+	} else {
+		b.WriteString("The agent gave no summary; see the diff.\n")
+	}
+	b.WriteString("\n## Checks\n\n" + checksTable(st))
+	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
+	if tk.issue.Pull == nil {
+		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
+	}
+	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n```\n%s```\n\n</details>\n", tail(trace(st), diffExcerpt))
+	return b.String()
+}
+
+// helpText is the grammar and the repository's policy in short.
+func helpText(p app.Policy) string {
+	cmd := p.Trigger.Command
+	var b strings.Builder
+	fmt.Fprintf(&b, "**agentbot commands**\n\n")
+	for _, l := range [][2]string{
+		{"fix [instructions]", "fix this issue and open a pull request"},
+		{"<feedback>", "on an agent pull request: change it as asked"},
+		{"help", "this message"},
+	} {
+		fmt.Fprintf(&b, "- `%s %s`: %s\n", cmd, l[0], l[1])
+	}
+	fmt.Fprintf(&b, "\n**This repository's policy** (%s)\n\n", p.Source)
+	for _, c := range p.Checks {
+		fmt.Fprintf(&b, "- check **%s**: `%s`\n", c.Name, c.Run)
+	}
+	fmt.Fprintf(&b, "- who may ask: roles %s, users %s\n", strings.Join(p.Trigger.Roles, ", "), strings.Join(p.Trigger.Users, ", "))
+	fmt.Fprintf(&b, "- paths: allow %q, deny %q\n", p.Paths.Allow, p.Paths.Deny)
+	fmt.Fprintf(&b, "- limits: %d iterations, %d changed lines, %d files\n", p.Limits.Iterations, p.Limits.DiffLines, p.Limits.FilesChanged)
+	return b.String()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// head is at most n bytes of s's start, marked when cut.
+func head(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// tail is at most n bytes of s's end, marked when cut: failures are at
+// the end of a log.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + strings.ToValidUTF8(s[len(s)-n:], "")
+}

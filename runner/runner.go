@@ -1,0 +1,295 @@
+// Package runner runs one queued task from start to finish: admission,
+// workspace, sandbox, the agent loop, the host gate, the push and the
+// report on GitHub. A Runner is the queue's Handler; cmd/agentbot hands it
+// the queue's store and the concrete GitHub App, Docker driver, workspace
+// manager and model, and the runner never imports the queue or the webhook.
+//
+// At-least-once delivery means every step may run twice, on the same worker
+// or on another one after a crash, so each step either looks before it
+// creates or can be repeated harmlessly:
+//
+//   - the status comment is found again by its task marker, the pull request
+//     by its head branch, and reactions are idempotent on GitHub's side;
+//   - the branch name is derived from the issue, and the push has a lease;
+//   - the runner's own progress (the base commit, the check run's id, the
+//     pushed commit, the pull request) is saved in the store beside the
+//     loop's state, so a resumed task works from the same commit, completes
+//     the same check run and never opens a second pull request.
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// Store keeps tasks' records and resumable state; queue.Store satisfies it.
+type Store interface {
+	agent.StateStore
+	// SetState records where task id is, for "agentbot tasks" and
+	// "/agent status"; step says what it is doing.
+	SetState(ctx context.Context, id string, st app.State, step string) error
+}
+
+// Config is what a Runner needs. Every field but Fast and Logger is
+// required.
+type Config struct {
+	GitHub     *app.GitHubApp
+	Server     app.ServerConfig
+	Workspaces *workspace.Manager
+	Sandbox    *sandbox.Driver
+	Model      agent.Model
+	Fast       agent.Model // digests old context; nil means Model
+	// Models name the models of a policy that names none.
+	Models app.Models
+	Store  Store
+	// Bot is the commits' author: the App's bot identity.
+	Bot    workspace.Signature
+	Logger *slog.Logger
+}
+
+// Runner handles queued tasks; it satisfies queue.Handler.
+type Runner struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New checks cfg and returns a Runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil {
+		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model and Store are required")
+	}
+	if cfg.Bot.Name == "" || cfg.Bot.Email == "" {
+		return nil, errors.New("runner: the bot's commit identity is required")
+	}
+	if cfg.Fast == nil {
+		cfg.Fast = cfg.Model
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Runner{cfg: cfg, log: log}, nil
+}
+
+// progress is the runner's own resumable state, saved beside the loop's.
+type progress struct {
+	Base       string           `json:"base,omitempty"` // the commit the task works from
+	Branch     string           `json:"branch,omitempty"`
+	CheckRunID int64            `json:"check_run_id,omitempty"`
+	Pushed     string           `json:"pushed,omitempty"` // the commit pushed to Branch
+	PR         *app.PullRequest `json:"pr,omitempty"`
+	Final      app.State        `json:"final,omitempty"` // set once the task's report is complete
+}
+
+// progressKey is where a task's progress is kept in the Store, apart from
+// the loop's state under the task's own id.
+func progressKey(taskID string) string { return taskID + ":runner" }
+
+func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
+	var p progress
+	raw, err := r.cfg.Store.LoadState(ctx, progressKey(id))
+	if err != nil || raw == nil {
+		return p, err
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return p, fmt.Errorf("decode progress of task %s: %w", id, err)
+	}
+	return p, nil
+}
+
+func (r *Runner) saveProgress(ctx context.Context, id string, p progress) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	if err := r.cfg.Store.SaveState(ctx, progressKey(id), raw); err != nil {
+		return fmt.Errorf("save progress of task %s: %w", id, err)
+	}
+	return nil
+}
+
+// task is one task being run: what it was asked, where, and the handles
+// on GitHub it reports through.
+type task struct {
+	*app.Task
+	inst   *app.Installation
+	policy app.LoadedPolicy
+	issue  app.IssueInfo
+	status *app.StatusComment
+	prog   progress
+	log    *slog.Logger
+}
+
+// ProcessTask runs t to its end. An error means the task should be tried
+// again (GitHub or Docker failed on the way); everything the user must
+// hear about — refusals, failed checks, budgets — is reported on GitHub and
+// returns nil.
+func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
+	log := r.log.With("task", t.ID, "delivery", t.Delivery, "repo", t.Repo, "number", t.Number, "verb", t.Verb)
+	prog, err := r.loadProgress(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	if prog.Final != "" {
+		log.Info("task already reported", "state", prog.Final)
+		return nil
+	}
+	inst, err := r.cfg.GitHub.Installation(t.InstallationID)
+	if err != nil {
+		return err
+	}
+	tk := &task{Task: &t, inst: inst, prog: prog, log: log, status: inst.StatusComment(t.Repo, t.Number, t.ID)}
+	switch t.Verb {
+	case app.VerbFix:
+		err = r.fix(ctx, tk)
+	case app.VerbHelp:
+		err = r.help(ctx, tk)
+	default:
+		err = r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server yet. `%s help` lists what is.",
+			app.DefaultCommand, t.Verb, app.DefaultCommand), "")
+	}
+	if err != nil {
+		log.Error("task failed; it will be tried again", "err", err)
+	}
+	return err
+}
+
+// admit loads the policy from the default branch and decides whether the
+// requester may run the task. A refusal is reported and returns ok false.
+func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
+	if err := r.cfg.Server.AllowsRepo(tk.Repo); err != nil {
+		return false, r.refuse(ctx, tk, err)
+	}
+	if tk.policy, err = tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server); err != nil {
+		if _, user := errors.AsType[*app.Error](err); user {
+			return false, r.refuse(ctx, tk, err)
+		}
+		return false, err
+	}
+	if tk.issue, err = tk.inst.Issue(ctx, tk.Repo, tk.Number); err != nil {
+		return false, err
+	}
+	inv := app.Invocation{Repo: tk.Repo, Verb: tk.Verb, Text: commandText(tk.policy.Policy, tk.Task)}
+	if tk.issue.Pull != nil {
+		inv.FromFork = tk.issue.Pull.HeadRepo != tk.Repo
+	}
+	d, err := app.NewAuthorizer(tk.inst, tk.policy.Policy).Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
+	if err != nil {
+		return false, err
+	}
+	if !d.Allowed {
+		return false, r.refuse(ctx, tk, app.Errorf(app.EUnauthorized, "%s", d.Reason))
+	}
+	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
+	return true, nil
+}
+
+// commandText is the command as the requester wrote it, near enough to be
+// quoted back: the trigger, and the instructions or the verb.
+func commandText(p app.Policy, t *app.Task) string {
+	trigger := p.Trigger.Command
+	if trigger == "" {
+		trigger = app.DefaultCommand
+	}
+	if t.Verb == app.VerbFix && t.Instructions != "" {
+		return trigger + " " + firstLine(t.Instructions)
+	}
+	return trigger + " " + string(t.Verb)
+}
+
+// refuse reports err, a refusal, as the task's answer.
+func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
+	tk.log.Info("refused", "reason", err)
+	return r.finish(ctx, tk, app.StateRefused, app.ErrorMessage(err), "")
+}
+
+// finish ends a task with no pull request: the status comment says why,
+// 😕 on the command, the record's final state, and the progress marked
+// final so a redelivery does nothing.
+func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step string) error {
+	if err := tk.status.Set(ctx, body); err != nil {
+		return err
+	}
+	reaction := app.ReactionFailed
+	if st == app.StateSucceeded {
+		reaction = app.ReactionDone
+	}
+	if err := tk.inst.React(ctx, tk.Task, reaction); err != nil {
+		return err
+	}
+	if step == "" {
+		step = string(st)
+	}
+	if err := r.cfg.Store.SetState(ctx, tk.ID, st, step); err != nil {
+		return err
+	}
+	tk.prog.Final = st
+	return r.saveProgress(ctx, tk.ID, tk.prog)
+}
+
+// help answers "/agent help" with the grammar and the repository's policy.
+func (r *Runner) help(ctx context.Context, tk *task) error {
+	p, err := tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server)
+	if err != nil {
+		if _, user := errors.AsType[*app.Error](err); user {
+			return r.refuse(ctx, tk, err)
+		}
+		return err
+	}
+	return r.finish(ctx, tk, app.StateSucceeded, helpText(p.Policy), "")
+}
+
+// shareWithSandbox lets the sandbox user write the work tree: owned by it
+// when the worker runs as root, world-writable otherwise. Symlinks are
+// changed, never followed.
+func shareWithSandbox(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, sandbox.UID, sandbox.GID); err == nil || d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		return os.Chmod(p, 0o777)
+	})
+}
+
+// prompts renders the system prompt and the task message.
+func renderPrompts(tk *task, ws *workspace.Workspace) (system, text string, err error) {
+	p := tk.policy.Policy
+	repo, err := prompts.LoadRepo(ws.Root().FS())
+	if err != nil {
+		return "", "", fmt.Errorf("read the repository for the prompt: %w", err)
+	}
+	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff}
+	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
+		sd.ShellAllow = p.Tools.Shell.Allow
+	}
+	if system, err = prompts.System(sd); err != nil {
+		return "", "", err
+	}
+	text, err = prompts.Task(prompts.TaskData{
+		Repo: tk.Repo, Title: tk.issue.Title, Body: tk.issue.Body, Instructions: tk.Instructions,
+		Review: tk.ReviewComment, Context: repo,
+	})
+	return system, text, err
+}
+
+// usageLine is the loop's usage in one sentence.
+func usageLine(st *agent.State) string {
+	u := st.Usage
+	return fmt.Sprintf("%d iterations, %d tokens (%d prompt, %d cached, %d completion), $%.4f",
+		st.Step, u.Total(), u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.CostUSD)
+}
