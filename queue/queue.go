@@ -73,15 +73,19 @@ func NewClient(rdb redis.UniversalClient) *Client {
 	return &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), store: NewStore(rdb)}
 }
 
-// Enqueue records t (state queued) and queues it for a worker under t.ID. It
-// reports duplicate when a task with that ID is already queued; the record
-// keeps what was first stored. The record is written first so that a worker
+// Enqueue records t (state queued) and queues it for a worker under t.ID.
+// It reports duplicate, queueing nothing new, when t's delivery was already
+// marked by MarkSeen or a task with t.ID is already queued; the record keeps
+// what was first stored. The record is written first so that a worker
 // always finds it, and writing it again is harmless, so a failed Enqueue may
 // simply be retried.
 func (c *Client) Enqueue(ctx context.Context, t app.Task) (duplicate bool, err error) {
-	payload, err := c.store.create(ctx, t)
+	payload, fresh, err := c.store.create(ctx, t)
 	if err != nil {
 		return false, err
+	}
+	if !fresh {
+		return true, nil // the delivery was answered before
 	}
 	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(TaskType, payload),
 		asynq.TaskID(t.ID), asynq.Queue(DefaultQueue))
@@ -92,15 +96,6 @@ func (c *Client) Enqueue(ctx context.Context, t app.Task) (duplicate bool, err e
 		return false, fmt.Errorf("enqueue task %s: %w", t.ID, err)
 	}
 	return false, nil
-}
-
-// Seen reports whether delivery was marked by MarkSeen within DeliveryTTL.
-func (c *Client) Seen(ctx context.Context, delivery string) (bool, error) {
-	n, err := c.rdb.Exists(ctx, deliveryKey(delivery)).Result()
-	if err != nil {
-		return false, fmt.Errorf("look up delivery %s: %w", delivery, err)
-	}
-	return n > 0, nil
 }
 
 // MarkSeen remembers delivery for DeliveryTTL and reports whether it was

@@ -126,28 +126,33 @@ func pendingTasks(t *testing.T, rdb redis.UniversalClient) int {
 	return int(n)
 }
 
-func TestSeenAfterMarkSeen(t *testing.T) {
+func TestMarkSeen(t *testing.T) {
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
-	c := NewClient(rdb)
-	if seen, err := c.Seen(ctx, "abc"); err != nil || seen {
-		t.Fatalf("Seen before MarkSeen = %v, %v", seen, err)
-	}
+	c, store := NewClient(rdb), NewStore(rdb)
 	if already, err := c.MarkSeen(ctx, "abc"); err != nil || already {
 		t.Fatalf("first MarkSeen = %v, %v; want not already seen", already, err)
 	}
 	if already, err := c.MarkSeen(ctx, "abc"); err != nil || !already {
 		t.Fatalf("second MarkSeen = %v, %v; want already seen", already, err)
 	}
-	if seen, err := c.Seen(ctx, "abc"); err != nil || !seen {
-		t.Fatalf("Seen after MarkSeen = %v, %v", seen, err)
-	}
-	if seen, _ := c.Seen(ctx, "other"); seen {
-		t.Error("another delivery is seen")
-	}
 	ttl, err := rdb.TTL(ctx, deliveryKey("abc")).Result()
 	if err != nil || ttl < DeliveryTTL-time.Minute {
 		t.Errorf("delivery kept for %v (%v); want at least %v", ttl, err, DeliveryTTL)
+	}
+
+	// A task from a delivery already answered is a duplicate: no record,
+	// nothing queued.
+	task := sampleTask("late", time.Now())
+	task.Delivery = "abc"
+	if dup, err := c.Enqueue(ctx, task); err != nil || !dup {
+		t.Fatalf("Enqueue of an answered delivery = %v, %v; want duplicate", dup, err)
+	}
+	if _, err := store.Task(ctx, "late"); app.ErrorCode(err) != app.ENotFound {
+		t.Errorf("record of a duplicate: %v; want none", err)
+	}
+	if n := pendingTasks(t, rdb); n != 0 {
+		t.Errorf("%d tasks pending; want 0", n)
 	}
 }
 
@@ -246,8 +251,8 @@ func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
 	if _, err := c.Enqueue(ctx, sampleTask("x", time.Now())); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Enqueue with Redis down = %v; want a connection error", err)
 	}
-	if _, err := c.Seen(ctx, "x"); err == nil {
-		t.Error("Seen with Redis down succeeded")
+	if _, err := c.MarkSeen(ctx, "x"); err == nil {
+		t.Error("MarkSeen with Redis down succeeded")
 	}
 	if err := c.Ping(ctx); err == nil {
 		t.Error("Ping with Redis down succeeded")

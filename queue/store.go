@@ -35,26 +35,35 @@ const indexKey = "agentbot:tasks"
 func taskKey(id string) string { return "agentbot:task:" + id }
 func runKey(id string) string  { return "agentbot:task:" + id + ":run" }
 
-// create stores t's record in state queued unless one exists, in one
-// transaction, and returns t as JSON.
-func (s *Store) create(ctx context.Context, t app.Task) ([]byte, error) {
+// createScript stores a task's record, unless its delivery was already
+// answered (KEYS[3] exists), in one atomic step: a delivery that is
+// remembered never gains a record afterwards. Fields already there are kept,
+// so writing a record again changes nothing.
+//
+//	KEYS: task record, index, delivery
+//	ARGV: task JSON, state, updated_at, score, id
+var createScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+redis.call('HSETNX', KEYS[1], 'task', ARGV[1])
+redis.call('HSETNX', KEYS[1], 'state', ARGV[2])
+redis.call('HSETNX', KEYS[1], 'updated_at', ARGV[3])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[5])
+return 1`)
+
+// create stores t's record in state queued unless one exists, and returns t
+// as JSON; fresh is false when t's delivery was already answered.
+func (s *Store) create(ctx context.Context, t app.Task) (payload []byte, fresh bool, err error) {
 	b, err := json.Marshal(t)
 	if err != nil {
-		return nil, fmt.Errorf("encode task %s: %w", t.ID, err)
+		return nil, false, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
-	key := taskKey(t.ID)
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSetNX(ctx, key, "task", b)
-		p.HSetNX(ctx, key, "state", string(app.StateQueued))
-		p.HSetNX(ctx, key, "updated_at", now)
-		p.ZAddNX(ctx, indexKey, redis.Z{Score: float64(t.ReceivedAt.UnixMilli()), Member: t.ID})
-		return nil
-	})
+	n, err := createScript.Run(ctx, s.rdb, []string{taskKey(t.ID), indexKey, deliveryKey(t.Delivery)},
+		b, string(app.StateQueued), now, t.ReceivedAt.UnixMilli(), t.ID).Int()
 	if err != nil {
-		return nil, fmt.Errorf("store task %s: %w", t.ID, err)
+		return nil, false, fmt.Errorf("store task %s: %w", t.ID, err)
 	}
-	return b, nil
+	return b, n == 1, nil
 }
 
 // Task returns the record of the task id, or an *app.Error with code

@@ -7,8 +7,8 @@
 // (400 with a short reason), the filter that finds a command or the reason
 // there is none, the delivery de-duplication (200 {"duplicate": true}), and
 // for a command the enqueue (202 {"task": id}); otherwise 200 {"ignored":
-// reason}. The delivery is remembered last, once its task is queued, in one
-// Redis round trip for what is ignored. Nothing happens after the answer, so
+// reason}. The delivery is remembered last, once its task is queued; what
+// is ignored costs one Redis round trip. Nothing happens after the answer, so
 // a restart loses nothing; when Redis cannot be reached the answer is 503
 // and GitHub shows the delivery as failed, ready to be redelivered.
 //
@@ -42,17 +42,17 @@ const DefaultLabel = "agent:fix"
 const DefaultTimeout = 1500 * time.Millisecond
 
 // Enqueuer durably queues a task. It reports duplicate, without queueing,
-// when a task with the same ID is already queued.
+// when the task's delivery was already marked by the Deduplicator or a task
+// with the same ID is already queued.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, t app.Task) (duplicate bool, err error)
 }
 
-// Deduplicator remembers the deliveries already answered. MarkSeen, which
-// reports whether the delivery was already marked, is called for a command
-// only after its task is queued, so a failed enqueue leaves the delivery
-// free to be redelivered.
+// Deduplicator remembers the deliveries already answered. MarkSeen reports
+// whether the delivery was already marked; for a command it is called only
+// after the task is queued, so a failed enqueue leaves the delivery free to
+// be redelivered.
 type Deduplicator interface {
-	Seen(ctx context.Context, delivery string) (bool, error)
 	MarkSeen(ctx context.Context, delivery string) (already bool, err error)
 }
 
@@ -182,13 +182,6 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 	}
 	duplicate := answer{status: http.StatusOK, outcome: "duplicate", repo: a.repo, body: map[string]any{"duplicate": true}}
 	if a.status == http.StatusAccepted {
-		seen, err := h.cfg.Deliveries.Seen(ctx, delivery)
-		if err != nil {
-			return unavailable(err)
-		}
-		if seen {
-			return duplicate
-		}
 		dup, err := h.cfg.Queue.Enqueue(ctx, a.task)
 		if err != nil {
 			return unavailable(err)
@@ -198,8 +191,8 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 			a = duplicate
 		}
 	}
-	// Nothing else to do durably: remembering the delivery is the last step,
-	// and for what is ignored the only one.
+	// Remembering the delivery is the last step, and for what is ignored
+	// the only one.
 	already, err := h.cfg.Deliveries.MarkSeen(ctx, delivery)
 	if err != nil {
 		// A queued task is not lost: the redelivery GitHub will make finds

@@ -16,7 +16,6 @@ import (
 type nopQueue struct{}
 
 func (nopQueue) Enqueue(context.Context, app.Task) (bool, error) { return false, nil }
-func (nopQueue) Seen(context.Context, string) (bool, error)      { return false, nil }
 func (nopQueue) MarkSeen(context.Context, string) (bool, error)  { return false, nil }
 func (nopQueue) Ping(context.Context) error                      { return nil }
 
