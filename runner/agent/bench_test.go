@@ -127,8 +127,9 @@ func BenchmarkLoop(b *testing.B) {
 				b.StopTimer()
 				tree := benchTree(b)
 				model := &benchModel{}
+				// b.N in the id: each round of the benchmark starts new tasks.
 				a, err := agent.New(context.Background(), agent.Config{
-					TaskID: fmt.Sprintf("bench-%d-%d", window, n), Policy: testPolicy(), Model: model, Fast: &digestModel{},
+					TaskID: fmt.Sprintf("bench-%d-%d-%d", window, b.N, n), Policy: testPolicy(), Model: model, Fast: &digestModel{},
 					Runner: benchRunner{}, Workspace: tree, Store: queue.NewStore(rdb), System: "s", Task: "t",
 					ContextWindow: window, Logger: quiet,
 				})

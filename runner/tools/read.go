@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -364,9 +365,11 @@ type scanned[T any] struct {
 // depend on scheduling.
 func scan[T any](s *Set, glob string, admit func(string) bool, match func(p string, b []byte) (T, bool)) ([]scanned[T], error) {
 	var paths []string
+	var entries []fs.DirEntry
 	err := s.walk(".", func(p string, d fs.DirEntry) error {
 		if d.Type().IsRegular() && (glob == "" || doublestar.MatchUnvalidated(glob, p)) && (admit == nil || admit(p)) {
 			paths = append(paths, p)
+			entries = append(entries, d)
 		}
 		return nil
 	})
@@ -383,7 +386,7 @@ func scan[T any](s *Set, glob string, admit func(string) bool, match func(p stri
 				if i >= len(paths) {
 					return
 				}
-				b, ok := s.readSmall(paths[i])
+				b, ok := s.files.read(s, paths[i], entries[i])
 				if !ok {
 					continue
 				}
@@ -401,6 +404,57 @@ func scan[T any](s *Set, glob string, admit func(string) bool, match func(p stri
 		}
 	}
 	return out, nil
+}
+
+// cacheBytes bounds the file contents a Set keeps between scans.
+const cacheBytes = 64 << 20
+
+// fileCache keeps the searchable files' contents between scans, checked
+// against each file's size and modification time, so that a search costs an
+// lstat per unchanged file instead of an open, a read and a close. Writes
+// through the tools drop their entries; a command's writes change the
+// modification time.
+type fileCache struct {
+	mu    sync.Mutex
+	files map[string]cachedFile
+	bytes int
+}
+
+type cachedFile struct {
+	size int64
+	mod  time.Time
+	data []byte // nil: not worth searching (binary, too large)
+}
+
+func (c *fileCache) read(s *Set, p string, d fs.DirEntry) ([]byte, bool) {
+	fi, err := d.Info()
+	if err != nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	e, hit := c.files[p]
+	c.mu.Unlock()
+	if hit && e.size == fi.Size() && e.mod.Equal(fi.ModTime()) {
+		return e.data, e.data != nil
+	}
+	b, ok := s.readSmall(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.bytes-len(e.data)+len(b) <= cacheBytes {
+		if c.files == nil {
+			c.files = map[string]cachedFile{}
+		}
+		c.files[p] = cachedFile{size: fi.Size(), mod: fi.ModTime(), data: b}
+		c.bytes += len(b) - len(e.data)
+	}
+	return b, ok
+}
+
+func (c *fileCache) drop(p string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.bytes -= len(c.files[p].data)
+	delete(c.files, p)
 }
 
 // readSmall reads a text file worth searching; false for a file that is

@@ -102,6 +102,7 @@ type Set struct {
 	tools  map[string]*tool
 	order  []string
 	budget *budget
+	files  fileCache
 }
 
 // tool is one entry of the registry.

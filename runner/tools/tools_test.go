@@ -461,3 +461,34 @@ func TestWriteAllowlist(t *testing.T) {
 		t.Error("greet.go changed")
 	}
 }
+
+// TestSearchSeesChanges: the content cache behind search never serves a
+// stale file, whether the tools or a command changed it.
+func TestSearchSeesChanges(t *testing.T) {
+	dir := tree(t, base)
+	s := newSet(t, dir, policy(), nil)
+	ctx := context.Background()
+	find := func(pattern string) string {
+		return s.Call(ctx, "search", args(t, map[string]any{"pattern": pattern, "literal": true})).Output
+	}
+	if got := find(`"hello"`); !strings.Contains(got, "greet.go:4:") {
+		t.Fatalf("before: %s", got)
+	}
+	// Same size, through the tools.
+	if r := s.Call(ctx, "edit_file", args(t, map[string]string{"path": "greet.go", "old_string": `"hello"`, "new_string": `"howdy"`})); r.Outcome != tools.OK {
+		t.Fatal(r.Output)
+	}
+	if got := find(`"howdy"`); !strings.Contains(got, "greet.go:4:") {
+		t.Errorf("after an edit: %s", got)
+	}
+	// Behind the tools' back, as a command in the sandbox would.
+	if err := os.WriteFile(filepath.Join(dir, "greet.go"), []byte("package main\n\nconst greeting = \"hey there\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := find(`"hey there"`); !strings.Contains(got, "greet.go:3:") {
+		t.Errorf("after a command's write: %s", got)
+	}
+	if got := find(`"howdy"`); got != "no matches" {
+		t.Errorf("stale content served: %s", got)
+	}
+}

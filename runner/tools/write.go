@@ -74,6 +74,7 @@ func matchAny(globs []string, s string) bool {
 }
 
 func (s *Set) apply(c change) error {
+	s.files.drop(c.path)
 	if c.content == nil {
 		err := s.root.Remove(c.path)
 		if errors.Is(err, fs.ErrNotExist) {
