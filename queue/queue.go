@@ -57,7 +57,6 @@ func Connect(url string) (*redis.Client, error) {
 	// A burst of deliveries each holds a connection for a few round trips;
 	// the default pool (ten per CPU) makes them queue for one.
 	opt.PoolSize = max(opt.PoolSize, 128)
-	opt.MinIdleConns = max(opt.MinIdleConns, 8)
 	return redis.NewClient(opt), nil
 }
 
