@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue/redistest"
 )
@@ -205,5 +207,55 @@ func TestAuditExportsJSONLines(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Actor != "carol" || !got[1].Allowed || got[0].ID != want[0].ID || !got[1].Time.Equal(want[1].Time) {
 		t.Errorf("exported %+v\nwant %+v", got, want)
+	}
+}
+
+// benchRedis is connect for benchmarks: a private Redis, closed after.
+func benchRedis(b *testing.B) *redis.Client {
+	rdb, err := Connect(redistest.Start(b).URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// BenchmarkAuditAppend measures one entry appended with both retention
+// bounds on, as a worker writes it.
+func BenchmarkAuditAppend(b *testing.B) {
+	rdb := benchRedis(b)
+	a, err := NewAudit(rdb, AuditOptions{MaxLen: 100_000, MaxAge: 90 * 24 * time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := app.AuditEntry{Kind: app.AuditCommand, Installation: 1, Repo: "octo/hello", Number: 4, Actor: "alice", Task: "t1", Detail: "/agent fix the flaky test"}
+	ctx := context.Background()
+	for b.Loop() {
+		if err := a.Append(ctx, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAuditQuery measures reading a 10,000-entry log over two
+// installations, filtered by repository.
+func BenchmarkAuditQuery(b *testing.B) {
+	rdb := benchRedis(b)
+	a, err := NewAudit(rdb, AuditOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 10_000 {
+		repo := []string{"octo/hello", "acme/api"}[i%2]
+		if err := a.Append(ctx, app.AuditEntry{Kind: app.AuditPush, Installation: int64(i % 2), Repo: repo, Detail: "agent/4-fix abc123"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		got, err := a.Query(ctx, AuditQuery{Repo: "octo/hello"})
+		if err != nil || len(got) != 5000 {
+			b.Fatalf("%d entries, %v", len(got), err)
+		}
 	}
 }

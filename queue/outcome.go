@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -204,4 +205,28 @@ func (m *OutcomeMetrics) Merged(o app.TaskOutcome) {
 // Reverted counts a task's merged pull request reverted.
 func (m *OutcomeMetrics) Reverted(o app.TaskOutcome) {
 	m.reverted.WithLabelValues(o.Repo, o.Model).Inc()
+}
+
+// MarkReverted records r on the merged outcomes it undoes in its
+// repository and returns them, so that the caller counts each revert once
+// (OutcomeMetrics.Reverted). An outcome already marked is left alone. It
+// reads the repository's outcomes, because a revert may name its commit
+// abbreviated: reverts are rare, and an outcome is a few hundred bytes.
+func (s *Outcomes) MarkReverted(ctx context.Context, r app.Revert) ([]app.TaskOutcome, error) {
+	all, err := s.Since(ctx, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	var marked []app.TaskOutcome
+	for _, o := range all {
+		if !o.Merged || o.Reverted || !strings.EqualFold(o.Repo, r.Repo) || !r.Undoes(o.MergeCommit, o.PR) {
+			continue
+		}
+		o.Reverted = true
+		if err := s.Save(ctx, o); err != nil {
+			return marked, err
+		}
+		marked = append(marked, o)
+	}
+	return marked, nil
 }

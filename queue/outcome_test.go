@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +129,49 @@ agentbot_pr_survival_ratio_count{model="m1",repo="o/api"} 1
 	}
 	if _, err := NewOutcomeMetrics(reg); err == nil {
 		t.Error("registering the outcome metrics twice on one registry succeeded")
+	}
+}
+
+func TestOutcomesMarkReverted(t *testing.T) {
+	ctx := context.Background()
+	s := NewOutcomes(connect(t, redistest.Start(t)))
+	const sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85"
+	for _, o := range []app.TaskOutcome{
+		{Task: "t1", Repo: "o/api", PR: 12, Merged: true, MergeCommit: sha},
+		{Task: "t2", Repo: "o/api", PR: 13, Merged: true, MergeCommit: "0123456789abcdef0123456789abcdef01234567"},
+		{Task: "t3", Repo: "o/api", PR: 14},
+		{Task: "t4", Repo: "o/web", PR: 12, Merged: true, MergeCommit: sha},
+	} {
+		if err := s.Save(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		r    app.Revert
+		want string
+	}{
+		{"a revert commit naming the merge commit abbreviated", app.Revert{Repo: "O/API", Reverts: []string{sha[:7]}}, "[t1]"},
+		{"the same revert delivered again", app.Revert{Repo: "o/api", Reverts: []string{sha}}, "[]"},
+		{"a revert PR naming the PR", app.Revert{Repo: "o/api", RevertsPRs: []int{13}}, "[t2]"},
+		{"a revert of a PR never merged", app.Revert{Repo: "o/api", RevertsPRs: []int{14}}, "[]"},
+	}
+	for _, c := range cases {
+		marked, err := s.MarkReverted(ctx, c.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tasks []string
+		for _, o := range marked {
+			tasks = append(tasks, o.Task)
+		}
+		if got := fmt.Sprint(tasks); got != c.want {
+			t.Errorf("%s: marked %s, want %s", c.name, got, c.want)
+		}
+	}
+	for task, want := range map[string]bool{"t1": true, "t2": true, "t3": false, "t4": false} {
+		if o, err := s.Outcome(ctx, task); err != nil || o.Reverted != want {
+			t.Errorf("%s reverted = %v (%v), want %v", task, o.Reverted, err, want)
+		}
 	}
 }

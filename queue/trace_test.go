@@ -89,3 +89,16 @@ func TestTracesRefuseBadInput(t *testing.T) {
 		t.Errorf("trace after refused appends: %+v, %v", got, err)
 	}
 }
+
+// BenchmarkTracesAppend measures one tool call with a long result appended
+// to a task's trace, as the agent loop does after every step.
+func BenchmarkTracesAppend(b *testing.B) {
+	tr := NewTraces(benchRedis(b), time.Hour)
+	e := app.TraceEvent{Kind: app.TraceToolCall, Step: 3, Name: "run", Args: `{"cmd":"go test ./..."}`, Result: strings.Repeat("--- FAIL: TestX\n", 1000)}
+	ctx := context.Background()
+	for b.Loop() {
+		if err := tr.Append(ctx, "t1", e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
