@@ -90,8 +90,7 @@ func failureText(tk *task, st *agent.State, f failure) string {
 	if n := st.Counts; n.BlockedWrites+n.BlockedCommands > 0 {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
 	}
-	b.WriteString(checksTable(st))
-	b.WriteString(usageLine(st) + "\n\n")
+	b.WriteString(checksTable(st) + "\n" + usageLine(st) + "\n\n")
 	diff := f.diff
 	if diff == "" {
 		diff = st.Diff
