@@ -237,3 +237,35 @@ func TestAggregateOutcomes(t *testing.T) {
 		t.Errorf("no outcomes gave a summary")
 	}
 }
+
+// FuzzDetectReverts feeds arbitrary payloads: an error or an answer, never
+// a panic, and every revert names what it undoes.
+func FuzzDetectReverts(f *testing.F) {
+	f.Add("push", []byte(`{"ref":"refs/heads/main","repository":{"default_branch":"main","full_name":"o/r"},"commits":[{"id":"1","message":"This reverts commit abcdef1."}]}`))
+	f.Add("pull_request", []byte(`{"action":"closed","pull_request":{"merged":true,"title":"Revert \"x\"","body":"Reverts o/r#1","base":{"ref":"main"}},"repository":{"default_branch":"main","full_name":"o/r"}}`))
+	f.Add("push", []byte(`{"commits":null}`))
+	f.Fuzz(func(t *testing.T, event string, payload []byte) {
+		reverts, err := DetectReverts(event, payload)
+		if err != nil {
+			return
+		}
+		for _, r := range reverts {
+			if len(r.Reverts) == 0 && len(r.RevertsPRs) == 0 {
+				t.Errorf("a revert that undoes nothing: %+v", r)
+			}
+		}
+	})
+}
+
+// FuzzDiffSurvival feeds arbitrary diffs: an error or a survival with
+// 0 <= kept <= total, never a panic.
+func FuzzDiffSurvival(f *testing.F) {
+	f.Add(fileDiff("a.go", []string{"x"}, []string{"y", "z"}), fileDiff("a.go", nil, []string{"z"}))
+	f.Add("diff --git a/a b/a\ndeleted file mode 100644\n--- a/a\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n", "")
+	f.Fuzz(func(t *testing.T, agent, merged string) {
+		s, err := DiffSurvival(agent, merged)
+		if err == nil && (s.Kept < 0 || s.Kept > s.Total || s.Share() < 0 || s.Share() > 1) {
+			t.Errorf("survival %+v", s)
+		}
+	})
+}

@@ -105,3 +105,24 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSince: any --since is a time no later than now, or a clear
+// error.
+func FuzzParseSince(f *testing.F) {
+	for _, s := range []string{"7d", "36h", "2026-11-01", "2026-11-01T09:30:00Z", "all", "-1d", "9999999999d"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSince(s, now)
+		if err != nil {
+			if app.ErrorCode(err) != app.EInvalid {
+				t.Errorf("parseSince(%q): %v, want an invalid error", s, err)
+			}
+			return
+		}
+		if got.After(now) && !strings.Contains(s, "-") && !strings.Contains(s, "T") {
+			t.Errorf("parseSince(%q) = %v, after now", s, got)
+		}
+	})
+}
