@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"testing"
@@ -38,7 +39,9 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 
 // BenchmarkRoundTrip runs "true" through the executor and through "docker
 // exec" (the engine API, as the CLI uses it) alternately in one container,
-// and reports the p50 and p99 of each and the ratio of the medians.
+// and reports the p50 and p99 of each and the ratio of the medians. It also
+// reports the transport alone (a request the executor refuses without
+// starting a process) and the command's own time inside the container.
 func BenchmarkRoundTrip(b *testing.B) {
 	d := sandboxtest.NewDriver(b)
 	c := sandboxtest.Start(b, d, sandbox.Spec{})
@@ -48,9 +51,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	defer cli.Close()
 	ctx := context.Background()
-	var viaExecutor, inside, viaDockerExec []time.Duration
+	var viaExecutor, inside, transport, viaDockerExec []time.Duration
 	for b.Loop() {
 		start := time.Now()
+		if _, err := c.Run(ctx, sandbox.Cmd{}); !errors.Is(err, sandbox.ErrInvalidCmd) {
+			b.Fatalf("empty command: %v", err)
+		}
+		transport = append(transport, time.Since(start))
+		start = time.Now()
 		res, err := c.Run(ctx, sandbox.Cmd{Argv: []string{"true"}})
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("executor: %+v, %v", res, err)
@@ -63,6 +71,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	e50, e99 := percentiles(viaExecutor)
 	i50, _ := percentiles(inside)
+	t50, _ := percentiles(transport)
+	b.ReportMetric(ms(t50), "transport-p50-ms")
 	d50, d99 := percentiles(viaDockerExec)
 	// The command's own run inside the container, fork and exec included.
 	b.ReportMetric(ms(i50), "command-p50-ms")
