@@ -90,7 +90,9 @@ type demoOptions struct {
 	files map[string]string
 	// script replaces the sample's recorded model (tests).
 	script *llmtest.Script
-	env    Env
+	// noWorkers starts the intake only (tests start workers apart).
+	noWorkers bool
+	env       Env
 }
 
 // demoWorld is the running demo: the simulator, the model and serve.
@@ -102,9 +104,14 @@ type demoWorld struct {
 	title   string
 	model   string
 	webhook string
-	rdb     *redis.Client
-	store   *queue.Store
-	closers []func()
+	// workerArgs and workerEnv configure a worker for this world, as serve's
+	// own workers are.
+	workerArgs   []string
+	workerEnv    map[string]string
+	installation int64
+	rdb          *redis.Client
+	store        *queue.Store
+	closers      []func()
 }
 
 // startDemo builds the world and starts serve with workers against it.
@@ -143,8 +150,8 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 		return err
 	}
 	w.closers = append(w.closers, func() { w.sim.Close() })
-	inst := w.sim.AddInstallation("acme")
-	if err := w.sim.AddRepo(inst, w.repo, files); err != nil {
+	w.installation = w.sim.AddInstallation("acme")
+	if err := w.sim.AddRepo(w.installation, w.repo, files); err != nil {
 		return err
 	}
 	if w.issue, err = w.sim.AddIssue(w.repo, "grace", title, strings.TrimSpace(body)); err != nil {
@@ -182,29 +189,28 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 	if err != nil {
 		return err
 	}
+	w.workerEnv = map[string]string{"AGENTBOT_LLM_BASE_URL": llmURL, "AGENTBOT_LLM_API_KEY": llmKey,
+		"AGENTBOT_MODEL": o.env.Getenv("AGENTBOT_MODEL"), "AGENTBOT_FAST_MODEL": o.env.Getenv("AGENTBOT_FAST_MODEL")}
+	w.workerArgs = []string{"--redis-url", o.redisURL, "--app-id", strconv.FormatInt(ghApp.ID, 10),
+		"--private-key-file", keyFile, "--github-url", w.sim.APIURL(), "--data-dir", filepath.Join(tmp, "data"),
+		"--bot-name", ghApp.BotLogin, "--sandbox-image", o.image}
+	if o.executor != "" {
+		w.workerArgs = append(w.workerArgs, "--sandbox-executor", o.executor)
+	}
 	serveEnv := o.env
 	serveEnv.Getenv = func(key string) string {
-		switch key {
-		case "AGENTBOT_WEBHOOK_SECRET":
+		if key == "AGENTBOT_WEBHOOK_SECRET" {
 			return ghApp.WebhookSecret
-		case "AGENTBOT_LLM_BASE_URL":
-			return llmURL
-		case "AGENTBOT_LLM_API_KEY":
-			return llmKey
-		case "AGENTBOT_MODEL", "AGENTBOT_FAST_MODEL":
-			return o.env.Getenv(key)
 		}
-		return "" // the demo's serve is configured by its arguments alone
+		return w.workerEnv[key] // the demo's serve is configured by its arguments alone
 	}
 	serveEnv.Stdout, serveEnv.Stderr = io.Discard, io.Discard
 	if o.env.Getenv("AGENTBOT_DEMO_LOGS") != "" {
 		serveEnv.Stderr = o.env.Stderr
 	}
-	args := []string{"--addr", addr, "--redis-url", o.redisURL, "--app-id", strconv.FormatInt(ghApp.ID, 10),
-		"--private-key-file", keyFile, "--github-url", w.sim.APIURL(), "--data-dir", filepath.Join(tmp, "data"),
-		"--bot-name", ghApp.BotLogin, "--sandbox-image", o.image}
-	if o.executor != "" {
-		args = append(args, "--sandbox-executor", o.executor)
+	args := append([]string{"--addr", addr}, w.workerArgs...)
+	if o.noWorkers {
+		args = append(args, "--no-workers")
 	}
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan struct{})

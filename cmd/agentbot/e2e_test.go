@@ -1,12 +1,19 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/githubsim"
@@ -14,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	"github.com/agentbot/agentbot/webhook/webhooktest"
 )
 
 // The end-to-end tests run the product as "make demo" does — the GitHub
@@ -39,18 +47,19 @@ const sandboxedCheck = `  - {name: sandboxed, run: 'test "$(ls /sys/class/net)" 
 // repository's files replaced by files.
 func startE2E(t *testing.T, files map[string]string) *demoWorld {
 	t.Helper()
-	return startE2EWith(t, files, nil)
+	return startE2EWith(t, files, nil, false)
 }
 
-// startE2EWith is startE2E with a model script other than the sample's.
-func startE2EWith(t *testing.T, files map[string]string, script *llmtest.Script) *demoWorld {
+// startE2EWith is startE2E with a model script other than the sample's
+// (nil: the sample's), and without serve's own workers when noWorkers.
+func startE2EWith(t *testing.T, files map[string]string, script *llmtest.Script, noWorkers bool) *demoWorld {
 	t.Helper()
 	sandboxtest.RequireDocker(t)
 	rs := redistest.Start(t)
 	env, _, logs := testEnv(map[string]string{"AGENTBOT_DEMO_LOGS": "1"})
 	w, err := startDemo(t.Context(), demoOptions{
 		redisURL: rs.URL, sample: sampleDir, executor: sandboxtest.Executor(t), image: sandboxtest.Image(t),
-		files: files, script: script, env: env,
+		files: files, script: script, noWorkers: noWorkers, env: env,
 	})
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, logs)
@@ -206,7 +215,7 @@ var unsafeModel = llmtest.Script{Steps: []llmtest.Step{
 func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
-	w := startE2EWith(t, files, &unsafeModel)
+	w := startE2EWith(t, files, &unsafeModel, false)
 	commentID, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
 	if err != nil {
 		t.Fatal(err)
@@ -267,4 +276,159 @@ func reactionsBy(c githubsim.Comment, login string) []string {
 		}
 	}
 	return rs
+}
+
+// quickPolicy has one check that needs no Go build, so that the durability
+// tests spend their time on what they test; its sleep leaves a window in
+// which a worker can be killed while the check runs.
+const quickPolicy = `version: 1
+checks:
+  - {name: fixed, run: "sleep 3 && ! grep -q 'i := 1' stats.go"}
+paths: {allow: ["**/*.go"]}
+`
+
+func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
+	w := startE2E(t, map[string]string{app.PolicyPath: quickPolicy})
+	ctx := t.Context()
+	// The pull request is created but its answer is lost; an edit of the
+	// status comment meets a rate limit; a check run's creation fails.
+	w.sim.Inject("POST", "/repos/acme/stats/pulls", githubsim.Fault{Status: 502, Processed: true, Times: 1})
+	w.sim.Inject("PATCH", "/repos/acme/stats/issues/comments/*", githubsim.Fault{Status: 429, RetryAfter: time.Second, Times: 1})
+	w.sim.Inject("POST", "/repos/acme/stats/check-runs", githubsim.Fault{Status: 500, Times: 1})
+
+	commentID, err := w.sim.AddComment(w.repo, w.issue, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := json.Marshal(map[string]any{
+		"action":       "created",
+		"installation": map[string]any{"id": w.installation},
+		"repository":   map[string]any{"full_name": w.repo},
+		"sender":       map[string]any{"login": demoRequester, "type": "User"},
+		"issue":        map[string]any{"number": w.issue},
+		"comment":      map[string]any{"id": commentID, "body": demoComment},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// GitHub delivers at least once: the same delivery three times, at once.
+	delivery := uuid.NewString()
+	secret := []byte(w.sim.App().WebhookSecret)
+	replies := make([]webhooktest.Reply, 3)
+	var wg sync.WaitGroup
+	for i := range replies {
+		wg.Go(func() {
+			r, err := webhooktest.Deliver(ctx, http.DefaultClient, w.webhook, secret, "issue_comment", delivery, payload)
+			if err != nil {
+				t.Error(err)
+			}
+			replies[i] = r
+		})
+	}
+	wg.Wait()
+	var id string
+	for _, r := range replies {
+		if task, _ := r.Body["task"].(string); task != "" {
+			id = task
+		}
+	}
+	recs, err := w.store.List(ctx, 10)
+	if err != nil || len(recs) != 1 || recs[0].ID != id {
+		t.Fatalf("tasks %+v (%v); want one, %s; replies %+v", recs, err, id, replies)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
+	}
+	assertOnePullRequest(t, w, commentID)
+}
+
+func TestKilledWorkerIsResumedByAnother(t *testing.T) {
+	bin := buildAgentbot(t)
+	w := startE2EWith(t, map[string]string{app.PolicyPath: quickPolicy}, nil, true)
+	ctx := t.Context()
+	first := startWorker(t, w, bin)
+	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill the first worker while its sandbox runs the checks.
+	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := w.store.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(rec.Step, "run_checks") {
+			break
+		}
+		if rec.State.Final() || time.Now().After(deadline) {
+			t.Fatalf("the task never ran its checks: %s (%s)", rec.State, rec.Step)
+		}
+	}
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+	startWorker(t, w, bin)
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
+	}
+	assertOnePullRequest(t, w, commentID)
+}
+
+// assertOnePullRequest checks the end of a successful task: one pull
+// request, one status comment saying so, one check run, 👀 and 🚀.
+func assertOnePullRequest(t *testing.T, w *demoWorld, commentID int64) {
+	t.Helper()
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 1 {
+		t.Errorf("%d pull requests; want 1: %+v", len(prs), prs)
+	}
+	status, command := botComments(w, commentID)
+	if len(status) != 1 || !strings.Contains(status[0].Body, "**Done:** #2") {
+		t.Errorf("status comments %+v; want one saying Done", status)
+	}
+	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "success" {
+		t.Errorf("check runs %+v; want one success", runs)
+	}
+	if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "rocket"}) {
+		t.Errorf("reactions %v; want eyes then rocket", r)
+	}
+}
+
+// buildAgentbot builds the static agentbot binary, for workers run as
+// processes of their own (and their sandboxes' executor).
+func buildAgentbot(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agentbot")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build agentbot: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startWorker starts "agentbot worker" for w as a process, stopped with
+// SIGTERM when the test ends.
+func startWorker(t *testing.T, w *demoWorld, bin string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, append(append([]string{"worker"}, w.workerArgs...), "--sandbox-executor", bin)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range w.workerEnv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var logs syncBuffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("worker %d's logs:\n%s", cmd.Process.Pid, logs.String())
+		}
+	})
+	return cmd
 }
