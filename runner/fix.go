@@ -74,6 +74,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
+	tk.run = st
 	switch st.Status {
 	case app.StateAwaitingApproval:
 		if err := r.cfg.Store.SetState(ctx, tk.ID, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
@@ -111,13 +112,13 @@ func (r *Runner) target(tk *task) (target, error) {
 
 // loop runs the agent in a network-less sandbox over ws.
 func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (*agent.State, error) {
+	if tk.policy.Policy.Model.Edit == "" {
+		tk.policy.Policy.Model.Edit = r.cfg.Models.Edit
+	}
+	if tk.policy.Policy.Model.Fast == "" {
+		tk.policy.Policy.Model.Fast = r.cfg.Models.Fast
+	}
 	p := tk.policy.Policy
-	if p.Model.Edit == "" {
-		p.Model.Edit = r.cfg.Models.Edit
-	}
-	if p.Model.Fast == "" {
-		p.Model.Fast = r.cfg.Models.Fast
-	}
 	if err := shareWithSandbox(ws.Dir()); err != nil {
 		return nil, fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
@@ -196,6 +197,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		report, err := ws.Gate(ctx, p)
 		if err != nil {
 			if _, user := errors.AsType[*app.Error](err); user {
+				tk.gated = true
 				return r.fail(ctx, tk, check, st, failure{gate: err, diff: report.Diff})
 			}
 			return err

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
@@ -42,6 +43,11 @@ type Store interface {
 	SetState(ctx context.Context, id string, st app.State, step string) error
 }
 
+// Outcomes records finished tasks' outcomes.
+type Outcomes interface {
+	Save(ctx context.Context, o app.TaskOutcome) error
+}
+
 // Config is what a Runner needs. Every field but Fast and Logger is
 // required.
 type Config struct {
@@ -54,6 +60,9 @@ type Config struct {
 	// Models name the models of a policy that names none.
 	Models app.Models
 	Store  Store
+	// Outcomes, when set, keeps what became of each finished fix, for
+	// "agentbot stats" and the metrics; queue.Outcomes satisfies it.
+	Outcomes Outcomes
 	// Bot is the commits' author: the App's bot identity.
 	Bot    workspace.Signature
 	Logger *slog.Logger
@@ -129,6 +138,8 @@ type task struct {
 	issue  app.IssueInfo
 	status *app.StatusComment
 	prog   progress
+	run    *agent.State // the loop's end, once it ran
+	gated  bool         // the host gate refused the change
 	log    *slog.Logger
 }
 
@@ -235,8 +246,36 @@ func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step 
 	if err := r.cfg.Store.SetState(ctx, tk.ID, st, step); err != nil {
 		return err
 	}
+	if err := r.saveOutcome(ctx, tk, st); err != nil {
+		return err
+	}
 	tk.prog.Final = st
 	return r.saveProgress(ctx, tk.ID, tk.prog)
+}
+
+// saveOutcome records what became of a fix that was admitted.
+func (r *Runner) saveOutcome(ctx context.Context, tk *task, st app.State) error {
+	if r.cfg.Outcomes == nil || tk.run == nil {
+		return nil
+	}
+	run := tk.run
+	o := app.TaskOutcome{
+		Task: tk.ID, Repo: tk.Repo, Model: tk.policy.Policy.Model.Edit, FinishedAt: time.Now().UTC(), State: st,
+		ChecksPassed: len(run.Checks) > 0 && run.Checks[len(run.Checks)-1].Passed,
+		HumanHelp:    len(run.Approvals) > 0,
+		Iterations:   run.Step, WallTime: run.Elapsed, Tokens: run.Usage.Total(), Cost: run.Usage.CostUSD,
+		SafetyIncidents: run.Counts.BlockedWrites + run.Counts.BlockedCommands,
+	}
+	if tk.gated {
+		o.SafetyIncidents++
+	}
+	if tk.prog.PR != nil {
+		o.PR = tk.prog.PR.Number
+	}
+	if err := r.cfg.Outcomes.Save(ctx, o); err != nil {
+		return fmt.Errorf("save outcome of task %s: %w", tk.ID, err)
+	}
+	return nil
 }
 
 // help answers "/agent help" with the grammar and the repository's policy.

@@ -244,6 +244,9 @@ func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 			t.Errorf("status comment lacks %q:\n%s", want, replies[0].Body)
 		}
 	}
+	if o, err := queue.NewOutcomes(w.rdb).Outcome(t.Context(), id); err != nil || o.SafetyIncidents != 2 || o.PR != 0 || o.State != app.StateFailed {
+		t.Errorf("outcome %+v (%v); want failed with 2 safety incidents", o, err)
+	}
 	runs := w.sim.CheckRuns(w.repo)
 	if len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Fatalf("check runs %+v; want one failure", runs)
@@ -340,10 +343,22 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
 	}
 	assertOnePullRequest(t, w, commentID)
+	o, err := queue.NewOutcomes(w.rdb).Outcome(ctx, id)
+	if err != nil || o.State != app.StateSucceeded || o.PR != 2 || !o.ChecksPassed || o.Iterations != 4 || o.Tokens == 0 {
+		t.Errorf("outcome %+v (%v); want succeeded with #2 after 4 iterations", o, err)
+	}
 }
 
-func TestKilledWorkerIsResumedByAnother(t *testing.T) {
+func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 	bin := buildAgentbot(t)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) { testResumedByAnother(t, bin, sig) })
+	}
+}
+
+// testResumedByAnother stops a worker with sig while its sandbox runs the
+// checks, then starts another.
+func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 	w := startE2EWith(t, map[string]string{app.PolicyPath: quickPolicy}, nil, true)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
@@ -351,7 +366,6 @@ func TestKilledWorkerIsResumedByAnother(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Kill the first worker while its sandbox runs the checks.
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
 		rec, err := w.store.Task(ctx, id)
 		if err != nil {
@@ -364,7 +378,7 @@ func TestKilledWorkerIsResumedByAnother(t *testing.T) {
 			t.Fatalf("the task never ran its checks: %s (%s)", rec.State, rec.Step)
 		}
 	}
-	if err := first.Process.Kill(); err != nil {
+	if err := first.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	first.Wait()

@@ -119,7 +119,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	store := queue.NewStore(rdb)
 	r, err := runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
-		Sandbox: drv, Model: model, Models: cfg.models, Store: store,
+		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID),
 	})
