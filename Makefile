@@ -4,19 +4,23 @@ BIN       := bin/agentbot
 IMAGE     ?= agentbot-sandbox:dev
 GOFLAGS_T ?= -count=1 -timeout 25m
 
-.PHONY: build test demo deps sandbox-image bench lint
+.PHONY: build test demo deps test-deps sandbox-image bench lint
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentbot
 
-# Installs what the tests and the demo need and is a no-op when it is there.
+# Install what the demo (deps) and the tests (test-deps) need; no-ops when
+# it is there.
 deps:
 	deploy/install-deps.sh
+
+test-deps:
+	deploy/install-deps.sh --test
 
 sandbox-image: deps
 	deploy/sandbox/build-offline.sh $(IMAGE)
 
-test: deps sandbox-image
+test: test-deps sandbox-image
 	$(GO) vet ./...
 	$(GO) test $(GOFLAGS_T) ./...
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages agentbot's tests and demo use, when missing:
-# redis-server (the queue), git, debootstrap (the offline sandbox image) and
-# ripgrep. Idempotent: a machine that has them is left alone.
+# Installs the Debian packages agentbot's demo uses, when missing: redis-server
+# (the queue), git, debootstrap (the offline sandbox image) and ripgrep; with
+# --test also chromium, in which the admin pages are rendered by a test.
+# Idempotent: a machine that has them is left alone.
 set -euo pipefail
 
 need=()
@@ -9,6 +10,9 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v git >/dev/null || need+=(git)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v rg >/dev/null || need+=(ripgrep)
+if [ "${1:-}" = --test ]; then
+	command -v chromium >/dev/null || need+=(chromium)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentbot/agentbot/admin"
+	"github.com/agentbot/agentbot/app/admin"
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
 )
