@@ -229,13 +229,9 @@ func (a readFileArgs) validate() error {
 }
 
 func readFile(_ context.Context, s *Set, a readFileArgs) Result {
-	p, err := cleanPath(a.Path)
-	if err != nil {
-		return failed(a.Path, "%v", err)
-	}
-	b, err := s.readTree(p)
-	if err != nil {
-		return failed(p, "%v", err)
+	p, b, fail, ok := s.readNamed(a.Path)
+	if !ok {
+		return fail
 	}
 	if isBinary(b) {
 		return failed(p, "%s is a binary file of %d bytes", p, len(b))
@@ -262,6 +258,21 @@ func readFile(_ context.Context, s *Set, a readFileArgs) Result {
 		fmt.Fprintf(&sb, "... cut at line %d of %d; read on with start_line %d\n", to, len(lines), to+1)
 	}
 	return Result{Outcome: OK, Target: p, Output: sb.String()}
+}
+
+// readNamed cleans a model-supplied path and reads the file it names. When
+// either step fails it returns the failed Result to hand back, aimed at the
+// path as far as it was understood, and ok false.
+func (s *Set) readNamed(raw string) (p string, b []byte, fail Result, ok bool) {
+	p, err := cleanPath(raw)
+	if err != nil {
+		return "", nil, failed(raw, "%v", err), false
+	}
+	b, err = s.readTree(p)
+	if err != nil {
+		return p, nil, failed(p, "%v", err), false
+	}
+	return p, b, Result{}, true
 }
 
 // readTree reads a regular file of the work tree, refusing directories and

@@ -169,13 +169,9 @@ func (a editFileArgs) validate() error {
 }
 
 func editFile(_ context.Context, s *Set, a editFileArgs) Result {
-	p, err := cleanPath(a.Path)
-	if err != nil {
-		return failed(a.Path, "%v", err)
-	}
-	b, err := s.readTree(p)
-	if err != nil {
-		return failed(p, "%v", err)
+	p, b, fail, ok := s.readNamed(a.Path)
+	if !ok {
+		return fail
 	}
 	text, old := string(b), *a.OldString
 	switch n := strings.Count(text, old); n {
