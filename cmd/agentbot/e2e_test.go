@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,22 +46,22 @@ const sandboxedCheck = `  - {name: sandboxed, run: 'test "$(ls /sys/class/net)" 
 
 // startE2E starts the demo's world for a test, with the sample
 // repository's files replaced by files.
-func startE2E(t *testing.T, files map[string]string) *demoWorld {
+func startE2E(t testing.TB, files map[string]string) *demoWorld {
 	t.Helper()
-	return startE2EWith(t, files, nil, false)
+	return startWorld(t, demoOptions{files: files}, nil)
 }
 
-// startE2EWith is startE2E with a model script other than the sample's
-// (nil: the sample's), and without serve's own workers when noWorkers.
-func startE2EWith(t *testing.T, files map[string]string, script *llmtest.Script, noWorkers bool) *demoWorld {
+// startWorld starts the demo's world with o's files, script and workers,
+// and the environment variables vars.
+func startWorld(t testing.TB, o demoOptions, vars map[string]string) *demoWorld {
 	t.Helper()
 	sandboxtest.RequireDocker(t)
 	rs := redistest.Start(t)
-	env, _, logs := testEnv(map[string]string{"AGENTBOT_DEMO_LOGS": "1"})
-	w, err := startDemo(t.Context(), demoOptions{
-		redisURL: rs.URL, sample: sampleDir, executor: sandboxtest.Executor(t), image: sandboxtest.Image(t),
-		files: files, script: script, noWorkers: noWorkers, env: env,
-	})
+	all := map[string]string{"AGENTBOT_DEMO_LOGS": "1"}
+	maps.Copy(all, vars)
+	env, _, logs := testEnv(all)
+	o.redisURL, o.sample, o.executor, o.image, o.env = rs.URL, sampleDir, sandboxtest.Executor(t), sandboxtest.Image(t), env
+	w, err := startDemo(t.Context(), o)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, logs)
 	}
@@ -156,7 +157,7 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 }
 
 // waitFinal waits for task id to end.
-func waitFinal(t *testing.T, w *demoWorld, id string) queue.Record {
+func waitFinal(t testing.TB, w *demoWorld, id string) queue.Record {
 	t.Helper()
 	rec, err := w.wait(t.Context(), id, e2eTimeout, func(r queue.Record) { t.Logf("%s %s", r.State, r.Step) })
 	if err != nil {
@@ -215,7 +216,7 @@ var unsafeModel = llmtest.Script{Steps: []llmtest.Step{
 func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
-	w := startE2EWith(t, files, &unsafeModel, false)
+	w := startWorld(t, demoOptions{files: files, script: &unsafeModel}, nil)
 	commentID, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +360,7 @@ func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 // testResumedByAnother stops a worker with sig while its sandbox runs the
 // checks, then starts another.
 func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
-	w := startE2EWith(t, map[string]string{app.PolicyPath: quickPolicy}, nil, true)
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
 	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
