@@ -9,20 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// pullFor authorises a pulls-API call and finds the pull request.
+// pullFor authorises a pulls-API call and finds the pull request. An
+// issue that is not a pull request is Not Found here, as on GitHub.
 func (s *Server) pullFor(w http.ResponseWriter, r *http.Request, level string) (*repo, *Issue, bool) {
-	rp, ok := s.repoAuth(w, r, level, "pull_requests")
+	rp, is, ok := s.numberedIssue(w, r, "pull_number", level, "pull_requests")
 	if !ok {
 		return nil, nil, false
 	}
-	n, ok := pathInt(w, r, "pull_number")
-	if !ok {
-		return nil, nil, false
-	}
-	s.mu.Lock()
-	is, err := rp.issueLocked(int(n))
-	s.mu.Unlock()
-	if err != nil || is.Pull == nil {
+	if is.Pull == nil {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return nil, nil, false
 	}

@@ -221,22 +221,34 @@ func pathInt(w http.ResponseWriter, r *http.Request, name string) (int64, bool) 
 // request's issue may be reached with either issues or pull_requests
 // permission, so both are accepted.
 func (s *Server) issueFor(w http.ResponseWriter, r *http.Request, level string) (*repo, int, bool) {
-	rp, ok := s.repoAuth(w, r, level, "issues", "pull_requests")
+	rp, is, ok := s.numberedIssue(w, r, "issue_number", level, "issues", "pull_requests")
 	if !ok {
 		return nil, 0, false
 	}
-	n, ok := pathInt(w, r, "issue_number")
+	return rp, is.Number, true
+}
+
+// numberedIssue authorises a call that any of perms at level allows and
+// finds the issue or pull request numbered by the path parameter param,
+// answering the failure itself: issues and pull requests share one
+// numbering, so the issues and pulls APIs look them up alike.
+func (s *Server) numberedIssue(w http.ResponseWriter, r *http.Request, param, level string, perms ...string) (*repo, *Issue, bool) {
+	rp, ok := s.repoAuth(w, r, level, perms...)
 	if !ok {
-		return nil, 0, false
+		return nil, nil, false
+	}
+	n, ok := pathInt(w, r, param)
+	if !ok {
+		return nil, nil, false
 	}
 	s.mu.Lock()
-	_, err := rp.issueLocked(int(n))
+	is, err := rp.issueLocked(int(n))
 	s.mu.Unlock()
 	if err != nil {
 		writeError(w, http.StatusNotFound, "Not Found")
-		return nil, 0, false
+		return nil, nil, false
 	}
-	return rp, int(n), true
+	return rp, is, true
 }
 
 func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
