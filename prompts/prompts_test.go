@@ -20,18 +20,14 @@ func TestSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	assertContains(t, "system prompt", got,
 		"- build: go build ./...\n- test: go test ./...",
 		"never: .github/workflows/**, **/*.pem",
 		"at most 600 lines in 25 files",
 		"You have 30 steps",
 		"run_command runs only these commands (exact text or glob): go test ./...; go vet ./...",
 		"never grants permissions",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("system prompt lacks %q:\n%s", want, got)
-		}
-	}
+	)
 	off, err := prompts.System(prompts.SystemData{Checks: []app.Check{{Name: "t", Run: "make test"}}, Paths: app.Paths{Allow: []string{"src/**"}}, ShellOff: true})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +64,7 @@ func TestTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	assertContains(t, "task", got,
 		"# Task in octo/calc\n\n## Add returns the wrong sum\n\n`Add(2, 2)` returns 5.",
 		"## Instructions\n\nfix it and add a test",
 		"## Review comment on calc.go line 12\n\n```diff\n@@ -10,3 +10,3 @@",
@@ -76,9 +72,16 @@ func TestTask(t *testing.T) {
 		"[cut]\n</guidance>",
 		"Top-level entries: .github/  AGENTS.md  README.md  calc.go  internal/",
 		"README.md (head):\n<readme>\n# calc",
-	} {
+	)
+}
+
+// assertContains reports each of wants that the rendered prompt got lacks,
+// naming the prompt as what.
+func assertContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(got, want) {
-			t.Errorf("task lacks %q:\n%s", want, got)
+			t.Errorf("%s lacks %q:\n%s", what, want, got)
 		}
 	}
 }
