@@ -447,3 +447,67 @@ func startWorker(t *testing.T, w *demoWorld, bin string) *exec.Cmd {
 	})
 	return cmd
 }
+
+// followUp is the sample's recorded fix, then a follow-up asked on its
+// pull request: one more edit and finish.
+func followUp(t *testing.T) *llmtest.Script {
+	t.Helper()
+	s, err := llmtest.Load(filepath.Join(sampleDir, "model.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Steps = append(s.Steps,
+		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "edit_file",
+			Arguments: `{"path":"stats.go","old_string":"// Sum returns the sum of xs.","new_string":"// Sum returns the sum of xs; 0 for none."}`}}},
+		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum of no samples"}`}}},
+	)
+	return &s
+}
+
+func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
+	ctx := t.Context()
+	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
+	}
+	const branch = "agent/1-sum-drops-the-first-sample"
+	first, err := w.sim.BranchSHA(w.repo, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w.issue = 2 // the pull request
+	commentID, id, err := w.deliverComment(ctx, demoRequester, "/agent also say what Sum of no samples is")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("follow-up ended %s (%s)", rec.State, rec.Step)
+	}
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 1 {
+		t.Errorf("%d pull requests; want still 1", len(prs))
+	}
+	gitDir := filepath.Join(w.simDir, "acme", "stats.git")
+	out, err := exec.Command("git", "--git-dir", gitDir, "log", "--format=%P %s", "main.."+branch).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := strings.Split(strings.TrimSpace(string(out)), "\n"); len(log) != 2 || !strings.HasPrefix(log[0], first+" Document Sum of no samples") {
+		t.Errorf("branch commits:\n%s\nwant the follow-up on top of %s", out, first)
+	}
+	src, _ := exec.Command("git", "--git-dir", gitDir, "show", branch+":stats.go").Output()
+	if !strings.Contains(string(src), "0 for none") || !strings.Contains(string(src), "i := 0") {
+		t.Errorf("stats.go on the branch:\n%s", src)
+	}
+	replies, command := botComments(w, commentID)
+	if len(replies) != 1 || !strings.Contains(replies[0].Body, "**Done:** #2") {
+		t.Errorf("replies on the pull request %+v; want one saying Done", replies)
+	}
+	if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "rocket"}) {
+		t.Errorf("reactions %v; want eyes then rocket", r)
+	}
+}
