@@ -221,10 +221,7 @@ func TestTokenScopeGit(t *testing.T) {
 	}
 	mustGit(t, work, "remote", "set-url", "origin", w.cloneURL(full, onlyWidgets))
 	mustGit(t, work, "push", "--quiet", "origin", "topic")
-	got, err := w.s.BranchSHA(full, "topic")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := w.mustBranchSHA(t, "topic")
 	if want := strings.TrimSpace(mustGit(t, work, "rev-parse", "HEAD")); got != want {
 		t.Errorf("branch topic at %s, pushed %s", got, want)
 	}

@@ -203,10 +203,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.pushBranch(t, full, "agent/1-fix", "fix.go", "package fix\n")
-	mainSHA, err := w.s.BranchSHA(full, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mainSHA := w.mustBranchSHA(t, "main")
 
 	steps := []struct {
 		name string

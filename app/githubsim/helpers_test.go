@@ -119,6 +119,16 @@ func (w *world) cloneURL(repo, tok string) string {
 	return strings.Replace(w.s.URL(), "http://", "http://x-access-token:"+tok+"@", 1) + "/" + repo + ".git"
 }
 
+// mustBranchSHA returns the commit branch of the test repository points at.
+func (w *world) mustBranchSHA(t testing.TB, branch string) string {
+	t.Helper()
+	sha, err := w.s.BranchSHA(full, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha
+}
+
 // pushBranch clones repo, commits one file on branch (new or existing)
 // and pushes it.
 func (w *world) pushBranch(t testing.TB, repo, branch, file, content string) {

@@ -53,10 +53,7 @@ func TestContentsReadsTheRequestedRef(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)
-	before, err := w.s.BranchSHA(full, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := w.mustBranchSHA(t, "main")
 	w.pushBranch(t, full, "widen", ".github/agent.yml", "version: 1\npaths: {allow: ['**']}\n")
 	branch, _, err := c.Repositories.GetBranch(ctx, owner, name, "main", 0)
 	if err != nil || branch.GetCommit().GetSHA() != before {
@@ -183,10 +180,7 @@ func TestConcurrentUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sha, err := w.s.BranchSHA(full, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sha := w.mustBranchSHA(t, "main")
 	const workers, each = 8, 5
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -255,10 +249,7 @@ func TestCheckRunValidation(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)
-	sha, err := w.s.BranchSHA(full, "main")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sha := w.mustBranchSHA(t, "main")
 	tests := []struct {
 		name string
 		opts github.CreateCheckRunOptions
@@ -338,10 +329,7 @@ func TestRepliesReactionsAndReviews(t *testing.T) {
 	if rv := w.s.Reviews(full, n); len(rv) != 1 || rv[0].State != "APPROVED" || rv[0].Author != w.s.App().BotLogin {
 		t.Errorf("reviews %+v", rv)
 	}
-	head, err := w.s.BranchSHA(full, "feature")
-	if err != nil {
-		t.Fatal(err)
-	}
+	head := w.mustBranchSHA(t, "feature")
 	if branches, err := w.s.Branches(full); err != nil || len(branches) != 2 || branches["feature"] != head || branches["main"] == "" {
 		t.Errorf("branches %v (%v)", branches, err)
 	}

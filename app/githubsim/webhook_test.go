@@ -259,10 +259,7 @@ func TestOwnWritesAreDelivered(t *testing.T) {
 	d = <-got
 	sameShape(t, fixture(t, "pull_request", "synchronize.payload.json"), d.body)
 	synced := checkDelivery(t, w, d, "pull_request").(*github.PullRequestEvent)
-	head, err := w.s.BranchSHA(full, "agent/1-x")
-	if err != nil {
-		t.Fatal(err)
-	}
+	head := w.mustBranchSHA(t, "agent/1-x")
 	if synced.GetAction() != "synchronize" || synced.GetAfter() != head || synced.GetBefore() != opened.GetPullRequest().GetHead().GetSHA() ||
 		synced.GetPullRequest().GetHead().GetSHA() != head {
 		t.Errorf("synchronize event %+v", synced)
