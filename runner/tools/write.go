@@ -135,19 +135,6 @@ func (s *Set) ownLikeParent(p string) {
 	}
 }
 
-// current returns a file's content in the tree, nil when it does not exist.
-func (s *Set) current(p string) (*string, error) {
-	b, err := s.root.ReadFile(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	str := string(b)
-	return &str, nil
-}
-
 type editFileArgs struct {
 	Path      string  `json:"path"`
 	OldString *string `json:"old_string"`
@@ -256,7 +243,7 @@ func applyPatch(_ context.Context, s *Set, a applyPatchArgs) Result {
 		if c, ok := work[p]; ok {
 			return c, nil
 		}
-		return s.current(p)
+		return readOptional(s.root, p)
 	}
 	set := func(p string, c *string) {
 		if _, ok := work[p]; !ok {
@@ -366,6 +353,8 @@ func newBudget(root *os.Root, limits app.Limits, originals map[string]*string) (
 	return b, nil
 }
 
+// readOptional returns a file's content in the tree, nil when it does not
+// exist: to a patch or a budget, a missing file is content like any other.
 func readOptional(root *os.Root, p string) (*string, error) {
 	data, err := root.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
