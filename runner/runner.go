@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
@@ -41,6 +42,21 @@ type Store interface {
 	// SetState records where task id is, for "agentbot tasks" and
 	// "/agent status"; step says what it is doing.
 	SetState(ctx context.Context, id string, st app.State, step string) error
+}
+
+// Tasks finds the tasks asked on one issue or pull request, for "/agent
+// status"; cmd/agentbot adapts queue.Store.
+type Tasks interface {
+	OnIssue(ctx context.Context, repo string, number int) ([]TaskState, error)
+}
+
+// TaskState is where one task is.
+type TaskState struct {
+	ID        string
+	Verb      app.Verb
+	Requester string
+	State     app.State
+	Step      string
 }
 
 // Outcomes records finished tasks' outcomes.
@@ -60,6 +76,8 @@ type Config struct {
 	// Models name the models of a policy that names none.
 	Models app.Models
 	Store  Store
+	// Tasks, when set, answers "/agent status".
+	Tasks Tasks
 	// Outcomes, when set, keeps what became of each finished fix, for
 	// "agentbot stats" and the metrics; queue.Outcomes satisfies it.
 	Outcomes Outcomes
@@ -167,6 +185,12 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.fix(ctx, tk)
 	case app.VerbHelp:
 		err = r.help(ctx, tk)
+	case app.VerbStatus:
+		if r.cfg.Tasks != nil {
+			err = r.status(ctx, tk)
+			break
+		}
+		fallthrough
 	default:
 		err = r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server yet. `%s help` lists what is.",
 			app.DefaultCommand, t.Verb, app.DefaultCommand), "")
@@ -288,6 +312,30 @@ func (r *Runner) help(ctx context.Context, tk *task) error {
 		return err
 	}
 	return r.finish(ctx, tk, app.StateSucceeded, helpText(p.Policy), "")
+}
+
+// status answers "/agent status" with where the issue's tasks are, newest
+// first.
+func (r *Runner) status(ctx context.Context, tk *task) error {
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, t := range all {
+		if t.ID == tk.ID || t.Verb == app.VerbStatus || t.Verb == app.VerbHelp {
+			continue
+		}
+		fmt.Fprintf(&b, "- `%s` %s by @%s: **%s**", t.ID, t.Verb, t.Requester, t.State)
+		if t.Step != "" && t.Step != string(t.State) {
+			fmt.Fprintf(&b, " — %s", t.Step)
+		}
+		b.WriteString("\n")
+	}
+	if b.Len() == 0 {
+		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
+	}
+	return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("**Tasks on #%d**, newest first:\n\n%s", tk.Number, b.String()), "")
 }
 
 // shareWithSandbox lets the sandbox user write the work tree: owned by it

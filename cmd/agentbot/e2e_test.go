@@ -511,3 +511,41 @@ func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 		t.Errorf("reactions %v; want eyes then rocket", r)
 	}
 }
+
+func TestStatusAndHelpAreAnswered(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	ctx := t.Context()
+	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFinal(t, w, fix)
+	tests := []struct {
+		command string
+		want    []string
+	}{
+		{"/agent status", []string{"**Tasks on #1**", "`" + fix + "` fix by @ada: **succeeded** — pull request #2"}},
+		{"/agent help", []string{"`/agent fix [instructions]`", "check **fixed**", "who may ask: roles admin, maintain, write"}},
+		{"/agent stop", []string{"`/agent stop` is not available on this server yet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.command, func(t *testing.T) {
+			_, id, err := w.deliverComment(ctx, demoRequester, tt.command)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitFinal(t, w, id)
+			var reply string
+			for _, c := range w.sim.Comments(w.repo, w.issue) {
+				if strings.Contains(c.Body, "agentbot:task="+id) {
+					reply = c.Body
+				}
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(reply, want) {
+					t.Errorf("reply lacks %q:\n%s", want, reply)
+				}
+			}
+		})
+	}
+}

@@ -120,6 +120,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	r, err := runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
+		Tasks:  storeTasks{store},
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID),
 	})
@@ -156,4 +157,24 @@ func workerAlive(id string) bool {
 	}
 	err = syscall.Kill(n, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// storeTasks finds an issue's tasks among the newest records of the store.
+type storeTasks struct{ store *queue.Store }
+
+// recentTasks bounds how far back "/agent status" looks.
+const recentTasks = 1000
+
+func (s storeTasks) OnIssue(ctx context.Context, repo string, number int) ([]runner.TaskState, error) {
+	recs, err := s.store.List(ctx, recentTasks)
+	if err != nil {
+		return nil, err
+	}
+	var out []runner.TaskState
+	for _, r := range recs {
+		if r.Repo == repo && r.Number == number {
+			out = append(out, runner.TaskState{ID: r.ID, Verb: r.Verb, Requester: r.Requester, State: r.State, Step: r.Step})
+		}
+	}
+	return out, nil
 }
