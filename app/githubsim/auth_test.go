@@ -19,7 +19,8 @@ import (
 	"github.com/google/go-github/v62/github"
 )
 
-// appRequest calls GET /app with a JWT made from claims and key.
+// appRequest asks for an installation token with a JWT made from claims
+// and key, and returns the answer's status.
 func appRequest(t *testing.T, w *world, key *rsa.PrivateKey, method jwt.SigningMethod, claims jwt.RegisteredClaims) int {
 	t.Helper()
 	signed, err := jwt.NewWithClaims(method, claims).SignedString(key)
