@@ -215,6 +215,8 @@ func helpText(p app.Policy) string {
 	for _, l := range [][2]string{
 		{"fix [instructions]", "fix this issue and open a pull request"},
 		{"<feedback>", "on an agent pull request: change it as asked"},
+		{"retry", "run the last failed fix again"},
+		{"status", "where the tasks on this issue or pull request are"},
 		{"help", "this message"},
 	} {
 		fmt.Fprintf(&b, "- `%s %s`: %s\n", cmd, l[0], l[1])

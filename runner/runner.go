@@ -52,11 +52,12 @@ type Tasks interface {
 
 // TaskState is where one task is.
 type TaskState struct {
-	ID        string
-	Verb      app.Verb
-	Requester string
-	State     app.State
-	Step      string
+	ID           string
+	Verb         app.Verb
+	Instructions string
+	Requester    string
+	State        app.State
+	Step         string
 }
 
 // Outcomes records finished tasks' outcomes.
@@ -185,9 +186,13 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.fix(ctx, tk)
 	case app.VerbHelp:
 		err = r.help(ctx, tk)
-	case app.VerbStatus:
+	case app.VerbStatus, app.VerbRetry:
 		if r.cfg.Tasks != nil {
-			err = r.status(ctx, tk)
+			if t.Verb == app.VerbRetry {
+				err = r.retry(ctx, tk)
+			} else {
+				err = r.status(ctx, tk)
+			}
 			break
 		}
 		fallthrough
@@ -336,6 +341,27 @@ func (r *Runner) status(ctx context.Context, tk *task) error {
 		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
 	}
 	return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("**Tasks on #%d**, newest first:\n\n%s", tk.Number, b.String()), "")
+}
+
+// retry answers "/agent retry" by running the issue's last failed fix
+// again, from scratch, as this task.
+func (r *Runner) retry(ctx context.Context, tk *task) error {
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return err
+	}
+	for _, t := range all {
+		switch {
+		case t.Verb != app.VerbFix || t.ID == tk.ID:
+			continue
+		case t.State == app.StateFailed || t.State == app.StateStopped:
+			tk.Instructions = t.Instructions
+			tk.log.Info("retrying", "failed", t.ID)
+			return r.fix(ctx, tk)
+		}
+		break // the latest fix did not fail: nothing to retry
+	}
+	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
 }
 
 // shareWithSandbox lets the sandbox user write the work tree: owned by it

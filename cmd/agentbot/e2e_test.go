@@ -549,3 +549,28 @@ func TestStatusAndHelpAreAnswered(t *testing.T) {
 		})
 	}
 }
+
+func TestRetryRunsTheFailedFixAgain(t *testing.T) {
+	script := llmtest.Script{Steps: slices.Concat(unsafeModel.Steps, followUp(t).Steps[:4])}
+	policy := quickPolicy + "limits: {iterations: 4}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	ctx := t.Context()
+	_, failed, err := w.deliverComment(ctx, demoRequester, "/agent fix Sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, failed); rec.State != app.StateFailed {
+		t.Fatalf("first fix ended %s; want failed", rec.State)
+	}
+	_, id, err := w.deliverComment(ctx, demoRequester, "/agent retry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("retry ended %s (%s)", rec.State, rec.Step)
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "> Sum") {
+		t.Errorf("pull requests %+v; want one quoting the failed fix's request", prs)
+	}
+}

@@ -173,7 +173,8 @@ func (s storeTasks) OnIssue(ctx context.Context, repo string, number int) ([]run
 	var out []runner.TaskState
 	for _, r := range recs {
 		if r.Repo == repo && r.Number == number {
-			out = append(out, runner.TaskState{ID: r.ID, Verb: r.Verb, Requester: r.Requester, State: r.State, Step: r.Step})
+			out = append(out, runner.TaskState{ID: r.ID, Verb: r.Verb, Instructions: r.Instructions,
+				Requester: r.Requester, State: r.State, Step: r.Step})
 		}
 	}
 	return out, nil
