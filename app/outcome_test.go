@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbot/agentbot/app/apptest"
 )
 
 // fileDiff is a unified diff of one file replacing the lines removed by
@@ -100,7 +102,7 @@ func TestDiffSurvivalRefusesBrokenDiffs(t *testing.T) {
 // payload reads a shared GitHub webhook example and lets edit change it.
 func payload(t *testing.T, name string, edit func(m map[string]any)) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "shared", "fixtures", "github-webhooks", name))
+	raw, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-webhooks", name))
 	if err != nil {
 		t.Fatal(err)
 	}

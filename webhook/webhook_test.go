@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/apptest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
@@ -97,21 +98,6 @@ func (in *intake) tasks(t testing.TB) []queue.Record {
 	return recs
 }
 
-// fixturesDir is ../shared/fixtures beside the repository, where CI puts
-// the shared, read-only fixtures.
-func fixturesDir(t testing.TB) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("find the module root: %v", err)
-	}
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "..", "shared", "fixtures")
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("shared fixtures: %v", err)
-	}
-	return dir
-}
-
 // rewrite decodes a payload, lets edit change it and encodes it again.
 func rewrite(t testing.TB, payload []byte, edit func(m map[string]any)) []byte {
 	t.Helper()
@@ -144,7 +130,7 @@ var commandAction = map[string]string{
 // command, and checks each answer and what was queued.
 func TestEveryFixture(t *testing.T) {
 	in := startIntake(t, nil)
-	root := filepath.Join(fixturesDir(t), "github-webhooks")
+	root := filepath.Join(apptest.Fixtures(t), "github-webhooks")
 	files, err := filepath.Glob(filepath.Join(root, "*", "*.json"))
 	if err != nil || len(files) < 100 {
 		t.Fatalf("found %d fixtures (%v); want the 104 payloads", len(files), err)
@@ -263,7 +249,7 @@ func checkTask(t *testing.T, in *intake, event, delivery string) {
 }
 
 func TestSignatureVector(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-signature-vector.json"))
+	b, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-signature-vector.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

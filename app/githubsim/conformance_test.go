@@ -11,12 +11,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/agentbot/agentbot/app/apptest"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -41,14 +41,6 @@ func (uriFormat) Validate(v string) error {
 	return nil
 }
 
-// fixturesDir is ../shared/fixtures beside the repository's root.
-func fixturesDir(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
-	return filepath.Join(root, "..", "shared", "fixtures")
-}
-
 // validator checks every answer that passes through it
 // against GitHub's OpenAPI description, and remembers which operations
 // it saw and which answers failed.
@@ -66,7 +58,7 @@ func newValidator(t *testing.T) *validator {
 	t.Helper()
 	loader := openapi3.NewLoader()
 	loader.IsExternalRefsAllowed = false
-	doc, err := loader.LoadFromFile(filepath.Join(fixturesDir(t), "github-rest-openapi-subset.json"))
+	doc, err := loader.LoadFromFile(filepath.Join(apptest.Fixtures(t), "github-rest-openapi-subset.json"))
 	if err != nil {
 		t.Fatalf("load OpenAPI subset: %v", err)
 	}

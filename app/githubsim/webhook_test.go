@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbot/agentbot/app/apptest"
 	"github.com/agentbot/agentbot/app/githubsim"
 	"github.com/google/go-github/v62/github"
 	"github.com/google/uuid"
 )
 
 func TestSignatureMatchesGitHubsVector(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-signature-vector.json"))
+	raw, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-signature-vector.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func checkDelivery(t *testing.T, w *world, d delivery, event string) any {
 // fixture reads one of GitHub's real payloads.
 func fixture(t *testing.T, event, file string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixturesDir(t), "github-webhooks", event, file))
+	b, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-webhooks", event, file))
 	if err != nil {
 		t.Fatal(err)
 	}
