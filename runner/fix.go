@@ -70,11 +70,14 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 		}
 	}
 
-	st, err := r.loop(ctx, tk, ws)
+	st, stoppedBy, err := r.loop(ctx, tk, ws)
 	if err != nil {
 		return err
 	}
 	tk.run = st
+	if stoppedBy != "" {
+		return r.fail(ctx, tk, check, st, failure{stoppedBy: stoppedBy})
+	}
 	switch st.Status {
 	case app.StateAwaitingApproval:
 		if err := r.cfg.Store.SetState(ctx, tk.ID, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
@@ -110,8 +113,10 @@ func (r *Runner) target(tk *task) (target, error) {
 	return target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, slug(tk.issue.Title)), base: def, prBase: def}, nil
 }
 
-// loop runs the agent in a network-less sandbox over ws.
-func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (*agent.State, error) {
+// loop runs the agent in a network-less sandbox over ws. When "/agent
+// stop" ends it, the state so far is returned with who stopped it, once the
+// sandbox is removed.
+func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_ *agent.State, stoppedBy string, err error) {
 	if tk.policy.Policy.Model.Edit == "" {
 		tk.policy.Policy.Model.Edit = r.cfg.Models.Edit
 	}
@@ -120,19 +125,19 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (*
 	}
 	p := tk.policy.Policy
 	if err := shareWithSandbox(ws.Dir()); err != nil {
-		return nil, fmt.Errorf("share the work tree with the sandbox: %w", err)
+		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
 	if err := r.setup(ctx, tk, ws); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	system, text, err := renderPrompts(tk, ws)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	box, err := r.cfg.Sandbox.Start(ctx, sandbox.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
 		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
 	if err != nil {
-		return nil, fmt.Errorf("start the sandbox: %w", err)
+		return nil, "", fmt.Errorf("start the sandbox: %w", err)
 	}
 	defer box.Close(ctx)
 	a, err := agent.New(ctx, agent.Config{
@@ -146,16 +151,25 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (*
 		},
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// A resumed loop may have applied its saved diff as the host's user.
 	if err := shareWithSandbox(ws.Dir()); err != nil {
-		return nil, fmt.Errorf("share the work tree with the sandbox: %w", err)
+		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
 	if err := tk.status.Set(ctx, runningText(tk, "the agent is working")); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return a.Run(ctx)
+	loopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	by := r.watchStop(loopCtx, tk.ID, cancel)
+	st, err := a.Run(loopCtx)
+	if err != nil && ctx.Err() == nil && by() != "" {
+		// The loop saved its state before it noticed; the deferred Close
+		// removes the sandbox before the stop is reported.
+		return a.State(), by(), nil
+	}
+	return st, "", err
 }
 
 // setup runs the policy's setup commands in their own container, with
@@ -247,23 +261,27 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 // failure says why a task ends without a pull request: the loop's stop,
 // or the host gate's refusal.
 type failure struct {
-	stop *agent.Stop
-	gate error
-	diff string // the gate's diff, when the gate refused
+	stop      *agent.Stop
+	stoppedBy string // the login that asked /agent stop
+	gate      error
+	diff      string // the gate's diff, when the gate refused
 }
 
 // fail reports a task that ends without a pull request.
 func (r *Runner) fail(ctx context.Context, tk *task, check *app.CheckRun, st *agent.State, f failure) error {
 	text := failureText(tk, st, f)
 	conclusion := app.ConclusionFailure
-	if st.Status == app.StateStopped {
+	if st.Status == app.StateStopped || f.stoppedBy != "" {
 		conclusion = app.ConclusionCancelled
 	}
 	if err := check.Complete(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: trace(st)}); err != nil {
 		return err
 	}
 	final := app.StateFailed
-	if st.Status.Final() && st.Status != app.StateSucceeded {
+	switch {
+	case f.stoppedBy != "":
+		final = app.StateStopped
+	case st.Status.Final() && st.Status != app.StateSucceeded:
 		final = st.Status
 	}
 	return r.finish(ctx, tk, final, text, reasonLine(st, f))

@@ -63,6 +63,8 @@ func doneText(tk *task, st *agent.State, pr app.PullRequest) string {
 // detail, or the gate's refusal.
 func reasonLine(st *agent.State, f failure) string {
 	switch {
+	case f.stoppedBy != "":
+		return "stopped by @" + f.stoppedBy
 	case f.gate != nil:
 		return firstLine(app.ErrorMessage(f.gate))
 	case f.stop != nil:
@@ -216,6 +218,7 @@ func helpText(p app.Policy) string {
 		{"fix [instructions]", "fix this issue and open a pull request"},
 		{"<feedback>", "on an agent pull request: change it as asked"},
 		{"retry", "run the last failed fix again"},
+		{"stop", "stop the running fix"},
 		{"status", "where the tasks on this issue or pull request are"},
 		{"help", "this message"},
 	} {

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
@@ -186,11 +187,14 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.fix(ctx, tk)
 	case app.VerbHelp:
 		err = r.help(ctx, tk)
-	case app.VerbStatus, app.VerbRetry:
+	case app.VerbStatus, app.VerbRetry, app.VerbStop:
 		if r.cfg.Tasks != nil {
-			if t.Verb == app.VerbRetry {
+			switch t.Verb {
+			case app.VerbRetry:
 				err = r.retry(ctx, tk)
-			} else {
+			case app.VerbStop:
+				err = r.stop(ctx, tk)
+			default:
 				err = r.status(ctx, tk)
 			}
 			break
@@ -362,6 +366,65 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 		break // the latest fix did not fail: nothing to retry
 	}
 	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
+}
+
+// stopKey is where "/agent stop" leaves, in the Store, the login of who
+// stopped a task; the task's worker watches it.
+func stopKey(taskID string) string { return taskID + ":stop" }
+
+// stopPoll is how often a running task looks for a stop: well within the
+// 10 s in which a stopped task's sandbox must be gone.
+const stopPoll = 500 * time.Millisecond
+
+// stop answers "/agent stop" by asking the issue's running fix to stop.
+func (r *Runner) stop(ctx context.Context, tk *task) error {
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+		return err
+	}
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return err
+	}
+	for _, t := range all {
+		if t.ID == tk.ID || t.State.Final() || (t.Verb != app.VerbFix && t.Verb != app.VerbRetry) {
+			continue
+		}
+		if err := r.cfg.Store.SaveState(ctx, stopKey(t.ID), []byte(tk.Requester)); err != nil {
+			return err
+		}
+		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("Stopping task `%s`; its status comment says when it has stopped.", t.ID), "")
+	}
+	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No task is running on #%d.", tk.Number), "")
+}
+
+// watchStop cancels a running task's loop once "/agent stop" asked for it,
+// and returns who asked ("" while nobody did).
+func (r *Runner) watchStop(ctx context.Context, id string, cancel context.CancelFunc) (stoppedBy func() string) {
+	var by atomic.Pointer[string]
+	go func() {
+		t := time.NewTicker(stopPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			raw, err := r.cfg.Store.LoadState(ctx, stopKey(id))
+			if err == nil && raw != nil {
+				login := string(raw)
+				by.Store(&login)
+				cancel()
+				return
+			}
+		}
+	}()
+	return func() string {
+		if p := by.Load(); p != nil {
+			return *p
+		}
+		return ""
+	}
 }
 
 // shareWithSandbox lets the sandbox user write the work tree: owned by it

@@ -156,6 +156,25 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 	}
 }
 
+// waitChecks waits until task id's model has asked for the checks: its
+// first step (two reads) is recorded, and the sample's second step runs
+// the checks at once.
+func waitChecks(t *testing.T, w *demoWorld, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := w.store.Task(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(rec.Step, "step 1:") {
+			return
+		}
+		if rec.State.Final() || time.Now().After(deadline) {
+			t.Fatalf("the task never took its first step: %s (%s)", rec.State, rec.Step)
+		}
+	}
+}
+
 // waitFinal waits for task id to end.
 func waitFinal(t testing.TB, w *demoWorld, id string) queue.Record {
 	t.Helper()
@@ -367,18 +386,7 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := w.store.Task(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(rec.Step, "run_checks") {
-			break
-		}
-		if rec.State.Final() || time.Now().After(deadline) {
-			t.Fatalf("the task never ran its checks: %s (%s)", rec.State, rec.Step)
-		}
-	}
+	waitChecks(t, w, id)
 	if err := first.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +534,8 @@ func TestStatusAndHelpAreAnswered(t *testing.T) {
 	}{
 		{"/agent status", []string{"**Tasks on #1**", "`" + fix + "` fix by @ada: **succeeded** — pull request #2"}},
 		{"/agent help", []string{"`/agent fix [instructions]`", "check **fixed**", "who may ask: roles admin, maintain, write"}},
-		{"/agent stop", []string{"`/agent stop` is not available on this server yet"}},
+		{"/agent stop", []string{"No task is running on #1."}},
+		{"/agent approve", []string{"`/agent approve` is not available on this server yet"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.command, func(t *testing.T) {
@@ -572,5 +581,45 @@ func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 	prs := w.sim.PullRequests(w.repo)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "> Sum") {
 		t.Errorf("pull requests %+v; want one quoting the failed fix's request", prs)
+	}
+}
+
+func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
+	slow := "version: 1\nchecks:\n  - {name: slow, run: \"sleep 300\"}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: slow}}, nil)
+	ctx := t.Context()
+	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitChecks(t, w, fix)
+	_, stop, err := w.deliverComment(ctx, demoRequester, "/agent stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFinal(t, w, stop)
+	if rec := waitFinal(t, w, fix); rec.State != app.StateStopped {
+		t.Fatalf("fix ended %s (%s); want stopped", rec.State, rec.Step)
+	}
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=agentbot.task="+fix).Output()
+	if err != nil || len(strings.TrimSpace(string(out))) != 0 {
+		t.Errorf("containers of the stopped task: %q (%v); want none", out, err)
+	}
+	var status string
+	for _, c := range w.sim.Comments(w.repo, w.issue) {
+		if strings.Contains(c.Body, "agentbot:task="+fix) {
+			status = c.Body
+		}
+	}
+	if !strings.Contains(status, "stopped by @ada") {
+		t.Errorf("status comment of the stopped fix:\n%s", status)
+	}
+	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
+		t.Errorf("check runs %+v; want one cancelled", runs)
+	} else if strings.Contains(runs[0].Text, "edit_file") {
+		t.Errorf("the loop went on past the stopped check:\n%s", runs[0].Text)
+	}
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+		t.Errorf("pull requests %+v; want none", prs)
 	}
 }
