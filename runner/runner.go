@@ -66,8 +66,8 @@ type Outcomes interface {
 	Save(ctx context.Context, o app.TaskOutcome) error
 }
 
-// Config is what a Runner needs. Every field but Fast and Logger is
-// required.
+// Config is what a Runner needs. Fast, Models, Outcomes and Logger are
+// optional.
 type Config struct {
 	GitHub     *app.GitHubApp
 	Server     app.ServerConfig
@@ -78,7 +78,7 @@ type Config struct {
 	// Models name the models of a policy that names none.
 	Models app.Models
 	Store  Store
-	// Tasks, when set, answers "/agent status".
+	// Tasks finds an issue's tasks for status, retry and stop.
 	Tasks Tasks
 	// Outcomes, when set, keeps what became of each finished fix, for
 	// "agentbot stats" and the metrics; queue.Outcomes satisfies it.
@@ -96,8 +96,8 @@ type Runner struct {
 
 // New checks cfg and returns a Runner.
 func New(cfg Config) (*Runner, error) {
-	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil {
-		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model and Store are required")
+	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil || cfg.Tasks == nil {
+		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model, Store and Tasks are required")
 	}
 	if cfg.Bot.Name == "" || cfg.Bot.Email == "" {
 		return nil, errors.New("runner: the bot's commit identity is required")
@@ -187,19 +187,12 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.fix(ctx, tk)
 	case app.VerbHelp:
 		err = r.help(ctx, tk)
-	case app.VerbStatus, app.VerbRetry, app.VerbStop:
-		if r.cfg.Tasks != nil {
-			switch t.Verb {
-			case app.VerbRetry:
-				err = r.retry(ctx, tk)
-			case app.VerbStop:
-				err = r.stop(ctx, tk)
-			default:
-				err = r.status(ctx, tk)
-			}
-			break
-		}
-		fallthrough
+	case app.VerbStatus:
+		err = r.status(ctx, tk)
+	case app.VerbRetry:
+		err = r.retry(ctx, tk)
+	case app.VerbStop:
+		err = r.stop(ctx, tk)
 	default:
 		err = r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server yet. `%s help` lists what is.",
 			app.DefaultCommand, t.Verb, app.DefaultCommand), "")
