@@ -85,9 +85,13 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 		}
 		return tk.status.Set(ctx, approvalText(tk, st))
 	case app.StateSucceeded:
-		return r.deliver(ctx, tk, ws, remote, target, check, st)
+		return r.deliver(ctx, tk, ws, remote, target, check, st, nil)
 	}
-	return r.fail(ctx, tk, check, st, failure{stop: st.Stop})
+	f := failure{stop: st.Stop}
+	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" && st.Diff != "" {
+		return r.deliver(ctx, tk, ws, remote, target, check, st, &f)
+	}
+	return r.fail(ctx, tk, check, st, f)
 }
 
 // target is where a task's change goes: the branch, the commit it starts
@@ -200,10 +204,18 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) e
 }
 
 // deliver gates, commits and pushes the change, opens (or finds) the pull
-// request and completes the report.
+// request and completes the report. failed is set when the loop failed and
+// the policy asks for a draft pull request of the partial change anyway.
 func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
-	tg target, check *app.CheckRun, st *agent.State) error {
+	tg target, check *app.CheckRun, st *agent.State, failed *failure) error {
 	p := tk.policy.Policy
+	title, body := prTitle(tk, st), prBody(tk, st)
+	if failed != nil {
+		p.PullRequest.Draft = true
+		title = head("Draft: "+tk.issue.Title, 72)
+		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
+			reasonLine(st, *failed), body)
+	}
 	if tk.prog.Pushed == "" {
 		if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "gate and push"); err != nil {
 			return err
@@ -240,7 +252,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		}
 	}
 	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{
-		Head: tk.prog.Branch, Base: tg.prBase, Title: prTitle(tk, st), Body: prBody(tk, st), Spec: p.PullRequest,
+		Head: tk.prog.Branch, Base: tg.prBase, Title: title, Body: body, Spec: p.PullRequest,
 	})
 	if err != nil {
 		return err
@@ -249,7 +261,10 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
 		return err
 	}
-	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL)
+	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
+	if failed != nil {
+		return r.fail(ctx, tk, check, st, *failed)
+	}
 	if err := check.Complete(ctx, app.ConclusionSuccess, app.CheckOutput{
 		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: trace(st),
 	}); err != nil {

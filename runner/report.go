@@ -78,7 +78,11 @@ func reasonLine(st *agent.State, f failure) string {
 // and the partial diff folded away.
 func failureText(tk *task, st *agent.State, f failure) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "❌ **No pull request.** %s\n\n", reasonLine(st, f))
+	if pr := tk.prog.PR; pr != nil {
+		fmt.Fprintf(&b, "❌ **The checks did not pass;** the partial change is in draft #%d (%s). %s\n\n", pr.Number, pr.HTMLURL, reasonLine(st, f))
+	} else {
+		fmt.Fprintf(&b, "❌ **No pull request.** %s\n\n", reasonLine(st, f))
+	}
 	if f.gate != nil {
 		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n```\n%s\n```\n\n", app.ErrorMessage(f.gate))
 	}

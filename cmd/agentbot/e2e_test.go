@@ -623,3 +623,30 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 		t.Errorf("pull requests %+v; want none", prs)
 	}
 }
+
+func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
+	policy := quickPolicy + "limits: {iterations: 4}\npull_request: {on_failure: draft_pr}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
+	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateFailed {
+		t.Fatalf("task ended %s (%s); want failed", rec.State, rec.Step)
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 || !prs[0].Pull.Draft || !strings.Contains(prs[0].Body, "Draft: the checks did not pass") {
+		t.Fatalf("pull requests %+v; want one draft", prs)
+	}
+	src, _ := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "show", prs[0].Pull.Head+":stats.go").Output()
+	if !strings.Contains(string(src), "total := 1") {
+		t.Errorf("the draft's branch lacks the partial change:\n%s", src)
+	}
+	replies, _ := botComments(w, 0)
+	if len(replies) != 1 || !strings.Contains(replies[0].Body, "the partial change is in draft #2") {
+		t.Errorf("status %+v; want one naming the draft", replies)
+	}
+	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Errorf("check runs %+v; want one failure", runs)
+	}
+}
