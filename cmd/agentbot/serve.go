@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -56,7 +57,12 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
-	secrets, err := webhookSecrets(cfg.secretFile, env.Getenv("AGENTBOT_WEBHOOK_SECRET"))
+	secretFile := cfg.secretFile
+	if secretFile == "" && env.Getenv("AGENTBOT_WEBHOOK_SECRET") == "" && cfg.worker.app.appDir != "" {
+		// The App directory that "agentbot setup" wrote holds the secret too.
+		secretFile = filepath.Join(cfg.worker.app.appDir, appDirWebhookSecret)
+	}
+	secrets, err := webhookSecrets(secretFile, env.Getenv("AGENTBOT_WEBHOOK_SECRET"))
 	if err != nil {
 		return err
 	}

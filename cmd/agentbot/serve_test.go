@@ -192,3 +192,17 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+func TestServeReadsTheWebhookSecretFromTheAppDir(t *testing.T) {
+	rs := redistest.Start(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, appDirWebhookSecret), []byte("from-setup\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, _, logs := startServe(t, map[string]string{"AGENTBOT_REDIS_URL": rs.URL}, "--no-workers", "--app-dir", dir)
+	r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("from-setup"), "issue_comment",
+		"d-1", webhooktest.IssueComment("/agent fix"))
+	if err != nil || r.Status != http.StatusAccepted {
+		t.Errorf("delivery signed with the App dir's secret: %d %v %v\n%s", r.Status, r.Body, err, logs)
+	}
+}
