@@ -41,6 +41,16 @@ const DefaultQueue = "default"
 // delivery be redelivered for three days.
 const DeliveryTTL = 72 * time.Hour
 
+// MaxRetry is how many times a task whose handler failed is run again. A few
+// retries ride out a worker's crash or a GitHub outage; more would repeat a
+// failure the user should hear about.
+const MaxRetry = 3
+
+// MaxTaskTime bounds one run of a task whatever its policy says; the
+// runner enforces the policy's own, shorter budgets. Without it asynq
+// cancels every task after 30 minutes.
+const MaxTaskTime = 3 * time.Hour
+
 // Connect opens a connection pool to the Redis at url
 // (redis://[:password@]host:port/db). Its timeouts are short on purpose: the
 // webhook must answer 503 within two seconds when Redis is gone, never hang.
@@ -87,7 +97,8 @@ func (c *Client) Enqueue(ctx context.Context, t app.Task) (duplicate bool, err e
 		return true, nil // the delivery was answered before
 	}
 	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(TaskType, payload),
-		asynq.TaskID(t.ID), asynq.Queue(DefaultQueue))
+		asynq.TaskID(t.ID), asynq.Queue(DefaultQueue),
+		asynq.MaxRetry(MaxRetry), asynq.Timeout(MaxTaskTime))
 	switch {
 	case errors.Is(err, asynq.ErrTaskIDConflict):
 		return true, nil

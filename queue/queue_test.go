@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
@@ -55,6 +56,13 @@ func TestEnqueueRecordsAndQueues(t *testing.T) {
 	}
 	if err := testutil.CollectAndCompare(NewDepthCollector(rdb), strings.NewReader(depthText(1))); err != nil {
 		t.Error(err)
+	}
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(DefaultQueue, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.MaxRetry != MaxRetry || info.Timeout != MaxTaskTime {
+		t.Errorf("queued with %d retries and a %v timeout; want %d and %v", info.MaxRetry, info.Timeout, MaxRetry, MaxTaskTime)
 	}
 }
 

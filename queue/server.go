@@ -25,6 +25,10 @@ type ServerConfig struct {
 	Concurrency     int           // tasks processed at once; the number of CPUs when 0
 	ShutdownTimeout time.Duration // how long Run waits for running tasks after cancellation; 8s when 0
 	Logger          *slog.Logger  // slog.Default() when nil
+	// PollInterval is how often an idle worker looks for a task; 100ms when
+	// 0. It is how long a queued command may wait for an idle worker, and
+	// costs one cheap Redis call per worker each time.
+	PollInterval time.Duration
 }
 
 // Server is the consumer side: it takes queued tasks and hands each to a
@@ -41,12 +45,17 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	poll := cfg.PollInterval
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:     cfg.Concurrency,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		Queues:          map[string]int{DefaultQueue: 1},
-		Logger:          asynqLogger{log},
-		LogLevel:        asynq.WarnLevel,
+		Concurrency:       cfg.Concurrency,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
+		TaskCheckInterval: poll,
+		Queues:            map[string]int{DefaultQueue: 1},
+		Logger:            asynqLogger{log},
+		LogLevel:          asynq.WarnLevel,
 	})
 	return &Server{srv: srv, h: h}
 }
