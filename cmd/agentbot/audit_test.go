@@ -9,16 +9,10 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 )
 
 func TestAuditCommand(t *testing.T) {
-	rs := redistest.Start(t)
-	rdb, err := queue.Connect(rs.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rs, rdb := testRedis(t)
 	audit, err := queue.NewAudit(rdb, queue.AuditOptions{})
 	if err != nil {
 		t.Fatal(err)

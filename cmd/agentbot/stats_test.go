@@ -9,16 +9,10 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 )
 
 func TestStatsCommand(t *testing.T) {
-	rs := redistest.Start(t)
-	rdb, err := queue.Connect(rs.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rs, rdb := testRedis(t)
 	store := queue.NewOutcomes(rdb)
 	now := time.Now().UTC()
 	for _, o := range []app.TaskOutcome{

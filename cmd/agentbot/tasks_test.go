@@ -8,16 +8,10 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 )
 
 func TestTasksListAndShow(t *testing.T) {
-	rs := redistest.Start(t)
-	rdb, err := queue.Connect(rs.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rs, rdb := testRedis(t)
 	c := queue.NewClient(rdb)
 	now := time.Now().UTC().Truncate(time.Second)
 	for i, task := range []app.Task{

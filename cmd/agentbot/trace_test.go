@@ -8,16 +8,10 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 )
 
 func TestTraceCommand(t *testing.T) {
-	rs := redistest.Start(t)
-	rdb, err := queue.Connect(rs.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rs, rdb := testRedis(t)
 	tr := queue.NewTraces(rdb, time.Hour)
 	for _, e := range []app.TraceEvent{
 		{Kind: app.TraceModelCall, Step: 1, Name: "plugsky-coder", Duration: 2 * time.Second, PromptTokens: 1000, CompletionTokens: 50, Cost: 0.01, Outcome: "ok"},
