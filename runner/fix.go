@@ -128,7 +128,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 		tk.policy.Policy.Model.Fast = r.cfg.Models.Fast
 	}
 	p := tk.policy.Policy
-	if err := shareWithSandbox(ws.Dir()); err != nil {
+	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
 	if err := r.setup(ctx, tk, ws); err != nil {
@@ -158,7 +158,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 		return nil, "", err
 	}
 	// A resumed loop may have applied its saved diff as the host's user.
-	if err := shareWithSandbox(ws.Dir()); err != nil {
+	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
 	if err := tk.status.Set(ctx, runningText(tk, "the agent is working")); err != nil {

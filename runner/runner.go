@@ -22,10 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -418,21 +415,6 @@ func (r *Runner) watchStop(ctx context.Context, id string, cancel context.Cancel
 		}
 		return ""
 	}
-}
-
-// shareWithSandbox lets the sandbox user write the work tree: owned by it
-// when the worker runs as root, world-writable otherwise. Symlinks are
-// changed, never followed.
-func shareWithSandbox(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := os.Lchown(p, sandbox.UID, sandbox.GID); err == nil || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		return os.Chmod(p, 0o777)
-	})
 }
 
 // prompts renders the system prompt and the task message.

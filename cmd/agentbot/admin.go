@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentbot/agentbot/app/admin"
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/admin"
 	"github.com/agentbot/agentbot/queue"
 )
 

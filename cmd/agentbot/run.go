@@ -324,7 +324,7 @@ func copyTree(ctx context.Context, src, tmp string) (*localTree, error) {
 			return nil, err
 		}
 	}
-	if err := shareWithSandbox(t.dir); err != nil {
+	if err := sandbox.ShareTree(t.dir); err != nil {
 		return nil, err
 	}
 	if t.root, err = os.OpenRoot(t.dir); err != nil {
@@ -387,20 +387,6 @@ func copyFile(src, dst, rel string) error {
 		return os.WriteFile(to, data, fi.Mode().Perm())
 	}
 	return nil
-}
-
-// shareWithSandbox lets the sandbox user write the tree: owned by it when
-// agentbot runs as root, world-writable otherwise.
-func shareWithSandbox(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := os.Lchown(p, sandbox.UID, sandbox.GID); err == nil || d.Type()&fs.ModeSymlink != 0 {
-			return nil
-		}
-		return os.Chmod(p, 0o777)
-	})
 }
 
 func (t *localTree) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
