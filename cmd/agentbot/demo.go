@@ -386,14 +386,27 @@ func demoRedis(ctx context.Context, url string, env Env) (string, func(), error)
 	return url, stop, nil
 }
 
+// pingRedis reports whether a Redis answers at url. It dials first, so that
+// an address where nothing listens is an error here rather than a line of
+// go-redis's own dial-failure logging on the demo's output.
 func pingRedis(ctx context.Context, url string) error {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return fmt.Errorf("parse redis url: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, opt.Network, opt.Addr)
+	if err != nil {
+		return err
+	}
+	conn.Close()
 	rdb, err := queue.Connect(url)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
 	return rdb.Ping(ctx).Err()
 }
 
