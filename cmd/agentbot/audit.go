@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 func cmdAudit(ctx context.Context, args []string, env Env) error {
@@ -30,27 +31,22 @@ func cmdAudit(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 
-	rdb, err := queue.Connect(*redisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	// Retention is applied by the writers; a reader never trims.
-	audit, err := queue.NewAudit(rdb, queue.AuditOptions{})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	q := queue.AuditQuery{Repo: *repo, Since: from}
-	if *asJSON {
-		return audit.Export(ctx, env.Stdout, q)
-	}
-	entries, err := audit.Query(ctx, q)
-	if err != nil {
-		return err
-	}
-	return printAuditTable(env.Stdout, entries)
+	return withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) error {
+		// Retention is applied by the writers; a reader never trims.
+		audit, err := queue.NewAudit(rdb, queue.AuditOptions{})
+		if err != nil {
+			return err
+		}
+		q := queue.AuditQuery{Repo: *repo, Since: from}
+		if *asJSON {
+			return audit.Export(ctx, env.Stdout, q)
+		}
+		entries, err := audit.Query(ctx, q)
+		if err != nil {
+			return err
+		}
+		return printAuditTable(env.Stdout, entries)
+	})
 }
 
 func printAuditTable(w io.Writer, entries []app.AuditEntry) error {

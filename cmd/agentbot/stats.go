@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 func cmdStats(ctx context.Context, args []string, env Env) error {
@@ -29,14 +30,11 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 
-	rdb, err := queue.Connect(*redisURL)
-	if err != nil {
+	var all []app.TaskOutcome
+	err = withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) (err error) {
+		all, err = queue.NewOutcomes(rdb).Since(ctx, from)
 		return err
-	}
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	all, err := queue.NewOutcomes(rdb).Since(ctx, from)
+	})
 	if err != nil {
 		return err
 	}

@@ -11,15 +11,32 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // storeTimeout bounds each read of the task store from the command line.
 const storeTimeout = 5 * time.Second
 
+// withStore connects to the Redis at url for one command-line read and
+// calls f with a context bounded by storeTimeout.
+func withStore(ctx context.Context, url string, f func(ctx context.Context, rdb *redis.Client) error) error {
+	rdb, err := queue.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	return f(ctx, rdb)
+}
+
 func cmdTasks(ctx context.Context, args []string, env Env) error {
-	usage := errors.New("usage: agentbot tasks list [--json] [--limit N] | agentbot tasks show ID [--json]")
+	usage := errors.New("usage: agentbot tasks list [--json] [--limit N] | agentbot tasks show ID [--json] | agentbot tasks trace ID [--json | --markdown]")
 	if len(args) == 0 {
 		return usage
+	}
+	if args[0] == "trace" {
+		return cmdTrace(ctx, args[1:], env)
 	}
 	fs := newFlagSet("tasks "+args[0], env)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the queue")
@@ -43,33 +60,27 @@ func cmdTasks(ctx context.Context, args []string, env Env) error {
 		return usage
 	}
 
-	rdb, err := queue.Connect(*redisURL)
-	if err != nil {
-		return err
-	}
-	defer rdb.Close()
-	store := queue.NewStore(rdb)
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-
-	switch args[0] {
-	case "list":
-		recs, err := store.List(ctx, *limit)
-		if err != nil {
-			return err
+	return withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) error {
+		store := queue.NewStore(rdb)
+		switch args[0] {
+		case "list":
+			recs, err := store.List(ctx, *limit)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return printJSON(env.Stdout, taskViews(recs...))
+			}
+			return printTaskTable(env.Stdout, recs)
+		case "show":
+			rec, err := store.Task(ctx, id)
+			if err != nil {
+				return err
+			}
+			return printTask(env.Stdout, rec, *asJSON)
 		}
-		if *asJSON {
-			return printJSON(env.Stdout, taskViews(recs...))
-		}
-		return printTaskTable(env.Stdout, recs)
-	case "show":
-		rec, err := store.Task(ctx, id)
-		if err != nil {
-			return err
-		}
-		return printTask(env.Stdout, rec, *asJSON)
-	}
-	return usage
+		return usage
+	})
 }
 
 // taskView is a record as the command line prints it: every field of the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
+	"github.com/redis/go-redis/v9"
 )
 
 // cmdTrace prints a task's trace: "agentbot trace ID [--json | --markdown]".
@@ -35,14 +36,11 @@ func cmdTrace(ctx context.Context, args []string, env Env) error {
 		return usage
 	}
 
-	rdb, err := queue.Connect(*redisURL)
-	if err != nil {
+	var events []app.TraceEvent
+	err := withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) (err error) {
+		events, err = queue.NewTraces(rdb, 0).Trace(ctx, id)
 		return err
-	}
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
-	defer cancel()
-	events, err := queue.NewTraces(rdb, 0).Trace(ctx, id)
+	})
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,12 @@ func TestTraceCommand(t *testing.T) {
 		t.Errorf("trace --markdown t1: %v\n%s", err, md)
 	}
 
+	// "agentbot tasks trace ID" is the same command.
+	env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": rs.URL})
+	if err := run(t.Context(), []string{"tasks", "trace", "t1", "--json"}, env); err != nil || out.String() != jsonl {
+		t.Errorf("tasks trace t1 --json: %v\n%s\nwant:\n%s", err, out, jsonl)
+	}
+
 	if _, err := trace("nope"); app.ErrorCode(err) != app.ENotFound {
 		t.Errorf("trace of an unknown task: %v, want not found", err)
 	}
