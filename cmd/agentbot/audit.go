@@ -16,29 +16,20 @@ import (
 
 func cmdAudit(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("audit", env)
-	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the audit log")
-	repo := fs.String("repo", "", "only entries about this repository (owner/name)")
-	since := fs.String("since", "7d", `only entries this recent: a duration such as 7d, 12h, 30m, a date (2026-11-01) or "all"`)
-	asJSON := fs.Bool("json", false, "print JSON lines, one entry each, for export")
-	if err := parseFlags(fs, args, env); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("usage: agentbot audit [--repo R] [--since 7d] [--json]; unexpected %q", fs.Arg(0))
-	}
-	from, err := parseSince(*since, time.Now())
+	flags := addPeriodFlags(fs, "audit entries", "7d", "print JSON lines, one entry each, for export")
+	from, err := flags.parse(fs, args, env)
 	if err != nil {
 		return err
 	}
 
-	return withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) error {
+	return withStore(ctx, *flags.redisURL, func(ctx context.Context, rdb *redis.Client) error {
 		// Retention is applied by the writers; a reader never trims.
 		audit, err := queue.NewAudit(rdb, queue.AuditOptions{})
 		if err != nil {
 			return err
 		}
-		q := queue.AuditQuery{Repo: *repo, Since: from}
-		if *asJSON {
+		q := queue.AuditQuery{Repo: *flags.repo, Since: from}
+		if *flags.json {
 			return audit.Export(ctx, env.Stdout, q)
 		}
 		entries, err := audit.Query(ctx, q)

@@ -15,23 +15,14 @@ import (
 
 func cmdStats(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("stats", env)
-	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the task outcomes")
-	repo := fs.String("repo", "", "only tasks on this repository (owner/name)")
-	since := fs.String("since", "30d", `only tasks finished this recently: a duration such as 30d or 12h, a date (2026-11-01) or "all"`)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseFlags(fs, args, env); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("usage: agentbot stats [--repo R] [--since 30d] [--json]; unexpected %q", fs.Arg(0))
-	}
-	from, err := parseSince(*since, time.Now())
+	flags := addPeriodFlags(fs, "tasks", "30d", "print JSON")
+	from, err := flags.parse(fs, args, env)
 	if err != nil {
 		return err
 	}
 
 	var all []app.TaskOutcome
-	err = withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) (err error) {
+	err = withStore(ctx, *flags.redisURL, func(ctx context.Context, rdb *redis.Client) (err error) {
 		all, err = queue.NewOutcomes(rdb).Since(ctx, from)
 		return err
 	})
@@ -40,7 +31,7 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 	}
 	var outcomes []app.TaskOutcome
 	for _, o := range all {
-		if *repo == "" || strings.EqualFold(o.Repo, *repo) {
+		if *flags.repo == "" || strings.EqualFold(o.Repo, *flags.repo) {
 			outcomes = append(outcomes, o)
 		}
 	}
@@ -53,7 +44,7 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 	if !from.IsZero() {
 		report.Since = &from
 	}
-	if *asJSON {
+	if *flags.json {
 		return printJSON(env.Stdout, report)
 	}
 	return printStats(env.Stdout, report)
