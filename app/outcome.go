@@ -39,6 +39,12 @@ type TaskOutcome struct {
 	// refusals during the task.
 	SafetyIncidents int `json:"safety_incidents"`
 
+	// Base and Pushed delimit the agent's final diff, Base..Pushed: the
+	// commit it worked from and the last commit it pushed. Survival is
+	// measured against that diff once the pull request is merged.
+	Base   string `json:"base,omitempty"`
+	Pushed string `json:"pushed,omitempty"`
+
 	// Set once the pull request is merged.
 	Merged      bool      `json:"merged,omitempty"`
 	MergeCommit string    `json:"merge_commit,omitempty"`
@@ -208,6 +214,57 @@ func DetectReverts(event string, payload []byte) ([]Revert, error) {
 		return []Revert{r}, nil
 	}
 	return nil, nil
+}
+
+// Merge is a pull request merged into its base branch.
+type Merge struct {
+	PR int `json:"pr"`
+	// Commit is GitHub's merge_commit_sha: the merge commit, the squashed
+	// commit or the last rebased commit, by how the pull request was merged.
+	Commit string `json:"commit"`
+	Base   string `json:"base"` // the branch merged into
+}
+
+// DetectMerge returns the merge in a webhook delivery: a pull_request
+// closed with merged true. Other events and actions have none. A payload
+// that is not the event's JSON, or a merge without its merge commit, is an
+// error.
+func DetectMerge(event string, payload []byte) (*Merge, error) {
+	if event != "pull_request" {
+		return nil, nil
+	}
+	var p github.PullRequestEvent
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, Errorf(EInvalid, "The pull_request payload is not valid JSON: %v.", err)
+	}
+	pr := p.GetPullRequest()
+	if p.GetAction() != "closed" || !pr.GetMerged() {
+		return nil, nil
+	}
+	if pr.GetNumber() <= 0 || !commitSHA.MatchString(pr.GetMergeCommitSHA()) {
+		return nil, Errorf(EInvalid, "The merged pull request has no number or no merge commit.")
+	}
+	return &Merge{PR: pr.GetNumber(), Commit: strings.ToLower(pr.GetMergeCommitSHA()), Base: pr.GetBase().GetRef()}, nil
+}
+
+var commitSHA = regexp.MustCompile(`(?i)^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// OutcomeEvent is a delivery that may change what became of the agent's
+// pull requests, as queued for a worker: a pull request merged (the worker
+// finds out whether the agent opened it), reverts, or both when a revert
+// pull request is merged. Its ID is derived from the delivery, as a Task's.
+type OutcomeEvent struct {
+	ID             string `json:"id"`
+	Delivery       string `json:"delivery"`
+	Event          string `json:"event"`
+	InstallationID int64  `json:"installation_id"`
+	Repo           string `json:"repo"` // owner/name
+	// CloneURL is the repository's clone_url in the delivery, which
+	// GitHub signed: the worker fetches the merged history from it.
+	CloneURL   string    `json:"clone_url"`
+	Merge      *Merge    `json:"merge,omitempty"`
+	Reverts    []Revert  `json:"reverts,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
 }
 
 func submatches(re *regexp.Regexp, s string) []string {

@@ -184,6 +184,42 @@ func TestDetectReverts(t *testing.T) {
 	}
 }
 
+func TestDetectMerge(t *testing.T) {
+	const sha = "C4295BD74FB0F4FDA03689C3DF3F2803B658FD85"
+	pull := func(action string, merged bool, mergeCommit any) []byte {
+		return payload(t, "pull_request/closed.payload.json", func(m map[string]any) {
+			m["action"] = action
+			pr := m["pull_request"].(map[string]any)
+			pr["merged"], pr["merge_commit_sha"] = merged, mergeCommit
+		})
+	}
+	got, err := DetectMerge("pull_request", pull("closed", true, sha))
+	if err != nil || got == nil || *got != (Merge{PR: 2, Commit: strings.ToLower(sha), Base: "master"}) {
+		t.Fatalf("merged: %+v, %v; want PR 2 merged as %s into master", got, err, sha)
+	}
+	for name, c := range map[string]struct {
+		event   string
+		payload []byte
+	}{
+		"closed without merging": {"pull_request", pull("closed", false, sha)},
+		"opened":                 {"pull_request", pull("opened", false, nil)},
+		"another event":          {"push", pull("closed", true, sha)},
+	} {
+		if got, err := DetectMerge(c.event, c.payload); got != nil || err != nil {
+			t.Errorf("%s: %+v, %v; want no merge", name, got, err)
+		}
+	}
+	for name, p := range map[string][]byte{
+		"broken JSON":              []byte(`{"action": 3`),
+		"merged without a commit":  pull("closed", true, nil),
+		"a merge commit not a sha": pull("closed", true, "main"),
+	} {
+		if _, err := DetectMerge("pull_request", p); ErrorCode(err) != EInvalid {
+			t.Errorf("%s: %v, want an invalid error", name, err)
+		}
+	}
+}
+
 func TestTaskSuccess(t *testing.T) {
 	cases := []struct {
 		name string
