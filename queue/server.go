@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,9 +16,29 @@ import (
 )
 
 // Handler does the work of one task. An error makes asynq retry the task
-// later; a task whose payload cannot be decoded is never retried.
+// later, at most MaxRetry times; an error that has a RetryAfter method
+// (see Deferred) runs the task again after that delay without counting as
+// a failure. A task whose payload cannot be decoded is never retried.
 type Handler interface {
 	ProcessTask(ctx context.Context, t app.Task) error
+}
+
+// Deferred is what a Handler's error implements to say that the task could
+// not run yet — another task on the same issue holds its lock — and should
+// run again after RetryAfter: it neither uses up one of the task's retries
+// nor counts as a failure in the queue's statistics.
+type Deferred interface {
+	error
+	RetryAfter() time.Duration
+}
+
+// deferral returns the delay of a deferred task's error.
+func deferral(err error) (time.Duration, bool) {
+	d, ok := errors.AsType[Deferred](err)
+	if !ok {
+		return 0, false
+	}
+	return d.RetryAfter(), true
 }
 
 // ServerConfig tunes a Server.
@@ -56,6 +77,19 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 		Queues:            map[string]int{DefaultQueue: 1},
 		Logger:            asynqLogger{log},
 		LogLevel:          asynq.WarnLevel,
+		IsFailure: func(err error) bool {
+			_, deferred := deferral(err)
+			return !deferred
+		},
+		RetryDelayFunc: func(n int, err error, t *asynq.Task) time.Duration {
+			if d, ok := deferral(err); ok {
+				return d
+			}
+			return asynq.DefaultRetryDelayFunc(n, err, t)
+		},
+		// A deferred task waits in asynq's retry set; this is how late it
+		// may be moved back to the queue after its delay.
+		DelayedTaskCheckInterval: time.Second,
 	})
 	return &Server{srv: srv, h: h}
 }
