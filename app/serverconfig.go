@@ -27,7 +27,20 @@ type ServerConfig struct {
 	// Locked lists the settings ("paths.deny") or whole sections ("paths")
 	// that policy files may not set, so that Policy's values hold.
 	Locked []string
+	// Prices are what the models cost, by model name, so that a task's
+	// cost is real and limits.cost_usd can stop it. A model missing here
+	// costs nothing.
+	Prices map[string]ModelPrice
 	Source string // the file read, or "" for the defaults
+}
+
+// ModelPrice is what a model costs in USD per million tokens. Cached
+// prompt tokens cost CachedPrompt, or Prompt when the provider gives no
+// discount (CachedPrompt zero).
+type ModelPrice struct {
+	Prompt       float64
+	CachedPrompt float64
+	Completion   float64
 }
 
 // Caps bound a policy's numbers; a zero field is no cap. A policy value
@@ -66,8 +79,18 @@ type rawServerConfig struct {
 			Timeout *RawDuration `yaml:"timeout"`
 		} `yaml:"sandbox"`
 	} `yaml:"max"`
-	Policy RawPolicy `yaml:"policy"`
-	Locked []string  `yaml:"locked"`
+	Policy RawPolicy       `yaml:"policy"`
+	Locked []string        `yaml:"locked"`
+	Models []rawModelPrice `yaml:"models"`
+}
+
+// rawModelPrice is one entry of models:, a list rather than a mapping so
+// that model names, which hold dots (gpt-4.1), stay plain values.
+type rawModelPrice struct {
+	Name         string   `yaml:"name"`
+	Prompt       *float64 `yaml:"prompt"`
+	CachedPrompt *float64 `yaml:"cached_prompt"`
+	Completion   *float64 `yaml:"completion"`
 }
 
 // LoadServerConfig reads the server config at path over the defaults, or
@@ -130,6 +153,8 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 		errs = append(errs, problems...)
 	}
 	errs = append(errs, c.parseLocked(raw.Locked, lines)...)
+	c.Prices, problems = parsePrices(name, raw.Models, lines)
+	errs = append(errs, problems...)
 	slices.SortStableFunc(errs, func(x, y fieldError) int { return cmp.Compare(x.line, y.line) })
 	if err := fieldErrors(errs); err != nil {
 		return ServerConfig{}, err
@@ -194,6 +219,57 @@ func (c *ServerConfig) parseLocked(locked []string, lines map[string]int) []fiel
 	}
 	c.Locked = locked
 	return errs
+}
+
+// parsePrices reads models:. A listed model must price both prompt and
+// completion tokens: one left out would count as free and let a task spend
+// past its limits.cost_usd.
+func parsePrices(name string, models []rawModelPrice, lines map[string]int) (map[string]ModelPrice, []fieldError) {
+	if len(models) == 0 {
+		return nil, nil
+	}
+	var errs []fieldError
+	prices := make(map[string]ModelPrice, len(models))
+	first := map[string]int{}
+	for i, m := range models {
+		item := fmt.Sprintf("models[%d]", i)
+		ok := true
+		// A key left out has no line of its own: its entry's line is used.
+		fail := func(key, format string, args ...any) {
+			path := item + "." + key
+			errs = append(errs, fieldError{file: name, line: cmp.Or(lines[path], lines[item]), path: path, msg: fmt.Sprintf(format, args...)})
+			ok = false
+		}
+		switch line, dup := first[m.Name]; {
+		case m.Name == "":
+			fail("name", "is missing: the model's name, as the policy's model: names it")
+		case dup:
+			fail("name", "%q is priced twice (first on line %d)", m.Name, line)
+		default:
+			first[m.Name] = cmp.Or(lines[item+".name"], lines[item])
+		}
+		price := func(key string, v *float64, required bool) float64 {
+			switch {
+			case v == nil && required:
+				fail(key, "is missing: the price in USD per million tokens (0 if they are free)")
+			case v == nil:
+			case *v < 0:
+				fail(key, "%v is negative; prices are in USD per million tokens", *v)
+			default:
+				return *v
+			}
+			return 0
+		}
+		p := ModelPrice{
+			Prompt:       price("prompt", m.Prompt, true),
+			CachedPrompt: price("cached_prompt", m.CachedPrompt, false),
+			Completion:   price("completion", m.Completion, true),
+		}
+		if ok {
+			prices[m.Name] = p
+		}
+	}
+	return prices, errs
 }
 
 // locks reports whether policy files may not set the setting at path.

@@ -23,6 +23,10 @@ func TestServerConfigExample(t *testing.T) {
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute},
 		},
 		Locked: []string{"paths.deny", "trigger.allow_forks"},
+		Prices: map[string]ModelPrice{
+			"gpt-4.1":      {Prompt: 2, CachedPrompt: 0.5, Completion: 8},
+			"gpt-4.1-mini": {Prompt: 0.4, CachedPrompt: 0.1, Completion: 1.6},
+		},
 		Source: "../deploy/server.example.yaml",
 	}
 	if c.Policy == nil {
@@ -119,6 +123,17 @@ func TestParseServerConfigErrors(t *testing.T) {
 			`server.yaml:3: policy.limits.iterations: 10 is above this server's cap of 5`},
 		{"policy with an unknown key", "policy:\n  limit: {iterations: 10}\n", `server.yaml:2: policy.limit: unknown key (did you mean "limits"?)`},
 		{"policy that no repository could use", "policy:\n  tools: {shell: allowlist}\n", `server.yaml:2: tools.shell.policy: allowlist needs at least one entry in tools.shell.allow`},
+		{"unknown price key", "models:\n  - name: m\n    prompt: 1\n    output: 2\n",
+			"server.yaml:4: models[0].output: unknown key (expected one of: name, prompt, cached_prompt, completion)"},
+		{"price missing", "models:\n  - {name: m, prompt: 1}\n",
+			"server.yaml:2: models[0].completion: is missing: the price in USD per million tokens (0 if they are free)"},
+		{"model unnamed", "models:\n  - {prompt: 1, completion: 2}\n",
+			"server.yaml:2: models[0].name: is missing: the model's name, as the policy's model: names it"},
+		{"model priced twice", "models:\n  - {name: m, prompt: 1, completion: 2}\n  - name: m\n    prompt: 1\n    completion: 3\n",
+			`server.yaml:3: models[1].name: "m" is priced twice (first on line 2)`},
+		{"negative price", "models:\n  - {name: m, prompt: 1, completion: -2}\n",
+			"server.yaml:2: models[0].completion: -2 is negative; prices are in USD per million tokens"},
+		{"prices as a mapping", "models: {m: {prompt: 1}}\n", "server.yaml:1: models: expected a list, not a mapping"},
 		{"policy with a forbidden image", "policy: {sandbox: {image: ubuntu}}\n", `server.yaml:1: policy.sandbox.image: "ubuntu" is not an image this server allows (agentbot-sandbox:*)`},
 	}
 	for _, tt := range tests {
