@@ -21,6 +21,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -77,21 +78,41 @@ type Config struct {
 	// quarters of it.
 	ContextWindow int
 	// Observe, when set, is called after every tool call and every answer
-	// without one, for progress lines and status updates. It runs on the
-	// loop's goroutine: keep it quick.
+	// without one, for progress lines, status updates and the trace. It
+	// runs on the loop's goroutine: keep it quick.
 	Observe func(Event)
-	Logger  *slog.Logger
+	// ObserveModel, when set, is called after every chat completion the
+	// loop asks for, answered or not, on the loop's goroutine.
+	ObserveModel func(ModelCall)
+	Logger       *slog.Logger
 }
 
-// Event is one step's progress.
+// Event is one step's progress: a tool call and its result, or an answer
+// without a tool call (Tool "").
 type Event struct {
 	Step        int
-	Tool        string // "" for an answer without a tool call
+	Tool        string
+	CallID      string // the call's id in the transcript, unique within the task
+	Arguments   string // the call's raw arguments
 	Target      string
 	Outcome     tools.Outcome
+	Result      string // what the model was told
 	ResultBytes int
-	Tokens      int64 // sent and received so far
+	Checks      []tools.CheckRun // the checks the call ran
+	Took        time.Duration    // how long the call ran
+	Tokens      int64            // sent and received so far
 	Elapsed     time.Duration
+}
+
+// ModelCall is one chat completion: the edit model's next step, or the
+// fast model's digest of an old result.
+type ModelCall struct {
+	Step   int // the step the completion is for
+	Model  string
+	Digest bool // a digest, not a step
+	Usage  llm.Usage
+	Took   time.Duration
+	Err    error // why it failed; the loop returns it
 }
 
 // Agent runs one task's loop.
@@ -226,7 +247,10 @@ func (a *Agent) ask(ctx context.Context) error {
 		callCtx, cancel = context.WithTimeout(ctx, wc-a.elapsed())
 		defer cancel()
 	}
-	resp, err := a.cfg.Model.Complete(callCtx, llm.Request{Model: a.cfg.Policy.Model.Edit, Messages: a.st.Messages, Tools: a.tools.Defs()})
+	req := llm.Request{Model: a.cfg.Policy.Model.Edit, Messages: a.st.Messages, Tools: a.tools.Defs()}
+	start := time.Now()
+	resp, err := a.cfg.Model.Complete(callCtx, req)
+	a.observeModel(ModelCall{Step: a.st.Step + 1, Model: cmp.Or(resp.Model, req.Model), Usage: resp.Usage, Took: time.Since(start), Err: err})
 	if err != nil {
 		return fmt.Errorf("step %d of task %s: ask the model: %w", a.st.Step+1, a.st.TaskID, err)
 	}
@@ -269,13 +293,15 @@ func (a *Agent) answerCalls(ctx context.Context) error {
 			a.log.Info("tool call awaits approval", "tool", call.Name, "call", call.ID)
 			return a.save(ctx)
 		}
+		start := time.Now()
 		res := a.tools.Call(ctx, call.Name, call.Arguments)
+		took := time.Since(start)
 		if err := ctx.Err(); err != nil {
 			// Cut short by the worker's shutdown: not a result the model
 			// should see; the call runs again on resume.
 			return fmt.Errorf("step %d of task %s: %s: %w", a.st.Step, a.st.TaskID, call.Name, err)
 		}
-		if err := a.record(ctx, call, res); err != nil {
+		if err := a.record(ctx, call, res, took); err != nil {
 			return err
 		}
 		if a.st.Status != app.StateRunning {
@@ -311,7 +337,7 @@ func (a *Agent) unanswered() []llm.ToolCall {
 
 // record appends a call's result, updates the counters, the diff and the
 // stop rules, and saves.
-func (a *Agent) record(ctx context.Context, call llm.ToolCall, res tools.Result) error {
+func (a *Agent) record(ctx context.Context, call llm.ToolCall, res tools.Result, took time.Duration) error {
 	st := a.st
 	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: res.Output})
 	st.Counts.ToolCalls++
@@ -336,7 +362,8 @@ func (a *Agent) record(ctx context.Context, call llm.ToolCall, res tools.Result)
 		st.Corrected = true
 	}
 	st.Checks = append(st.Checks, res.Checks...)
-	a.emit(Event{Step: st.Step, Tool: call.Name, Target: res.Target, Outcome: res.Outcome, ResultBytes: len(res.Output)})
+	a.emit(Event{Step: st.Step, Tool: call.Name, CallID: call.ID, Arguments: call.Arguments, Target: res.Target,
+		Outcome: res.Outcome, Result: res.Output, ResultBytes: len(res.Output), Checks: res.Checks, Took: took})
 
 	if res.Done {
 		st.Summary = res.Summary
@@ -425,6 +452,12 @@ func (a *Agent) emit(e Event) {
 	e.Tokens = a.st.Usage.Total()
 	e.Elapsed = a.elapsed()
 	a.cfg.Observe(e)
+}
+
+func (a *Agent) observeModel(c ModelCall) {
+	if a.cfg.ObserveModel != nil {
+		a.cfg.ObserveModel(c)
+	}
 }
 
 func (a *Agent) save(ctx context.Context) error {

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -64,7 +66,9 @@ func (a *Agent) digest(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		start := time.Now()
 		resp, err := a.cfg.Fast.Complete(ctx, llm.Request{Model: model, Messages: []llm.Message{{Role: llm.RoleUser, Content: text}}})
+		a.observeModel(ModelCall{Step: a.st.Step + 1, Model: cmp.Or(resp.Model, model), Digest: true, Usage: resp.Usage, Took: time.Since(start), Err: err})
 		if err != nil {
 			return fmt.Errorf("task %s: digest the result of %s: %w", a.st.TaskID, call.Name, err)
 		}
