@@ -1,0 +1,269 @@
+// Package eval runs tasks on local trees, without GitHub, through the agent
+// loop in the sandbox: one checkout for agentbot run, or a suite of tasks,
+// scored, for agentbot eval, so that a team can compare models and prompts
+// on its own repositories before it trusts one.
+//
+// A suite is a directory with one directory per task:
+//
+//	SUITE/<task>/task.yaml        the issue (title, body), checks, hidden commands
+//	SUITE/<task>/repo/            the repository snapshot, copied fresh for every run
+//	SUITE/<task>/hidden/          tests laid over the tree only after the loop ends
+//	SUITE/<task>/trajectory.yaml  the scripted model's answers (runner/llm/llmtest)
+//
+// task.yaml is decoded strictly (unknown keys and wrong types are errors
+// with their line):
+//
+//	title: The last page of a listing is missing
+//	body: |
+//	  With 5 items and 2 to a page, page 3 comes back empty.
+//	checks: ["go test ./..."]        # optional: replaces the snapshot's policy checks
+//	hidden: ["go test ./..."]        # optional: run after hidden/ is laid over
+//
+// A run is solved when the loop stops on green checks (finish accepted). Its
+// hidden commands then run in a fresh network-less sandbox over the final
+// tree, with hidden/ laid over it: the agent never saw those tests, so a
+// change that only satisfies the visible ones fails them.
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/sandbox"
+)
+
+// Config says how a suite is run.
+type Config struct {
+	Driver *sandbox.Driver
+	// Model returns the model for one run of a task and what releases it:
+	// the same client for every run, or a scripted model started afresh
+	// from the task's trajectory.
+	Model func(Task) (agent.Model, func(), error)
+	// ModelName, when set, replaces every task's policy model.edit;
+	// DefaultModel names the model of tasks whose policy names none.
+	ModelName, DefaultModel string
+	// Runs of each task; less than 1 means 1.
+	Runs int
+	// Done, when set, sees each run's result as it ends.
+	Done   func(Result)
+	Logger *slog.Logger
+}
+
+// Hidden outcomes of a run.
+const (
+	HiddenPass    = "pass"
+	HiddenFail    = "fail"
+	HiddenNone    = "none"    // the task has no hidden tests
+	HiddenSkipped = "skipped" // not solved, so not run
+)
+
+// Result is one run of one task.
+type Result struct {
+	Task   string `json:"task"`
+	Run    int    `json:"run"`
+	Model  string `json:"model"`
+	Solved bool   `json:"solved"`
+	// Stop is why the loop ended: a stop reason with its detail.
+	Stop       string      `json:"stop"`
+	Hidden     string      `json:"hidden"`
+	HiddenRuns []HiddenRun `json:"hidden_runs,omitempty"`
+	Iterations int         `json:"iterations"`
+	Tokens     int64       `json:"tokens"`
+	CostUSD    float64     `json:"cost_usd"`
+	// Seconds is the loop's wall clock, sandbox start included.
+	Seconds float64 `json:"seconds"`
+	// Error is what ended the run other than a stop rule: a model error,
+	// a sandbox failure.
+	Error string `json:"error,omitempty"`
+}
+
+// HiddenRun is one hidden command's result.
+type HiddenRun struct {
+	Run      string `json:"run"`
+	ExitCode int    `json:"exit_code"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Passed   bool   `json:"passed"`
+	// Output is the tail of stderr then stdout.
+	Output string `json:"output,omitempty"`
+}
+
+// hiddenOutputLimit is how much of a hidden command's output a result keeps:
+// a test runner's verdict is at the end.
+const hiddenOutputLimit = 4 << 10
+
+// Run runs every task of the suite cfg.Runs times, one run at a time, and
+// reports them. A run that fails, for any reason, is a result; only a
+// cancelled ctx or a task the configuration cannot run ends the evaluation
+// early.
+func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
+	if cfg.Driver == nil || cfg.Model == nil {
+		return nil, errors.New("eval: Driver and Model are required")
+	}
+	cfg.Runs = max(cfg.Runs, 1)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	for _, t := range s.Tasks {
+		if cfg.model(t) == "" {
+			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, app.PolicyPath)
+		}
+	}
+	var results []Result
+	for _, t := range s.Tasks {
+		for run := 1; run <= cfg.Runs; run++ {
+			r := cfg.attempt(ctx, t, run)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if cfg.Done != nil {
+				cfg.Done(r)
+			}
+			results = append(results, r)
+		}
+	}
+	return newReport(s, cfg.Runs, results), nil
+}
+
+func (cfg *Config) model(t Task) string {
+	switch {
+	case cfg.ModelName != "":
+		return cfg.ModelName
+	case t.Policy.Model.Edit != "":
+		return t.Policy.Model.Edit
+	}
+	return cfg.DefaultModel
+}
+
+// attempt is one run of a task on a fresh copy of its snapshot.
+func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
+	r := Result{Task: t.Name, Run: run, Model: cfg.model(t), Hidden: HiddenSkipped}
+	fail := func(err error) Result {
+		r.Solved, r.Error = false, err.Error()
+		return r
+	}
+	tmp, err := os.MkdirTemp("", "agentbot-eval-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp)
+	tree, err := CopyTree(ctx, t.Repo(), tmp)
+	if err != nil {
+		return fail(fmt.Errorf("copy the snapshot: %w", err))
+	}
+	defer tree.Close()
+	model, release, err := cfg.Model(t)
+	if err != nil {
+		return fail(err)
+	}
+	defer release()
+
+	policy := t.Policy
+	policy.Model.Edit = r.Model
+	id := runID(t.Name, run)
+	start := time.Now()
+	st, err := Local{
+		Driver: cfg.Driver, Policy: policy, Model: model, Repo: t.Name,
+		Title: t.Title, Body: t.Body, Logger: cfg.Logger,
+	}.Run(ctx, id, tree)
+	r.Seconds = time.Since(start).Seconds()
+	if st != nil {
+		r.Iterations, r.Tokens, r.CostUSD = st.Step, st.Usage.Total(), st.Usage.CostUSD
+		r.Solved = st.Status == app.StateSucceeded
+		r.Stop = stopText(st)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !r.Solved {
+		return r
+	}
+	if len(t.Hidden) == 0 {
+		r.Hidden = HiddenNone
+		return r
+	}
+	if r.HiddenRuns, err = cfg.hidden(ctx, t, id, tree); err != nil {
+		r.Hidden = HiddenFail
+		r.Error = fmt.Sprintf("hidden tests: %v", err)
+		return r
+	}
+	r.Hidden = HiddenPass
+	for _, h := range r.HiddenRuns {
+		if !h.Passed {
+			r.Hidden = HiddenFail
+		}
+	}
+	return r
+}
+
+// hidden lays the hidden tests over the tree and runs the hidden commands,
+// all of them, in a sandbox of their own: nothing the agent left running or
+// wrote outside the tree can touch them.
+func (cfg *Config) hidden(ctx context.Context, t Task, id string, tree *Tree) ([]HiddenRun, error) {
+	if err := tree.overlay(t.HiddenFiles()); err != nil {
+		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
+	}
+	p := t.Policy.Sandbox
+	box, err := cfg.Driver.Start(ctx, sandbox.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids})
+	if err != nil {
+		return nil, fmt.Errorf("start the sandbox: %w", err)
+	}
+	defer func() {
+		if err := box.Close(context.WithoutCancel(ctx)); err != nil {
+			cfg.Logger.Warn("remove sandbox", "task", id, "err", err)
+		}
+	}()
+	var runs []HiddenRun
+	for _, c := range t.Hidden {
+		res, err := box.Run(ctx, sandbox.Cmd{Shell: c, Timeout: DefaultCheckTimeout})
+		if err != nil {
+			return runs, fmt.Errorf("run %q: %w", c, err)
+		}
+		out := string(res.Stderr) + string(res.Stdout)
+		out = tail(out, hiddenOutputLimit)
+		runs = append(runs, HiddenRun{Run: c, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+			Passed: res.ExitCode == 0 && !res.TimedOut, Output: out})
+	}
+	return runs, nil
+}
+
+var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// runID names a run's sandboxes: unique to this process, readable in
+// docker ps.
+func runID(task string, run int) string {
+	return fmt.Sprintf("eval-%d-%s-%d", os.Getpid(), unsafeID.ReplaceAllString(task, "-"), run)
+}
+
+// stopText is why the loop ended, as a sentence fragment.
+func stopText(st *agent.State) string {
+	switch {
+	case st.Stop != nil && st.Stop.Detail != "":
+		return fmt.Sprintf("%s (%s)", st.Stop.Reason, strings.TrimSpace(st.Stop.Detail))
+	case st.Stop != nil:
+		return string(st.Stop.Reason)
+	case st.Pending != nil:
+		return fmt.Sprintf("%s awaits a human's approval, which an evaluation cannot give", st.Pending.Name)
+	}
+	return string(st.Status)
+}
+
+// tail keeps the last n bytes of s, cut at a character boundary.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return "…" + s[i:]
+}

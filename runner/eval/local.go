@@ -1,0 +1,142 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/sandbox"
+)
+
+// DefaultCheckTimeout bounds each check given as a bare command.
+const DefaultCheckTimeout = 15 * time.Minute
+
+// LoadPolicy is the policy of the local checkout at dir: its
+// .github/agent.yml over the defaults when it has one, with checks, when
+// given, replacing the file's checks (named check1, check2, …). A policy
+// without checks is refused: nothing would say when the task is done.
+func LoadPolicy(dir string, checks []string) (app.Policy, error) {
+	var layers []*app.RawPolicy
+	file := filepath.Join(dir, filepath.FromSlash(app.PolicyPath))
+	data, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		raw, err := app.ParsePolicy(file, data)
+		if err != nil {
+			return app.Policy{}, errors.New(app.ErrorMessage(err))
+		}
+		layers = append(layers, raw)
+	case !errors.Is(err, fs.ErrNotExist):
+		return app.Policy{}, err
+	}
+	p, err := app.BuildPolicy(app.DefaultServerConfig(), layers...)
+	if err != nil {
+		return app.Policy{}, errors.New(app.ErrorMessage(err))
+	}
+	if len(checks) > 0 {
+		p.Checks = nil
+		for i, c := range checks {
+			p.Checks = append(p.Checks, app.Check{Name: fmt.Sprintf("check%d", i+1), Run: c, Timeout: DefaultCheckTimeout})
+		}
+	}
+	if err := p.RequireChecks(); err != nil {
+		return app.Policy{}, errors.New(app.ErrorMessage(err))
+	}
+	return p, nil
+}
+
+// Local runs the agent loop on a Tree, without GitHub: agentbot run does it
+// once on a checkout, an evaluation once per task and run.
+type Local struct {
+	Driver *sandbox.Driver
+	Policy app.Policy
+	Model  agent.Model
+	// Repo names the repository in the task prompt.
+	Repo string
+	// Title and Body are the issue's; Instructions the command's own words.
+	Title, Body, Instructions string
+	// Observe, when set, sees every step (agent.Config.Observe).
+	Observe func(agent.Event)
+	Logger  *slog.Logger
+}
+
+// Run starts a network-less sandbox over the tree, drives the loop to its
+// end and removes the sandbox. The state is the loop's final one, or, with
+// an error, as far as it got.
+func (l Local) Run(ctx context.Context, taskID string, tree *Tree) (*agent.State, error) {
+	p := l.Policy
+	box, err := l.Driver.Start(ctx, sandbox.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
+	if err != nil {
+		return nil, fmt.Errorf("start the sandbox: %w", err)
+	}
+	defer func() {
+		if err := box.Close(context.WithoutCancel(ctx)); err != nil {
+			l.logger().Warn("remove sandbox", "task", taskID, "err", err)
+		}
+	}()
+	system, task, err := l.prompts(tree)
+	if err != nil {
+		return nil, err
+	}
+	a, err := agent.New(ctx, agent.Config{
+		TaskID: taskID, Policy: p, Model: l.Model, Runner: box, Workspace: tree, Store: &memStore{},
+		System: system, Task: task, Observe: l.Observe, Logger: l.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a.Run(ctx)
+}
+
+func (l Local) logger() *slog.Logger {
+	if l.Logger == nil {
+		return slog.Default()
+	}
+	return l.Logger
+}
+
+func (l Local) prompts(tree *Tree) (system, task string, err error) {
+	p := l.Policy
+	repo, err := prompts.LoadRepo(tree.Root().FS())
+	if err != nil {
+		return "", "", err
+	}
+	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff}
+	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
+		sd.ShellAllow = p.Tools.Shell.Allow
+	}
+	if system, err = prompts.System(sd); err != nil {
+		return "", "", err
+	}
+	task, err = prompts.Task(prompts.TaskData{Repo: l.Repo, Title: l.Title, Body: l.Body, Instructions: l.Instructions, Context: repo})
+	return system, task, err
+}
+
+// memStore keeps the state of one local task in memory: nothing resumes it
+// on another worker.
+type memStore struct {
+	mu    sync.Mutex
+	state []byte
+}
+
+func (m *memStore) SaveState(_ context.Context, _ string, state []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.state = state
+	return nil
+}
+
+func (m *memStore) LoadState(context.Context, string) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.state, nil
+}
