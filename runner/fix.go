@@ -27,6 +27,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 	if err != nil {
 		return r.refuse(ctx, tk, err)
 	}
+	r.phase(ctx, tk, "admission")
 	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
 		return err
 	}
@@ -58,6 +59,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 			return err
 		}
 	}
+	r.phase(ctx, tk, "workspace")
 
 	check := tk.inst.CheckRun(tk.Repo, tk.prog.Base, tk.ID, tk.prog.CheckRunID)
 	if err := check.Start(ctx, app.CheckOutput{Title: "Working on " + issueRef(tk), Summary: quoteRequest(tk)}); err != nil {
@@ -75,6 +77,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 		return err
 	}
 	tk.run = st
+	r.phase(ctx, tk, "agent")
 	if stoppedBy != "" {
 		return r.fail(ctx, tk, check, st, failure{stoppedBy: stoppedBy})
 	}
@@ -147,12 +150,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
 		Store: r.cfg.Store, System: system, Task: text, Logger: tk.log,
-		Observe: func(e agent.Event) {
-			step := fmt.Sprintf("step %d: %s %s", e.Step, e.Tool, e.Target)
-			if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, strings.TrimSpace(step)); err != nil {
-				tk.log.Warn("record step", "err", err)
-			}
-		},
+		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
 	})
 	if err != nil {
 		return nil, "", err
@@ -184,6 +182,7 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) e
 	if len(s.Run) == 0 {
 		return nil
 	}
+	defer r.phase(ctx, tk, "setup")
 	p := tk.policy.Policy.Sandbox
 	box, err := r.cfg.Sandbox.Start(ctx, sandbox.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(),
 		CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, Network: s.Network})
@@ -221,6 +220,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			return err
 		}
 		report, err := ws.Gate(ctx, p)
+		r.phase(ctx, tk, "gate")
 		if err != nil {
 			if _, user := errors.AsType[*app.Error](err); user {
 				tk.gated = true
@@ -250,6 +250,10 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
 			return err
 		}
+		r.phase(ctx, tk, "push")
+	}
+	if err := r.auditPush(ctx, tk); err != nil {
+		return err
 	}
 	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{
 		Head: tk.prog.Branch, Base: tg.prBase, Title: title, Body: body, Spec: p.PullRequest,
@@ -261,12 +265,15 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
 		return err
 	}
+	if err := r.auditPullRequest(ctx, tk, tg, pr); err != nil {
+		return err
+	}
 	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
 	if failed != nil {
 		return r.fail(ctx, tk, check, st, *failed)
 	}
 	if err := check.Complete(ctx, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: trace(st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}
@@ -289,7 +296,7 @@ func (r *Runner) fail(ctx context.Context, tk *task, check *app.CheckRun, st *ag
 	if st.Status == app.StateStopped || f.stoppedBy != "" {
 		conclusion = app.ConclusionCancelled
 	}
-	if err := check.Complete(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: trace(st)}); err != nil {
+	if err := check.Complete(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
 		return err
 	}
 	final := app.StateFailed

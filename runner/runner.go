@@ -80,6 +80,13 @@ type Config struct {
 	// Outcomes, when set, keeps what became of each finished fix, for
 	// "agentbot stats" and the metrics; queue.Outcomes satisfies it.
 	Outcomes Outcomes
+	// Audit, when set, receives the audit log's entries: each command,
+	// admission, approval, refused call, push, pull request and policy
+	// error; queue.Audit satisfies it.
+	Audit AuditLog
+	// Traces, when set, keeps each fix's trace, which its check run
+	// shows; queue.Traces satisfies it.
+	Traces TraceLog
 	// Bot is the commits' author: the App's bot identity.
 	Bot    workspace.Signature
 	Logger *slog.Logger
@@ -116,7 +123,10 @@ type progress struct {
 	CheckRunID int64            `json:"check_run_id,omitempty"`
 	Pushed     string           `json:"pushed,omitempty"` // the commit pushed to Branch
 	PR         *app.PullRequest `json:"pr,omitempty"`
-	Final      app.State        `json:"final,omitempty"` // set once the task's report is complete
+	// Audited marks the audit entries written, so that a task run again
+	// writes none of them twice.
+	Audited []string  `json:"audited,omitempty"`
+	Final   app.State `json:"final,omitempty"` // set once the task's report is complete
 }
 
 // progressKey is where a task's progress is kept in the Store, apart from
@@ -157,6 +167,7 @@ type task struct {
 	prog   progress
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
+	since  time.Time    // when the trace's current phase began
 	log    *slog.Logger
 }
 
@@ -179,6 +190,9 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		return err
 	}
 	tk := &task{Task: &t, inst: inst, prog: prog, log: log, status: inst.StatusComment(t.Repo, t.Number, t.ID)}
+	if err := r.received(ctx, tk); err != nil {
+		return err
+	}
 	switch t.Verb {
 	case app.VerbFix:
 		err = r.fix(ctx, tk)
@@ -208,6 +222,9 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	}
 	if tk.policy, err = tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server); err != nil {
 		if _, user := errors.AsType[*app.Error](err); user {
+			if err := r.audit(ctx, tk, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
+				return false, err
+			}
 			return false, r.refuse(ctx, tk, err)
 		}
 		return false, err
@@ -227,6 +244,9 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 		return false, r.refuse(ctx, tk, app.Errorf(app.EUnauthorized, "%s", d.Reason))
 	}
 	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
+	if err := r.admission(ctx, tk, true, d.Reason); err != nil {
+		return false, err
+	}
 	return true, nil
 }
 
@@ -246,6 +266,9 @@ func commandText(p app.Policy, t *app.Task) string {
 // refuse reports err, a refusal, as the task's answer.
 func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
 	tk.log.Info("refused", "reason", err)
+	if e := r.admission(ctx, tk, false, app.ErrorMessage(err)); e != nil {
+		return e
+	}
 	return r.finish(ctx, tk, app.StateRefused, app.ErrorMessage(err), "")
 }
 
@@ -271,6 +294,9 @@ func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step 
 	}
 	if err := r.saveOutcome(ctx, tk, st); err != nil {
 		return err
+	}
+	if tk.run != nil {
+		r.phase(ctx, tk, "report")
 	}
 	tk.prog.Final = st
 	return r.saveProgress(ctx, tk.ID, tk.prog)
@@ -306,6 +332,9 @@ func (r *Runner) help(ctx context.Context, tk *task) error {
 	p, err := tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server)
 	if err != nil {
 		if _, user := errors.AsType[*app.Error](err); user {
+			if err := r.audit(ctx, tk, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
+				return err
+			}
 			return r.refuse(ctx, tk, err)
 		}
 		return err
