@@ -17,9 +17,9 @@ import (
 )
 
 // Outcomes keeps what became of each finished task (app.TaskOutcome), for
-// "agentbot stats". An outcome is saved when its task ends and saved again,
-// read-modify-write, when its pull request is merged or reverted: the
-// events of one pull request arrive one after the other.
+// "agentbot stats". An outcome is saved when its task ends and updated,
+// in one optimistic transaction each, when its pull request is merged or
+// reverted.
 //
 // Keys:
 //
@@ -207,26 +207,103 @@ func (m *OutcomeMetrics) Reverted(o app.TaskOutcome) {
 	m.reverted.WithLabelValues(o.Repo, o.Model).Inc()
 }
 
+// SetMerged records that the pull request of task was merged as
+// mergeCommit, with the survival of the agent's diff when it could be
+// measured (nil otherwise). It reports first false, changing nothing, when
+// the outcome was already merged: the caller counts a merge only once
+// (OutcomeMetrics.Merged). A task without an outcome is an *app.Error with
+// code app.ENotFound.
+func (s *Outcomes) SetMerged(ctx context.Context, task, mergeCommit string, survival *app.Survival) (o app.TaskOutcome, first bool, err error) {
+	return s.update(ctx, task, func(o *app.TaskOutcome) bool {
+		if o.Merged {
+			return false
+		}
+		o.Merged, o.MergeCommit, o.Survival = true, mergeCommit, survival
+		return true
+	})
+}
+
 // MarkReverted records r on the merged outcomes it undoes in its
-// repository and returns them, so that the caller counts each revert once
-// (OutcomeMetrics.Reverted). An outcome already marked is left alone. It
-// reads the repository's outcomes, because a revert may name its commit
-// abbreviated: reverts are rare, and an outcome is a few hundred bytes.
+// repository and returns those it marked, so that the caller counts each
+// revert once (OutcomeMetrics.Reverted). An outcome already marked is left
+// alone. It reads the repository's outcomes, because a revert may name its
+// commit abbreviated: reverts are rare, and an outcome is a few hundred
+// bytes.
 func (s *Outcomes) MarkReverted(ctx context.Context, r app.Revert) ([]app.TaskOutcome, error) {
 	all, err := s.Since(ctx, time.Time{})
 	if err != nil {
 		return nil, err
 	}
+	undone := func(o *app.TaskOutcome) bool {
+		return o.Merged && !o.Reverted && strings.EqualFold(o.Repo, r.Repo) && r.Undoes(o.MergeCommit, o.PR)
+	}
 	var marked []app.TaskOutcome
 	for _, o := range all {
-		if !o.Merged || o.Reverted || !strings.EqualFold(o.Repo, r.Repo) || !r.Undoes(o.MergeCommit, o.PR) {
+		if !undone(&o) {
 			continue
 		}
-		o.Reverted = true
-		if err := s.Save(ctx, o); err != nil {
+		o, changed, err := s.update(ctx, o.Task, func(o *app.TaskOutcome) bool {
+			if !undone(o) {
+				return false // marked meanwhile
+			}
+			o.Reverted = true
+			return true
+		})
+		if err != nil {
 			return marked, err
 		}
-		marked = append(marked, o)
+		if changed {
+			marked = append(marked, o)
+		}
 	}
 	return marked, nil
+}
+
+// updateAttempts bounds how often update retries a transaction that
+// another writer interrupted.
+const updateAttempts = 10
+
+// update applies change to the outcome of task as one optimistic
+// transaction: when another writer changes the outcome between the read
+// and the write, the write is dropped and change applied again to what is
+// there now, so two workers recording the same event cannot both see it as
+// new. change reports whether it changed anything; when it did not,
+// nothing is written.
+func (s *Outcomes) update(ctx context.Context, task string, change func(*app.TaskOutcome) bool) (app.TaskOutcome, bool, error) {
+	key := outcomeKey(task)
+	for range updateAttempts {
+		var o app.TaskOutcome
+		changed := false
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			b, err := tx.Get(ctx, key).Bytes()
+			if errors.Is(err, redis.Nil) {
+				return app.Errorf(app.ENotFound, "There is no outcome of task %q.", task)
+			}
+			if err != nil {
+				return fmt.Errorf("read outcome of task %s: %w", task, err)
+			}
+			if err := json.Unmarshal(b, &o); err != nil {
+				return fmt.Errorf("decode outcome of task %s: %w", task, err)
+			}
+			if changed = change(&o); !changed {
+				return nil
+			}
+			if b, err = json.Marshal(o); err != nil {
+				return fmt.Errorf("encode outcome of task %s: %w", task, err)
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, key, b, 0)
+				return nil
+			})
+			return err
+		}, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil {
+			return app.TaskOutcome{}, false, err
+		}
+		return o, changed, nil
+	}
+	return app.TaskOutcome{}, false, fmt.Errorf("update outcome of task %s: changed by others %d times in a row", task, updateAttempts)
 }
