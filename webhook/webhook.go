@@ -7,7 +7,9 @@
 // (400 with a short reason), the filter that finds a command or the reason
 // there is none, the delivery de-duplication (200 {"duplicate": true}), and
 // for a command the enqueue (202 {"task": id}); otherwise 200 {"ignored":
-// reason}. The delivery is remembered last, once its task is queued; what
+// reason}. A merged pull request, or a push that reverts commits, is queued
+// the same way as an outcome event (202 {"event": id}) for the worker that
+// records what became of the agent's pull requests. The delivery is remembered last, once its task is queued; what
 // is ignored costs one Redis round trip. Nothing happens after the answer, so
 // a restart loses nothing; when Redis cannot be reached the answer is 503
 // and GitHub shows the delivery as failed, ready to be redelivered.
@@ -25,6 +27,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -34,18 +37,17 @@ import (
 // MaxBody is the largest delivery accepted; GitHub caps payloads at 25 MiB.
 const MaxBody = 25 << 20
 
-// DefaultLabel is the issue label that asks for a fix.
-const DefaultLabel = "agent:fix"
-
 // DefaultTimeout bounds the Redis work of one delivery, so that the answer
 // comes within two seconds even when Redis does not.
 const DefaultTimeout = 1500 * time.Millisecond
 
-// Enqueuer durably queues a task. It reports duplicate, without queueing,
-// when the task's delivery was already marked by the Deduplicator or a task
+// Enqueuer durably queues a task, or an outcome event for the worker that
+// records merges and reverts. Each reports duplicate, without queueing,
+// when the delivery was already marked by the Deduplicator (tasks) or one
 // with the same ID is already queued.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, t app.Task) (duplicate bool, err error)
+	EnqueueEvent(ctx context.Context, e app.OutcomeEvent) (duplicate bool, err error)
 }
 
 // Deduplicator remembers the deliveries already answered. MarkSeen reports
@@ -64,7 +66,6 @@ type Config struct {
 	Metrics    *Metrics
 	Logger     *slog.Logger  // slog.Default() when nil
 	Command    string        // the command word; app.DefaultCommand when empty
-	Label      string        // the trigger label; DefaultLabel when empty
 	Timeout    time.Duration // DefaultTimeout when 0
 }
 
@@ -93,9 +94,6 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Command == "" {
 		cfg.Command = app.DefaultCommand
 	}
-	if cfg.Label == "" {
-		cfg.Label = DefaultLabel
-	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
@@ -115,10 +113,11 @@ type answer struct {
 	status  int
 	outcome string // the metrics label
 	body    map[string]any
-	reason  string   // why it was refused or ignored, for the log too
-	repo    string   // owner/name, once the payload is read
-	task    app.Task // set when a command was found
-	err     error    // why it failed, for the operator's log
+	reason  string            // why it was refused or ignored, for the log too
+	repo    string            // owner/name, once the payload is read
+	task    app.Task          // set when a command was found
+	event   *app.OutcomeEvent // set when a merge or revert was found
+	err     error             // why it failed, for the operator's log
 }
 
 func fail(status int, outcome, reason string, err error) answer {
@@ -143,6 +142,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.task.ID != "" {
 		attrs = append(attrs, "task", a.task.ID, "verb", a.task.Verb)
+	}
+	if a.event != nil {
+		attrs = append(attrs, "outcome_event", a.event.ID)
 	}
 	if a.reason != "" {
 		attrs = append(attrs, "reason", a.reason)
@@ -170,7 +172,12 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
 	}
 
-	a := h.interpret(event, delivery, body)
+	var a answer
+	if isOutcomeEvent(event) {
+		a = h.interpretOutcome(event, delivery, body)
+	} else {
+		a = h.interpret(event, delivery, body)
+	}
 	if a.status == http.StatusBadRequest {
 		return a
 	}
@@ -182,12 +189,13 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 	}
 	duplicate := answer{status: http.StatusOK, outcome: "duplicate", repo: a.repo, body: map[string]any{"duplicate": true}}
 	if a.status == http.StatusAccepted {
-		dup, err := h.cfg.Queue.Enqueue(ctx, a.task)
+		dup, err := h.enqueue(ctx, a)
 		if err != nil {
 			return unavailable(err)
 		}
 		if dup {
-			duplicate.task, duplicate.body["task"] = a.task, a.task.ID
+			maps.Copy(duplicate.body, a.body) // the task's or the event's id
+			duplicate.task, duplicate.event = a.task, a.event
 			a = duplicate
 		}
 	}

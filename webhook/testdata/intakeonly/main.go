@@ -15,9 +15,10 @@ import (
 
 type nopQueue struct{}
 
-func (nopQueue) Enqueue(context.Context, app.Task) (bool, error) { return false, nil }
-func (nopQueue) MarkSeen(context.Context, string) (bool, error)  { return false, nil }
-func (nopQueue) Ping(context.Context) error                      { return nil }
+func (nopQueue) Enqueue(context.Context, app.Task) (bool, error)              { return false, nil }
+func (nopQueue) EnqueueEvent(context.Context, app.OutcomeEvent) (bool, error) { return false, nil }
+func (nopQueue) MarkSeen(context.Context, string) (bool, error)               { return false, nil }
+func (nopQueue) Ping(context.Context) error                                   { return nil }
 
 func main() {
 	reg := prometheus.NewRegistry()
