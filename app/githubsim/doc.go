@@ -63,7 +63,12 @@
 // Deliveries). With SetWebhookURL the App's own writes come back as
 // webhooks, as they do on GitHub. All state is safe for concurrent use.
 //
-// What is not simulated: merging and closing, the push event (the App
-// does not subscribe to it), labels' metadata beyond their names, teams,
-// and GitHub's following of symbolic links in the contents API.
+// Merging is done by the test, as a person pressing the merge button:
+// Merge and DeliverMerge (merge commit, squash or rebase, with the
+// pull_request "closed" event), Commit, CreateBranch and RevertCommit for
+// people's own commits, and DeliverPush for the push event.
+//
+// What is not simulated: closing without merging, the merge API, labels'
+// metadata beyond their names, teams, and GitHub's following of symbolic
+// links in the contents API.
 package githubsim

@@ -323,6 +323,9 @@ func (s *Server) pullJSON(r *repo, is *Issue, v pullView, full bool) obj {
 		},
 		"author_association": s.association(r, is.Author), "auto_merge": nil, "draft": p.Draft,
 	}
+	if mg := p.Merged; mg != nil {
+		m["closed_at"], m["merged_at"], m["merge_commit_sha"] = gitHubTime(mg.At), gitHubTime(mg.At), mg.Commit
+	}
 	if full {
 		comments, reviewComments := 0, 0
 		for _, c := range r.comments {
@@ -340,6 +343,10 @@ func (s *Server) pullJSON(r *repo, is *Issue, v pullView, full bool) obj {
 		m["rebaseable"] = true
 		m["mergeable_state"] = "clean"
 		m["merged_by"] = nil
+		if mg := p.Merged; mg != nil {
+			m["merged"], m["mergeable"], m["rebaseable"], m["mergeable_state"] = true, nil, nil, "unknown"
+			m["merged_by"] = s.loginJSON(mg.By)
+		}
 		m["comments"] = comments
 		m["review_comments"] = reviewComments
 		m["maintainer_can_modify"] = false

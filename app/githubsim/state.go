@@ -36,6 +36,7 @@ type Pull struct {
 	Base      string
 	Draft     bool
 	Reviewers []string
+	Merged    *PullMerge // set once merged (Merge)
 }
 
 // Comment is an issue (or pull request conversation) comment.
