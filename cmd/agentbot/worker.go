@@ -38,6 +38,7 @@ type workerConfig struct {
 	serverFile  string
 	concurrency int
 	botName     string
+	audit       queue.AuditOptions
 	models      app.Models
 	app         *appFlags
 }
@@ -50,6 +51,8 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
+	fs.Int64Var(&c.audit.MaxLen, "audit-max-entries", 0, "keep about this many audit log entries per installation (default: no bound)")
+	fs.DurationVar(&c.audit.MaxAge, "audit-max-age", 0, "drop audit log entries older than this (default: keep them)")
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
 	fs.StringVar(&c.models.Fast, "fast-model", "gpt-4.1-mini", "the model that digests old context when a policy names none")
 	c.app = addAppFlags(fs)
@@ -117,9 +120,14 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		log.Info("removed orphaned sandboxes", "count", n)
 	}
 	store := queue.NewStore(rdb)
+	audit, err := queue.NewAudit(rdb, cfg.audit)
+	if err != nil {
+		return err
+	}
 	r, err := runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
+		Audit: audit, Traces: queue.NewTraces(rdb, 0),
 		Tasks:  storeTasks{store},
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID),
