@@ -11,7 +11,7 @@ import (
 )
 
 // TestAppManifest holds app.yml to the issue: the five permissions and no
-// more, never workflows, the seven events, a private App.
+// more, never workflows, the eight events, a private App.
 func TestAppManifest(t *testing.T) {
 	data, err := os.ReadFile("../app.yml")
 	if err != nil {
@@ -28,7 +28,7 @@ func TestAppManifest(t *testing.T) {
 		t.Errorf("permissions %v, want %v", m.DefaultPermissions, wantPerms)
 	}
 	wantEvents := []string{"installation", "installation_repositories", "issue_comment", "issues",
-		"pull_request", "pull_request_review", "pull_request_review_comment"}
+		"pull_request", "pull_request_review", "pull_request_review_comment", "push"}
 	if got := slices.Sorted(slices.Values(m.DefaultEvents)); !slices.Equal(got, wantEvents) {
 		t.Errorf("events %v, want %v", got, wantEvents)
 	}
