@@ -11,9 +11,11 @@
 //
 // Keys, all under "agentbot:":
 //
-//	agentbot:task:{id}       hash: task (JSON app.Task), state, step, updated_at
-//	agentbot:task:{id}:run   the worker's resumable state (opaque bytes)
-//	agentbot:tasks           sorted set of task ids by received time
+//	agentbot:task:{id}       hash: task (JSON app.Task), state, step, updated_at;
+//	                         expires the retention after its last change
+//	agentbot:task:{id}:run   the worker's resumable state (opaque bytes), likewise
+//	agentbot:tasks           sorted set of task ids by received time, trimmed to
+//	                         the retention as tasks arrive
 //	agentbot:delivery:{id}   a webhook delivery already answered, for DeliveryTTL
 //
 // and asynq's own keys under "asynq:".
@@ -77,9 +79,18 @@ type Client struct {
 	store *Store
 }
 
-// NewClient returns a Client over rdb, which the caller closes.
+// NewClient returns a Client over rdb, which the caller closes, whose
+// records have the default retention.
 func NewClient(rdb redis.UniversalClient) *Client {
 	return &Client{rdb: rdb, aq: asynq.NewClientFromRedisClient(rdb), store: NewStore(rdb)}
+}
+
+// WithRetention returns a copy of c whose records are kept for ttl (0:
+// forever); see Store.WithRetention.
+func (c *Client) WithRetention(ttl time.Duration) *Client {
+	cc := *c
+	cc.store = c.store.WithRetention(ttl)
+	return &cc
 }
 
 // Enqueue records t (state queued) and queues it for a worker under t.ID.

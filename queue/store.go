@@ -21,14 +21,36 @@ type Record struct {
 }
 
 // Store reads and updates task records and the workers' resumable state.
+// What it writes expires its retention after the task's last change, so
+// Redis does not grow with every task ever run; the audit log and the
+// outcomes keep what must outlive the records.
 type Store struct {
 	rdb redis.UniversalClient
+	ttl time.Duration // 0: kept forever
 }
 
-// NewStore returns a Store over rdb, which the caller closes.
+// DefaultTaskRetention is how long a task's record and resumable state
+// are kept after its last change.
+const DefaultTaskRetention = 30 * 24 * time.Hour
+
+// NewStore returns a Store over rdb, which the caller closes, with the
+// default retention.
 func NewStore(rdb redis.UniversalClient) *Store {
-	return &Store{rdb: rdb}
+	return &Store{rdb: rdb, ttl: DefaultTaskRetention}
 }
+
+// WithRetention returns a copy of s whose writes keep a task's record and
+// resumable state for ttl after the task's last change, and drop tasks
+// received longer ago than ttl from the index; ttl 0 keeps them forever.
+// Only writes apply it: a record keeps the expiry of its last write.
+func (s *Store) WithRetention(ttl time.Duration) *Store {
+	c := *s
+	c.ttl = max(ttl, 0)
+	return &c
+}
+
+// ttlMillis is the retention as the scripts take it: 0 for none.
+func (s *Store) ttlMillis() int64 { return s.ttl.Milliseconds() }
 
 const indexKey = "agentbot:tasks"
 
@@ -38,16 +60,23 @@ func runKey(id string) string  { return "agentbot:task:" + id + ":run" }
 // createScript stores a task's record, unless its delivery was already
 // answered (KEYS[3] exists), in one atomic step: a delivery that is
 // remembered never gains a record afterwards. Fields already there are kept,
-// so writing a record again changes nothing.
+// so writing a record again changes nothing. With a retention (ARGV[6]
+// milliseconds, 0 for none) the record expires that long after, and the
+// index forgets the tasks received before ARGV[7], whose records have
+// expired already.
 //
 //	KEYS: task record, index, delivery
-//	ARGV: task JSON, state, updated_at, score, id
+//	ARGV: task JSON, state, updated_at, score, id, retention, oldest kept score
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('HSETNX', KEYS[1], 'task', ARGV[1])
 redis.call('HSETNX', KEYS[1], 'state', ARGV[2])
 redis.call('HSETNX', KEYS[1], 'updated_at', ARGV[3])
 redis.call('ZADD', KEYS[2], 'NX', ARGV[4], ARGV[5])
+if ARGV[6] ~= '0' then
+	redis.call('PEXPIRE', KEYS[1], ARGV[6])
+	redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[7])
+end
 return 1`)
 
 // create stores t's record in state queued unless one exists, and returns t
@@ -57,9 +86,10 @@ func (s *Store) create(ctx context.Context, t app.Task) (payload []byte, fresh b
 	if err != nil {
 		return nil, false, fmt.Errorf("encode task %s: %w", t.ID, err)
 	}
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+	now := time.Now().UTC()
 	n, err := createScript.Run(ctx, s.rdb, []string{taskKey(t.ID), indexKey, deliveryKey(t.Delivery)},
-		b, string(app.StateQueued), now, t.ReceivedAt.UnixMilli(), t.ID).Int()
+		b, string(app.StateQueued), now.Format(time.RFC3339Nano), t.ReceivedAt.UnixMilli(), t.ID,
+		s.ttlMillis(), now.Add(-s.ttl).UnixMilli()).Int()
 	if err != nil {
 		return nil, false, fmt.Errorf("store task %s: %w", t.ID, err)
 	}
@@ -126,16 +156,18 @@ func decodeRecord(id string, h map[string]string) (Record, error) {
 }
 
 // setStateScript updates an existing record only, so that a late worker
-// cannot resurrect a task record that was removed.
+// cannot resurrect a task record that was removed, and restarts its
+// retention (ARGV[4] milliseconds, 0 for none).
 var setStateScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'state', ARGV[1], 'step', ARGV[2], 'updated_at', ARGV[3])
+if ARGV[4] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1`)
 
 // SetState moves the task id to state s; step says what it is doing.
 func (s *Store) SetState(ctx context.Context, id string, st app.State, step string) error {
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	n, err := setStateScript.Run(ctx, s.rdb, []string{taskKey(id)}, string(st), step, now).Int()
+	n, err := setStateScript.Run(ctx, s.rdb, []string{taskKey(id)}, string(st), step, now, s.ttlMillis()).Int()
 	if err != nil {
 		return fmt.Errorf("set state of task %s: %w", id, err)
 	}
@@ -148,7 +180,7 @@ func (s *Store) SetState(ctx context.Context, id string, st app.State, step stri
 // SaveState stores the worker's resumable state of the task id, replacing
 // what was there.
 func (s *Store) SaveState(ctx context.Context, id string, state []byte) error {
-	if err := s.rdb.Set(ctx, runKey(id), state, 0).Err(); err != nil {
+	if err := s.rdb.Set(ctx, runKey(id), state, s.ttl).Err(); err != nil {
 		return fmt.Errorf("save state of task %s: %w", id, err)
 	}
 	return nil
