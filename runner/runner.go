@@ -320,6 +320,7 @@ func (r *Runner) saveOutcome(ctx context.Context, tk *task, st app.State) error 
 	}
 	if tk.prog.PR != nil {
 		o.PR = tk.prog.PR.Number
+		o.Base, o.Pushed = tk.prog.Base, tk.prog.Pushed // the agent's final diff, for survival once merged
 	}
 	if err := r.cfg.Outcomes.Save(ctx, o); err != nil {
 		return fmt.Errorf("save outcome of task %s: %w", tk.ID, err)
