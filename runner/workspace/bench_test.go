@@ -17,9 +17,15 @@ import (
 
 // BenchmarkCheckout compares, on a generated repository of 5,000 files
 // served over smart HTTP: a cold checkout (empty data dir: mirror clone,
-// then checkout), a plain "git clone" for reference, a warm checkout of a
-// branch (fetch, then checkout) and a warm checkout of a commit the mirror
-// has (no fetch). The goal is a warm checkout under 10% of the cold one.
+// then checkout), a plain "git clone" for reference, warm checkouts without
+// spare trees of a branch (fetch, then checkout) and of a commit the mirror
+// has (no fetch), and the same two from the pool of spare trees, the steady
+// state of a worker. The goal is a pooled checkout under 10% of the cold one.
+//
+// Only the checkout is timed: removing the workspace, and in the pooled
+// cases waiting for the spare tree that replaces the one taken, are not.
+// cpu-ms/op is the CPU time of git (client and http-backend) in the timed
+// part, a figure that the machine's load inflates less than wall time.
 func BenchmarkCheckout(b *testing.B) {
 	srv := workspacetest.NewServer(b, token)
 	base := srv.CreateRepo(b, "octo/big", func(dir string) {
@@ -35,77 +41,100 @@ func BenchmarkCheckout(b *testing.B) {
 		}
 	})
 	remote := workspace.Remote{URL: srv.RepoURL("octo/big"), Token: token}
+	noSpares := workspace.Options{SpareTrees: -1}
+	var names []string
 	wall, cpu := map[string]time.Duration{}, map[string]time.Duration{}
 
-	checkout := func(b *testing.B, m *workspace.Manager, ref string) {
-		w, err := m.Checkout(b.Context(), workspace.CheckoutOptions{Repo: "octo/big", Remote: remote, Base: ref})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		w.Close()
-		b.StartTimer()
-	}
-	run := func(name string, f func(b *testing.B)) {
+	// run times op, and nothing else, in each of b.N rounds of setup, op
+	// and teardown.
+	run := func(name string, setup func(b *testing.B), op func(b *testing.B), teardown func(b *testing.B)) {
+		names = append(names, name)
 		b.Run(name, func(b *testing.B) {
-			before := childCPU(b)
-			f(b)
-			// git's CPU time (client and http-backend) is a figure the
-			// machine's load does not inflate the way wall time is.
-			// Setup outside the timer is only TempDir and RemoveAll.
-			cpu[name] = (childCPU(b) - before) / time.Duration(b.N)
+			b.StopTimer()
+			var used time.Duration
+			for range b.N {
+				setup(b)
+				before := childCPU(b)
+				b.StartTimer()
+				op(b)
+				b.StopTimer()
+				used += childCPU(b) - before
+				teardown(b)
+			}
+			cpu[name] = used / time.Duration(b.N)
 			wall[name] = b.Elapsed() / time.Duration(b.N)
 			b.ReportMetric(float64(cpu[name].Milliseconds()), "cpu-ms/op")
 		})
 	}
-
-	run("cold", func(b *testing.B) {
-		for range b.N {
-			b.StopTimer()
-			dir := b.TempDir()
-			m := workspace.NewManager(dir, workspace.Options{})
-			b.StartTimer()
-			checkout(b, m, base)
-			b.StopTimer()
-			os.RemoveAll(dir)
-			b.StartTimer()
-		}
-	})
-	run("git-clone", func(b *testing.B) {
-		for range b.N {
-			b.StopTimer()
-			dir := b.TempDir()
-			cmd := exec.Command("git", "clone", "--quiet", remote.URL, filepath.Join(dir, "c"))
-			cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader",
-				"GIT_CONFIG_VALUE_0=Authorization: Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token)))
-			b.StartTimer()
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%v: %s", err, out)
+	var w *workspace.Workspace
+	checkout := func(m **workspace.Manager, ref string) func(b *testing.B) {
+		return func(b *testing.B) {
+			var err error
+			w, err = (*m).Checkout(b.Context(), workspace.CheckoutOptions{Repo: "octo/big", Remote: remote, Base: ref})
+			if err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
-			os.RemoveAll(dir)
-			b.StartTimer()
 		}
-	})
-	m := workspace.NewManager(b.TempDir(), workspace.Options{})
-	checkout(b, m, base) // fills the mirror
-	run("warm-fetch", func(b *testing.B) {
-		for range b.N {
-			checkout(b, m, "main")
-		}
-	})
-	run("warm", func(b *testing.B) {
-		for range b.N {
-			checkout(b, m, base)
-		}
-	})
-	pct := func(m map[string]time.Duration, name string) float64 {
-		return 100 * float64(m[name]) / float64(m["cold"])
 	}
-	for name, m := range map[string]map[string]time.Duration{"wall": wall, "cpu": cpu} {
-		fmt.Printf("5,000 files, %s: cold %v, git clone %v, warm with fetch %v (%.1f%% of cold), warm %v (%.1f%% of cold)\n",
-			name, m["cold"].Round(time.Millisecond), m["git-clone"].Round(time.Millisecond),
-			m["warm-fetch"].Round(time.Millisecond), pct(m, "warm-fetch"), m["warm"].Round(time.Millisecond), pct(m, "warm"))
+	closeWorkspace := func(m **workspace.Manager) func(b *testing.B) {
+		return func(b *testing.B) {
+			if err := w.Close(); err != nil {
+				b.Fatal(err)
+			}
+			(*m).WaitSpares()
+		}
+	}
+	nothing := func(*testing.B) {}
+
+	var cold *workspace.Manager
+	var coldDir string
+	run("cold", func(b *testing.B) {
+		coldDir = b.TempDir()
+		cold = workspace.NewManager(coldDir, noSpares)
+	}, checkout(&cold, base), func(b *testing.B) {
+		closeWorkspace(&cold)(b)
+		os.RemoveAll(coldDir)
+	})
+
+	var cloneDir string
+	var clone *exec.Cmd
+	run("git-clone", func(b *testing.B) {
+		cloneDir = b.TempDir()
+		clone = exec.Command("git", "clone", "--quiet", remote.URL, filepath.Join(cloneDir, "c"))
+		clone.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader",
+			"GIT_CONFIG_VALUE_0=Authorization: Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token)))
+	}, func(b *testing.B) {
+		if out, err := clone.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}, func(*testing.B) { os.RemoveAll(cloneDir) })
+
+	plain := workspace.NewManager(b.TempDir(), noSpares)
+	checkout(&plain, base)(b) // fills the mirror
+	closeWorkspace(&plain)(b)
+	run("warm-fetch", nothing, checkout(&plain, "main"), closeWorkspace(&plain))
+	run("warm", nothing, checkout(&plain, base), closeWorkspace(&plain))
+
+	pooled := workspace.NewManager(b.TempDir(), workspace.Options{})
+	defer pooled.Close()
+	checkout(&pooled, base)(b) // fills the mirror and the pool
+	closeWorkspace(&pooled)(b)
+	run("pooled-fetch", nothing, checkout(&pooled, "main"), closeWorkspace(&pooled))
+	run("pooled", nothing, checkout(&pooled, base), closeWorkspace(&pooled))
+
+	for _, figures := range []struct {
+		kind string
+		m    map[string]time.Duration
+	}{{"wall", wall}, {"cpu", cpu}} {
+		var parts []string
+		for _, name := range names {
+			part := fmt.Sprintf("%s %v", name, figures.m[name].Round(time.Millisecond))
+			if name != "cold" {
+				part += fmt.Sprintf(" (%.1f%%)", 100*float64(figures.m[name])/float64(figures.m["cold"]))
+			}
+			parts = append(parts, part)
+		}
+		fmt.Printf("5,000 files, %s, %% of cold: %s\n", figures.kind, strings.Join(parts, ", "))
 	}
 }
 

@@ -25,6 +25,7 @@ func testWorkspace(t *testing.T, files map[string]string) *Workspace {
 		}
 	})
 	m := NewManager(t.TempDir(), Options{})
+	t.Cleanup(func() { m.Close() })
 	w, err := m.Checkout(t.Context(), CheckoutOptions{Repo: "o/r", Remote: Remote{URL: srv.RepoURL("o/r"), Token: "tok"}})
 	if err != nil {
 		t.Fatal(err)

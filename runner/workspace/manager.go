@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,17 +30,36 @@ type Options struct {
 	// sandbox writing huge files cannot exhaust the worker's memory through
 	// Diff. Default 64 MiB.
 	MaxDiffSize int
+	// SpareTrees is how many spare work trees the Manager keeps ready per
+	// repository (see Checkout); each costs the disk of one checkout of the
+	// default branch plus its index. Default 1; negative keeps none.
+	SpareTrees int
+	// SpareTTL is how long a repository may go without a checkout before
+	// its spare trees are removed. Default 1h.
+	SpareTTL time.Duration
 }
 
 // Manager owns the data directory: one bare mirror per repository under
-// mirrors/, one directory per task under work/, and an empty home/ that is
-// HOME for every git command.
+// mirrors/, one directory per task under work/, the spare work trees under
+// spares/, and an empty home/ that is HOME for every git command. Close
+// stops its background work.
 type Manager struct {
 	dataDir     string
 	git         *gitRunner
 	log         *slog.Logger
 	maxFileSize int64
 	maxDiffSize int
+	spareTrees  int
+	spareTTL    time.Duration
+
+	mu     sync.Mutex
+	pools  map[string]*pool // by lower-case owner/name
+	closed bool
+	// bg counts the goroutines that prepare or remove spare trees; bgCtx
+	// ends their git commands on Close.
+	bg     sync.WaitGroup
+	bgCtx  context.Context
+	stopBg context.CancelFunc
 }
 
 // DefaultDataDir is the data directory used when none is configured:
@@ -76,12 +96,24 @@ func NewManager(dataDir string, opts Options) *Manager {
 	if opts.MaxDiffSize <= 0 {
 		opts.MaxDiffSize = 64 << 20
 	}
+	if opts.SpareTrees == 0 {
+		opts.SpareTrees = 1
+	}
+	if opts.SpareTTL <= 0 {
+		opts.SpareTTL = time.Hour
+	}
+	bgCtx, stopBg := context.WithCancel(context.Background())
 	return &Manager{
 		dataDir:     dataDir,
 		git:         newGitRunner(filepath.Join(dataDir, "home"), opts.CommandTimeout, opts.Logger),
 		log:         opts.Logger,
 		maxFileSize: opts.MaxFileSize,
 		maxDiffSize: opts.MaxDiffSize,
+		spareTrees:  opts.SpareTrees,
+		spareTTL:    opts.SpareTTL,
+		pools:       map[string]*pool{},
+		bgCtx:       bgCtx,
+		stopBg:      stopBg,
 	}
 }
 
@@ -133,6 +165,13 @@ func (o CheckoutOptions) validate() error {
 // and "read-tree -u" writes the base commit's files straight from the
 // mirror's packs into the tree. No refs are copied and no .git appears in
 // the tree. Commits made in the task land in the task's own object store.
+//
+// Writing the files is then most of the cost, so a checkout leaves behind,
+// in the background, a spare tree of the repository: the same git dir and
+// tree, checked out at the mirror's HEAD. The next Checkout of the
+// repository renames the spare into place, checks that it is exactly its
+// commit, and moves it to its base with read-tree, which writes only the
+// files that differ. Without a spare it checks out from scratch.
 func (m *Manager) Checkout(ctx context.Context, opts CheckoutOptions) (*Workspace, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -141,6 +180,20 @@ func (m *Manager) Checkout(ctx context.Context, opts CheckoutOptions) (*Workspac
 	if err != nil {
 		return nil, err
 	}
+	key := repoKey(opts.Repo)
+	// Started on return, so that the spare's files are not written while
+	// this checkout writes its own.
+	defer m.prepareSpares(key, mirror)
+	if s := m.takeSpare(key); s != nil {
+		w, err := m.fromSpare(ctx, s, base)
+		if err == nil {
+			return w, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("check out %s at %s: %w", opts.Repo, base, err)
+		}
+		m.log.Warn("spare work tree discarded", "repo", opts.Repo, "err", err)
+	}
 	w, err := m.newWorkspace(ctx, mirror, base)
 	if err != nil {
 		return nil, fmt.Errorf("check out %s at %s: %w", opts.Repo, base, err)
@@ -148,11 +201,18 @@ func (m *Manager) Checkout(ctx context.Context, opts CheckoutOptions) (*Workspac
 	return w, nil
 }
 
+// repoKey names a repository's mirror and spares. GitHub names are
+// case-insensitive: one mirror serves every spelling.
+func repoKey(repo string) string { return strings.ToLower(repo) }
+
+func (m *Manager) mirrorDir(key string) string {
+	return filepath.Join(m.dataDir, "mirrors", filepath.FromSlash(key)+".git")
+}
+
 // syncMirror clones or fetches the repository's mirror under a per-repository
 // lock and resolves the base commit in it.
 func (m *Manager) syncMirror(ctx context.Context, opts CheckoutOptions) (dir, base string, err error) {
-	// GitHub names are case-insensitive: one mirror serves every spelling.
-	dir = filepath.Join(m.dataDir, "mirrors", filepath.FromSlash(strings.ToLower(opts.Repo))+".git")
+	dir = m.mirrorDir(repoKey(opts.Repo))
 	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return "", "", fmt.Errorf("mirror %s: %w", opts.Repo, err)
 	}
@@ -229,32 +289,28 @@ func isCommitID(s string) bool { return commitID.MatchString(s) }
 // newWorkspace makes the task's directory: git/ (host-owned git dir) and
 // tree/ (the work tree the sandbox mounts), and checks base out into it.
 func (m *Manager) newWorkspace(ctx context.Context, mirror, base string) (_ *Workspace, err error) {
-	work := filepath.Join(m.dataDir, "work")
-	if err := os.MkdirAll(work, 0o700); err != nil {
-		return nil, err
-	}
-	// The lock, held for the workspace's life, tells RemoveOrphans that
-	// the task's process is alive; it is taken before the directory exists.
-	lock, err := os.CreateTemp(work, "task-*.lock")
+	lock, dir, err := lockedName(filepath.Join(m.dataDir, "work"), "task")
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		lock.Close()
-		os.Remove(lock.Name())
-		return nil, fmt.Errorf("lock workspace: %w", err)
-	}
-	dir := strings.TrimSuffix(lock.Name(), ".lock")
 	defer func() {
 		if err != nil {
 			os.RemoveAll(dir)
-			os.Remove(lock.Name())
-			lock.Close()
+			unlock(lock)
 		}
 	}()
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := m.checkoutInto(ctx, dir, mirror, base); err != nil {
+		return nil, err
+	}
+	return m.openWorkspace(lock, dir, base)
+}
+
+// openWorkspace returns the Workspace of a task directory checked out at
+// base, whose lock the caller holds.
+func (m *Manager) openWorkspace(lock *os.File, dir, base string) (*Workspace, error) {
 	w := &Workspace{
 		m:      m,
 		lock:   lock,
@@ -264,48 +320,95 @@ func (m *Manager) newWorkspace(ctx context.Context, mirror, base string) (_ *Wor
 		base:   base,
 		head:   base,
 	}
-	// --template= leaves out the sample hooks and the default excludes.
-	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "--quiet", "--bare", "--template=", w.gitDir}}); err != nil {
-		return nil, err
-	}
-	files := map[string]string{
-		"objects/info/alternates": filepath.Join(mirror, "objects") + "\n",
-		"info/attributes":         neutralAttributes,
-	}
-	for name, content := range files {
-		p := filepath.Join(w.gitDir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.Mkdir(w.tree, 0o755); err != nil {
-		return nil, err
-	}
-	// Writing the files is most of a checkout's cost: let git spread it
-	// over the CPUs.
-	if _, err := w.git(ctx, gitCall{args: []string{"-c", "checkout.workers=0", "read-tree", "--reset", "-u", base}}); err != nil {
-		return nil, err
-	}
-	if _, err := w.git(ctx, gitCall{args: []string{"update-ref", "--no-deref", "HEAD", base}}); err != nil {
-		return nil, err
-	}
+	var err error
 	if w.root, err = os.OpenRoot(w.tree); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-// RemoveOrphans removes the workspaces whose task's process is gone, as a
-// worker killed mid-task leaves them: every live workspace holds a lock that
-// the kernel releases when its process dies. It is safe to run while other
-// workers share the data dir, and returns how many workspaces it removed.
-func (m *Manager) RemoveOrphans() (int, error) {
-	locks, err := filepath.Glob(filepath.Join(m.dataDir, "work", "task-*.lock"))
+// checkoutInto makes, in the empty directory dir, git/ (a git dir that
+// borrows the mirror's objects) and tree/ checked out at commit.
+func (m *Manager) checkoutInto(ctx context.Context, dir, mirror, commit string) error {
+	gitDir := filepath.Join(dir, "git")
+	// --template= leaves out the sample hooks and the default excludes.
+	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "--quiet", "--bare", "--template=", gitDir}}); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"objects/info/alternates": filepath.Join(mirror, "objects") + "\n",
+		"info/attributes":         neutralAttributes,
+	}
+	for name, content := range files {
+		p := filepath.Join(gitDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	tree := filepath.Join(dir, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return err
+	}
+	return m.moveTo(ctx, gitDir, tree, commit)
+}
+
+// moveTo makes the index and the tree those of commit and points HEAD at
+// it. "read-tree --reset -u" keeps the files whose index entry is the
+// same and whose stat data still matches, so it writes only what differs
+// from the index; in an empty tree, that is every file.
+func (m *Manager) moveTo(ctx context.Context, gitDir, tree, commit string) error {
+	// Writing files is most of a checkout's cost: let git spread it over
+	// the CPUs.
+	if _, err := m.git.run(ctx, gitCall{gitDir: gitDir, workTree: tree,
+		args: []string{"-c", "checkout.workers=0", "read-tree", "--reset", "-u", commit}}); err != nil {
+		return err
+	}
+	_, err := m.git.run(ctx, gitCall{gitDir: gitDir, args: []string{"update-ref", "--no-deref", "HEAD", commit}})
+	return err
+}
+
+// lockedName creates parent/prefix-*.lock and flocks it; the lock, held
+// for as long as the file stays open, tells RemoveOrphans that the
+// directory of the same name without ".lock" has a live owner. It is taken
+// before that directory exists, which the caller makes.
+func lockedName(parent, prefix string) (lock *os.File, dir string, err error) {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, "", err
+	}
+	lock, err = os.CreateTemp(parent, prefix+"-*.lock")
 	if err != nil {
-		return 0, err
+		return nil, "", err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		unlock(lock)
+		return nil, "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	return lock, strings.TrimSuffix(lock.Name(), ".lock"), nil
+}
+
+// unlock removes and releases a lock from lockedName, once its directory
+// is gone or in other hands.
+func unlock(lock *os.File) {
+	os.Remove(lock.Name())
+	lock.Close()
+}
+
+// RemoveOrphans removes the work trees whose process is gone, as a worker
+// killed mid-task leaves them: task workspaces, and spare trees ready or
+// half made. Every live one holds a lock that the kernel releases when its
+// process dies. It is safe to run while other workers share the data dir,
+// and returns how many trees it removed.
+func (m *Manager) RemoveOrphans() (int, error) {
+	var locks []string
+	for _, pattern := range []string{"work/task-*.lock", "spares/*/*/spare-*.lock"} {
+		l, err := filepath.Glob(filepath.Join(m.dataDir, filepath.FromSlash(pattern)))
+		if err != nil {
+			return 0, err
+		}
+		locks = append(locks, l...)
 	}
 	removed := 0
 	var errs []error
@@ -319,7 +422,7 @@ func (m *Manager) RemoveOrphans() (int, error) {
 			continue
 		}
 		if err := os.RemoveAll(strings.TrimSuffix(name, ".lock")); err != nil {
-			errs = append(errs, fmt.Errorf("remove orphaned workspace: %w", err))
+			errs = append(errs, fmt.Errorf("remove orphaned work tree: %w", err))
 		} else {
 			os.Remove(name)
 			removed++

@@ -9,6 +9,16 @@
 // mirror's objects. The work tree holds no .git; only the tree is mounted
 // into the container, which may write anything into it.
 //
+// Writing thousands of files is most of a warm checkout, so after each
+// checkout the Manager prepares, in the background, a spare work tree of the
+// repository at its default branch (Options.SpareTrees per repository, each
+// the disk of one checkout). The next Checkout takes it with a rename and
+// moves it to its base writing only the files that differ. A spare is never
+// mounted before a task takes it, and is checked to be exactly its commit
+// when taken; a task's tree is never reused. Spares go with Manager.Close,
+// after Options.SpareTTL without a checkout of their repository, and through
+// Manager.RemoveOrphans when their worker was killed.
+//
 // Everything the host does with the tree assumes that hostile content:
 //
 //   - git runs only as "git --git-dir=<host-owned> --work-tree=<tree>", with

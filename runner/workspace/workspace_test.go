@@ -55,6 +55,11 @@ func newEnv(t *testing.T, opts workspace.Options) *env {
 	e := &env{srv: workspacetest.NewServer(t, token), dataDir: t.TempDir(), logs: &syncBuffer{}}
 	opts.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.m = workspace.NewManager(e.dataDir, opts)
+	t.Cleanup(func() {
+		if err := e.m.Close(); err != nil {
+			t.Errorf("close manager: %v", err)
+		}
+	})
 	return e
 }
 
@@ -535,8 +540,9 @@ func TestDefaultDataDir(t *testing.T) {
 	}
 }
 
-// A worker killed mid-task leaves its workspace behind; RemoveOrphans, as
-// the next worker runs it, removes that one and leaves live ones alone.
+// A worker killed mid-task leaves its workspace and its spare tree behind;
+// RemoveOrphans, as the next worker runs it, removes those and leaves live
+// ones alone.
 func TestRemoveOrphans(t *testing.T) {
 	if dir := os.Getenv("WORKSPACE_ORPHAN_DATA_DIR"); dir != "" {
 		// The killed worker: check out, say where, die without cleaning up.
@@ -547,12 +553,14 @@ func TestRemoveOrphans(t *testing.T) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
+		m.WaitSpares()
 		fmt.Println(w.Dir())
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	}
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/orphan", map[string]string{"a.txt": "a\n"})
 	live := e.checkout(t, "octo/orphan", "main")
+	liveSpare := e.oneSpare(t, "octo/orphan")
 
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestRemoveOrphans$")
 	cmd.Env = append(os.Environ(), "WORKSPACE_ORPHAN_DATA_DIR="+e.dataDir, "WORKSPACE_ORPHAN_URL="+e.srv.RepoURL("octo/orphan"))
@@ -563,13 +571,19 @@ func TestRemoveOrphans(t *testing.T) {
 	if _, statErr := os.Stat(orphan); orphan == "" || statErr != nil {
 		t.Fatalf("the killed worker left no workspace (%v, %v): %s", err, statErr, stderr.String())
 	}
+	if s := e.spares(t, "octo/orphan"); len(s) != 2 {
+		t.Fatalf("spares %q, want the live one and the killed worker's", s)
+	}
 
 	n, err := e.m.RemoveOrphans()
-	if err != nil || n != 1 {
-		t.Fatalf("RemoveOrphans() = %d, %v; want 1", n, err)
+	if err != nil || n != 2 {
+		t.Fatalf("RemoveOrphans() = %d, %v; want 2", n, err)
 	}
 	if _, err := os.Stat(orphan); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("orphaned workspace still there: %v", err)
+	}
+	if s := e.spares(t, "octo/orphan"); len(s) != 1 || s[0] != liveSpare {
+		t.Errorf("spares %q, want only the live %s", s, liveSpare)
 	}
 	if _, err := live.Diff(t.Context()); err != nil {
 		t.Errorf("the live workspace was harmed: %v", err)
@@ -577,6 +591,9 @@ func TestRemoveOrphans(t *testing.T) {
 	if n, err := e.m.RemoveOrphans(); err != nil || n != 0 {
 		t.Errorf("second RemoveOrphans() = %d, %v; want 0", n, err)
 	}
+	// The live spare is intact and used.
+	spare := statTree(t, liveSpare)
+	assertTaken(t, e.checkout(t, "octo/orphan", "main"), spare)
 }
 
 // A task retried on another worker after its push commits the same tree

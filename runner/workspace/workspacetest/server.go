@@ -94,6 +94,20 @@ func (s *Server) CreateRepo(t testing.TB, name string, populate func(dir string)
 	return s.Ref(t, name, "main")
 }
 
+// Commit adds a commit to the main branch of the repository: change gets
+// a checkout of main to edit, and everything in it is committed. It
+// returns the new commit's id.
+func (s *Server) Commit(t testing.TB, name string, change func(dir string)) string {
+	t.Helper()
+	src := t.TempDir()
+	Git(t, "", "clone", "--quiet", "--branch=main", s.RepoDir(name), src)
+	change(src)
+	Git(t, src, "add", "--all")
+	Git(t, src, "commit", "--quiet", "--no-verify", "--allow-empty", "-m", "change")
+	Git(t, src, "push", "--quiet", "origin", "main")
+	return s.Ref(t, name, "main")
+}
+
 // Ref returns the commit ref points at in the repository, or "" if it
 // does not exist.
 func (s *Server) Ref(t testing.TB, name, ref string) string {
