@@ -9,10 +9,11 @@
 // for a command the enqueue (202 {"task": id}); otherwise 200 {"ignored":
 // reason}. A merged pull request, or a push that reverts commits, is queued
 // the same way as an outcome event (202 {"event": id}) for the worker that
-// records what became of the agent's pull requests. The delivery is remembered last, once its task is queued; what
-// is ignored costs one Redis round trip. Nothing happens after the answer, so
-// a restart loses nothing; when Redis cannot be reached the answer is 503
-// and GitHub shows the delivery as failed, ready to be redelivered.
+// records what became of the agent's pull requests. The delivery is
+// remembered last, once its task or event is queued; what is ignored costs
+// one Redis round trip. Nothing happens after the answer, so a restart
+// loses nothing; when Redis cannot be reached the answer is 503 and GitHub
+// shows the delivery as failed, ready to be redelivered.
 //
 // The package declares the two small interfaces it needs, Enqueuer and
 // Deduplicator, which the queue package satisfies; it makes no GitHub API
@@ -36,6 +37,9 @@ import (
 
 // MaxBody is the largest delivery accepted; GitHub caps payloads at 25 MiB.
 const MaxBody = 25 << 20
+
+// DefaultLabel is the issue label that asks for a fix.
+const DefaultLabel = "agent:fix"
 
 // DefaultTimeout bounds the Redis work of one delivery, so that the answer
 // comes within two seconds even when Redis does not.
@@ -66,6 +70,7 @@ type Config struct {
 	Metrics    *Metrics
 	Logger     *slog.Logger  // slog.Default() when nil
 	Command    string        // the command word; app.DefaultCommand when empty
+	Label      string        // the trigger label; DefaultLabel when empty
 	Timeout    time.Duration // DefaultTimeout when 0
 }
 
@@ -93,6 +98,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if cfg.Command == "" {
 		cfg.Command = app.DefaultCommand
+	}
+	if cfg.Label == "" {
+		cfg.Label = DefaultLabel
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
