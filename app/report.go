@@ -271,36 +271,36 @@ type CheckRun struct {
 }
 
 // CheckRun returns the check run of task on headSHA. id is the run's id
-// when the task kept it from an earlier Start (keep it with the task's
+// when the task kept it from an earlier Complete (keep it with the task's
 // state, so that a worker resuming the task updates the same run), zero
 // otherwise.
 func (i *Installation) CheckRun(repo, headSHA, taskID string, id int64) *CheckRun {
 	return &CheckRun{inst: i, repo: repo, sha: headSHA, task: taskID, id: id}
 }
 
-// ID is the check run's id, zero before Start.
+// ID is the check run's id, zero before it is created.
 func (c *CheckRun) ID() int64 { return c.id }
 
-// Start marks the check run in progress, creating it unless its id is known.
-func (c *CheckRun) Start(ctx context.Context, out CheckOutput) error {
+// Complete ends the check run with conclusion and out, creating it
+// completed unless its id is known: a task whose commit exists only at its
+// end reports its run there, in one call.
+func (c *CheckRun) Complete(ctx context.Context, conclusion Conclusion, out CheckOutput) error {
 	owner, name, err := splitOwnerRepo(c.repo)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := c.inst.app.withTimeout(ctx)
 	defer cancel()
-	status := "in_progress"
+	status, concl, done := "completed", string(conclusion), &github.Timestamp{Time: time.Now()}
 	if c.id != 0 {
-		return c.update(ctx, owner, name, github.UpdateCheckRunOptions{Name: CheckName, Status: &status, Output: out.github()})
+		return c.update(ctx, owner, name, github.UpdateCheckRunOptions{
+			Name: CheckName, Status: &status, Conclusion: &concl, CompletedAt: done, Output: out.github(),
+		})
 	}
 	create := func(ctx context.Context) error {
 		run, _, err := c.inst.gh.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{
-			Name:       CheckName,
-			HeadSHA:    c.sha,
-			ExternalID: &c.task,
-			Status:     &status,
-			StartedAt:  &github.Timestamp{Time: time.Now()},
-			Output:     out.github(),
+			Name: CheckName, HeadSHA: c.sha, ExternalID: &c.task,
+			Status: &status, Conclusion: &concl, CompletedAt: done, Output: out.github(),
 		})
 		if err == nil {
 			c.id = run.GetID()
@@ -317,27 +317,6 @@ func (c *CheckRun) Start(ctx context.Context, out CheckOutput) error {
 		return fmt.Errorf("create check run on %s@%s: %w", c.repo, c.sha, err)
 	}
 	return nil
-}
-
-// Complete ends the check run with conclusion and out.
-func (c *CheckRun) Complete(ctx context.Context, conclusion Conclusion, out CheckOutput) error {
-	owner, name, err := splitOwnerRepo(c.repo)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.inst.app.withTimeout(ctx)
-	defer cancel()
-	if c.id == 0 {
-		return fmt.Errorf("complete check run of task %s on %s@%s: it was never started", c.task, c.repo, c.sha)
-	}
-	status, concl := "completed", string(conclusion)
-	return c.update(ctx, owner, name, github.UpdateCheckRunOptions{
-		Name:        CheckName,
-		Status:      &status,
-		Conclusion:  &concl,
-		CompletedAt: &github.Timestamp{Time: time.Now()},
-		Output:      out.github(),
-	})
 }
 
 func (c *CheckRun) update(ctx context.Context, owner, name string, opts github.UpdateCheckRunOptions) error {
@@ -416,4 +395,52 @@ func (i *Installation) EnsurePullRequest(ctx context.Context, repo string, d Pul
 		}
 	}
 	return pr, nil
+}
+
+// replyMarker is the hidden line that ties a thread reply to its task.
+func replyMarker(taskID string) string { return "<!-- agentbot:reply=" + taskID + " -->" }
+
+// ReplyInThread answers task taskID in the thread of the inline review
+// comment commentID on pull request repo#pull, once: a reply carrying the
+// task's marker is looked for before another is posted.
+func (i *Installation) ReplyInThread(ctx context.Context, repo string, pull int, commentID int64, taskID, body string) error {
+	owner, name, err := splitOwnerRepo(repo)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := i.app.withTimeout(ctx)
+	defer cancel()
+	marker := replyMarker(taskID)
+	text := marker + "\n" + FitText(body, MaxTextLength-len(marker)-1)
+	find := func(ctx context.Context) (bool, error) {
+		opts := &github.PullRequestListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+		for {
+			cs, resp, err := i.gh.PullRequests.ListComments(ctx, owner, name, pull, opts)
+			if err != nil {
+				return false, fmt.Errorf("list review comments of %s#%d: %w", repo, pull, err)
+			}
+			for _, c := range cs {
+				if c.GetInReplyTo() == commentID && strings.HasPrefix(c.GetBody(), marker) {
+					return true, nil
+				}
+			}
+			if resp.NextPage == 0 {
+				return false, nil
+			}
+			opts.Page = resp.NextPage
+		}
+	}
+	create := func(ctx context.Context) error {
+		u := fmt.Sprintf("repos/%s/%s/pulls/%d/comments/%d/replies", owner, name, pull, commentID)
+		req, err := i.gh.NewRequest("POST", u, map[string]string{"body": text})
+		if err != nil {
+			return err
+		}
+		_, err = i.gh.Do(ctx, req, nil)
+		return err
+	}
+	if err := i.createOnce(ctx, find, create); err != nil {
+		return fmt.Errorf("reply to review comment %d on %s#%d: %w", commentID, repo, pull, err)
+	}
+	return nil
 }

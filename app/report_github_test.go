@@ -219,14 +219,11 @@ func TestCheckRunIsCreatedOnceAndCompleted(t *testing.T) {
 			w.sim.Inject("POST", "/repos/acme/a/check-runs", f.fault)
 			w.sim.Inject("PATCH", "/repos/acme/a/check-runs/*", f.fault)
 			run := inst.CheckRun("acme/a", sha, "T1", 0)
-			if err := run.Start(ctx, app.CheckOutput{Title: "Running", Summary: "step 1"}); err != nil {
+			if err := run.Complete(ctx, app.ConclusionFailure, app.CheckOutput{Title: "Failed", Summary: "first"}); err != nil {
 				t.Fatal(err)
 			}
 			// A resumed worker knows the id from the task's state.
 			resumed := inst.CheckRun("acme/a", sha, "T1", run.ID())
-			if err := resumed.Start(ctx, app.CheckOutput{Title: "Running", Summary: "step 2"}); err != nil {
-				t.Fatal(err)
-			}
 			trace := strings.Repeat("tool call\n", 10_000)
 			if err := resumed.Complete(ctx, app.ConclusionSuccess, app.CheckOutput{Title: "Done", Summary: "**checks passed**", Text: trace}); err != nil {
 				t.Fatal(err)
@@ -241,15 +238,6 @@ func TestCheckRunIsCreatedOnceAndCompleted(t *testing.T) {
 				t.Errorf("check run %+v", r)
 			}
 		})
-	}
-}
-
-func TestCompletingAnUnstartedCheckRunFails(t *testing.T) {
-	w := newWorld(t)
-	w.addRepo(t, "acme/a", nil)
-	err := w.installation(t).CheckRun("acme/a", "abc", "T1", 0).Complete(t.Context(), app.ConclusionFailure, app.CheckOutput{Title: "x"})
-	if err == nil || !strings.Contains(err.Error(), "never started") {
-		t.Errorf("err = %v", err)
 	}
 }
 
@@ -332,5 +320,42 @@ func BenchmarkFitText(b *testing.B) {
 	b.SetBytes(int64(len(trace)))
 	for b.Loop() {
 		app.FitText(trace, app.MaxTextLength)
+	}
+}
+
+func TestReplyInThreadIsPostedOnceUnderFaults(t *testing.T) {
+	for _, f := range faults {
+		t.Run(f.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
+			w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main\n\nfunc f() {}\n"})
+			n, err := w.sim.AddPullRequest("acme/a", githubsim.PullOptions{Author: "ada", Title: "f", Head: "feature"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+			defer intake.Close()
+			id, _, err := w.sim.DeliverReviewComment(t.Context(), intake.URL, "acme/a", n, "ada", "main.go", 3, "/agent rename f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.sim.Inject("POST", "/repos/acme/a/pulls/*/comments/*/replies", f.fault)
+			inst := w.installation(t)
+			// Twice, as a retried task would.
+			for range 2 {
+				if err := inst.ReplyInThread(t.Context(), "acme/a", n, id, "T1", "Done: pushed abc."); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var replies []githubsim.ReviewComment
+			for _, c := range w.sim.ReviewComments("acme/a", n) {
+				if c.InReplyTo == id {
+					replies = append(replies, c)
+				}
+			}
+			if len(replies) != 1 || !strings.Contains(replies[0].Body, "Done: pushed abc.") || replies[0].Author != w.sim.App().BotLogin {
+				t.Errorf("replies %+v; want one by the App", replies)
+			}
+		})
 	}
 }

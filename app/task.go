@@ -65,5 +65,9 @@ type Task struct {
 	Requester      string         `json:"requester"`
 	CommentID      int64          `json:"comment_id,omitempty"`
 	ReviewComment  *ReviewComment `json:"review_comment,omitempty"`
-	ReceivedAt     time.Time      `json:"created_at"`
+	// Label is the label added to the issue, for a task from an "issues
+	// labeled" event: the worker runs it only when the label is the
+	// repository's trigger label, which intake cannot know.
+	Label      string    `json:"label,omitempty"`
+	ReceivedAt time.Time `json:"created_at"`
 }

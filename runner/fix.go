@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
@@ -13,28 +14,50 @@ import (
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// fix runs a fix or a follow-up: admission, then the loop in a sandbox
-// over a fresh checkout, then the gate, the push and the pull request.
+// fix runs a fix, a retry or a follow-up: admission, then, holding the
+// issue's lock, the loop in a sandbox over a fresh checkout, the gate, the
+// push and the pull request.
 func (r *Runner) fix(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	tg, ok, err := r.prepare(ctx, tk)
+	if !ok || err != nil {
 		return err
 	}
-	p := tk.policy.Policy
-	if err := p.RequireChecks(); err != nil {
-		return r.refuse(ctx, tk, err)
-	}
-	target, err := r.target(tk)
+	ctx, release, err := r.hold(ctx, tk)
 	if err != nil {
-		return r.refuse(ctx, tk, err)
+		return err
 	}
 	r.phase(ctx, tk, "admission")
-	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
-		return err
+	err = r.work(ctx, tk, tg)
+	release(err == nil)
+	return err
+}
+
+// prepare admits a fix, checks that it has a definition of done and a
+// branch it may push to, and says it was received. A refusal is reported
+// and returns ok false.
+func (r *Runner) prepare(ctx context.Context, tk *task) (_ target, ok bool, err error) {
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+		return target{}, false, err
 	}
+	if err := tk.policy.Policy.RequireChecks(); err != nil {
+		return target{}, false, r.refuse(ctx, tk, err)
+	}
+	tg, err := r.target(tk)
+	if err != nil {
+		return target{}, false, r.refuse(ctx, tk, err)
+	}
+	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
+		return target{}, false, err
+	}
+	return tg, true, nil
+}
+
+// work runs an admitted fix to its end, or to a pause for approval.
+func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "checkout"); err != nil {
 		return err
 	}
-	if err := tk.status.Set(ctx, runningText(tk, "checking out "+target.base)); err != nil {
+	if err := tk.status.Set(ctx, runningText(tk, "checking out "+tg.base)); err != nil {
 		return err
 	}
 
@@ -46,7 +69,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 	remote := workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}
 	base := tk.prog.Base
 	if base == "" {
-		base = target.base
+		base = tg.base
 	}
 	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo, Remote: remote, Base: base})
 	if err != nil {
@@ -54,32 +77,24 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 	}
 	defer ws.Close()
 	if tk.prog.Base == "" {
-		tk.prog.Base, tk.prog.Branch = ws.Base(), target.branch
+		tk.prog.Base, tk.prog.Branch = ws.Base(), tg.branch
 		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
 			return err
 		}
 	}
 	r.phase(ctx, tk, "workspace")
 
-	check := tk.inst.CheckRun(tk.Repo, tk.prog.Base, tk.ID, tk.prog.CheckRunID)
-	if err := check.Start(ctx, app.CheckOutput{Title: "Working on " + issueRef(tk), Summary: quoteRequest(tk)}); err != nil {
-		return err
-	}
-	if tk.prog.CheckRunID != check.ID() {
-		tk.prog.CheckRunID = check.ID()
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
-			return err
-		}
-	}
-
 	st, stoppedBy, err := r.loop(ctx, tk, ws)
+	if sf, ok := errors.AsType[*setupFailure](err); ok {
+		return r.fail(ctx, tk, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
+	}
 	if err != nil {
 		return err
 	}
 	tk.run = st
 	r.phase(ctx, tk, "agent")
 	if stoppedBy != "" {
-		return r.fail(ctx, tk, check, st, failure{stoppedBy: stoppedBy})
+		return r.fail(ctx, tk, st, failure{stoppedBy: stoppedBy})
 	}
 	switch st.Status {
 	case app.StateAwaitingApproval:
@@ -88,13 +103,13 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 		}
 		return tk.status.Set(ctx, approvalText(tk, st))
 	case app.StateSucceeded:
-		return r.deliver(ctx, tk, ws, remote, target, check, st, nil)
+		return r.deliver(ctx, tk, ws, remote, tg, st, nil)
 	}
 	f := failure{stop: st.Stop}
 	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" && st.Diff != "" {
-		return r.deliver(ctx, tk, ws, remote, target, check, st, &f)
+		return r.deliver(ctx, tk, ws, remote, tg, st, &f)
 	}
-	return r.fail(ctx, tk, check, st, f)
+	return r.fail(ctx, tk, st, f)
 }
 
 // target is where a task's change goes: the branch, the commit it starts
@@ -162,10 +177,20 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err := tk.status.Set(ctx, runningText(tk, "the agent is working")); err != nil {
 		return nil, "", err
 	}
+	d, err := r.pendingDecision(ctx, a.State())
+	if err != nil {
+		return nil, "", err
+	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	by := r.watchStop(loopCtx, tk.ID, cancel)
-	st, err := a.Run(loopCtx)
+	var st *agent.State
+	if d != nil {
+		tk.log.Info("resuming on a decision", "call", d.Call, "approve", d.Approve, "by", d.By)
+		st, err = a.Decide(loopCtx, d.Approve, d.By)
+	} else {
+		st, err = a.Run(loopCtx)
+	}
 	if err != nil && ctx.Err() == nil && by() != "" {
 		// The loop saved its state before it noticed; the deferred Close
 		// removes the sandbox before the stop is reported.
@@ -195,18 +220,34 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) e
 		if err != nil {
 			return fmt.Errorf("setup %q: %w", line, err)
 		}
-		if res.ExitCode != 0 {
-			return fmt.Errorf("setup %q exited %d: %s", line, res.ExitCode, tail(string(res.Stderr)+string(res.Stdout), 2000))
+		if res.ExitCode != 0 || res.TimedOut {
+			return &setupFailure{run: line, exit: res.ExitCode, timedOut: res.TimedOut, output: string(res.Stderr) + string(res.Stdout)}
 		}
 	}
 	return nil
+}
+
+// setupFailure is a setup command that failed: the task ends, since the
+// agent would work in a tree the repository's setup did not prepare.
+type setupFailure struct {
+	run      string
+	exit     int
+	timedOut bool
+	output   string
+}
+
+func (f *setupFailure) Error() string {
+	if f.timedOut {
+		return fmt.Sprintf("setup `%s` timed out", f.run)
+	}
+	return fmt.Sprintf("setup `%s` exited %d", f.run, f.exit)
 }
 
 // deliver gates, commits and pushes the change, opens (or finds) the pull
 // request and completes the report. failed is set when the loop failed and
 // the policy asks for a draft pull request of the partial change anyway.
 func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
-	tg target, check *app.CheckRun, st *agent.State, failed *failure) error {
+	tg target, st *agent.State, failed *failure) error {
 	p := tk.policy.Policy
 	title, body := prTitle(tk, st), prBody(tk, st)
 	if failed != nil {
@@ -224,17 +265,27 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		if err != nil {
 			if _, user := errors.AsType[*app.Error](err); user {
 				tk.gated = true
-				return r.fail(ctx, tk, check, st, failure{gate: err, diff: report.Diff})
+				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
 			}
 			return err
+		}
+		// The commit's date is kept before the commit is made, so that a
+		// worker that dies between the push and the save below makes the
+		// same commit again on resume and finds the branch already there.
+		if tk.prog.CommitDate.IsZero() {
+			tk.prog.CommitDate = time.Now().UTC().Truncate(time.Second)
+			if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+				return err
+			}
 		}
 		sha, err := ws.Commit(ctx, workspace.CommitOptions{
 			Message:   commitMessage(tk, st),
 			Author:    r.cfg.Bot,
 			CoAuthors: []workspace.Signature{{Name: tk.Requester, Email: tk.Requester + "@users.noreply.github.com"}},
+			Date:      tk.prog.CommitDate,
 		})
 		if errors.Is(err, workspace.ErrNoChanges) {
-			return r.fail(ctx, tk, check, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
+			return r.fail(ctx, tk, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
 		}
 		if err != nil {
 			return err
@@ -270,14 +321,35 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	}
 	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
 	if failed != nil {
-		return r.fail(ctx, tk, check, st, *failed)
+		return r.fail(ctx, tk, st, *failed)
 	}
-	if err := check.Complete(ctx, app.ConclusionSuccess, app.CheckOutput{
+	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
 		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}
 	return r.finish(ctx, tk, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
+}
+
+// completeCheck ends the task with its check run: on the commit it pushed,
+// so that the run and its trace show on the pull request, or on the commit
+// it started from when it pushed nothing. Progress is on the status
+// comment until then; a check run created at the start would sit on a
+// commit the pull request does not show.
+func (r *Runner) completeCheck(ctx context.Context, tk *task, c app.Conclusion, out app.CheckOutput) error {
+	sha := tk.prog.Pushed
+	if sha == "" {
+		sha = tk.prog.Base
+	}
+	check := tk.inst.CheckRun(tk.Repo, sha, tk.ID, tk.prog.CheckRunID)
+	if err := check.Complete(ctx, c, out); err != nil {
+		return err
+	}
+	if tk.prog.CheckRunID == check.ID() {
+		return nil
+	}
+	tk.prog.CheckRunID = check.ID()
+	return r.saveProgress(ctx, tk.ID, tk.prog)
 }
 
 // failure says why a task ends without a pull request: the loop's stop,
@@ -286,17 +358,18 @@ type failure struct {
 	stop      *agent.Stop
 	stoppedBy string // the login that asked /agent stop
 	gate      error
-	diff      string // the gate's diff, when the gate refused
+	diff      string        // the gate's diff, when the gate refused
+	setup     *setupFailure // a setup command failed before the agent ran
 }
 
 // fail reports a task that ends without a pull request.
-func (r *Runner) fail(ctx context.Context, tk *task, check *app.CheckRun, st *agent.State, f failure) error {
+func (r *Runner) fail(ctx context.Context, tk *task, st *agent.State, f failure) error {
 	text := failureText(tk, st, f)
 	conclusion := app.ConclusionFailure
 	if st.Status == app.StateStopped || f.stoppedBy != "" {
 		conclusion = app.ConclusionCancelled
 	}
-	if err := check.Complete(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
+	if err := r.completeCheck(ctx, tk, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
 		return err
 	}
 	final := app.StateFailed

@@ -49,6 +49,19 @@ func runningText(tk *task, what string) string {
 	return fmt.Sprintf("⏳ **Working on it** — %s.\n\n%s", what, quoteRequest(tk))
 }
 
+// threadReply is a task's answer in the review thread it was asked in: the
+// status comment's first paragraph, which says how it ended, and where the
+// rest is.
+func threadReply(tk *task, status string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(status), "\n\n")
+	return fmt.Sprintf("%s\n\nThe checks, the trace and the request are in the status comment on #%d.", first, tk.Number)
+}
+
+func waitingText(tk *task, behind string) string {
+	return fmt.Sprintf("⏳ **Queued** — waiting behind task `%s`, which is running on #%d; this one starts when it ends.\n\n%s",
+		behind, tk.Number, quoteRequest(tk))
+}
+
 func approvalText(tk *task, st *agent.State) string {
 	c := st.Pending
 	return fmt.Sprintf("✋ **Waiting for approval.** The agent wants to call `%s` with:\n\n```\n%s\n```\n\nAn approver may answer `%s approve` or `%s deny`.\n\n%s",
@@ -65,6 +78,8 @@ func reasonLine(st *agent.State, f failure) string {
 	switch {
 	case f.stoppedBy != "":
 		return "stopped by @" + f.stoppedBy
+	case f.setup != nil:
+		return f.setup.Error()
 	case f.gate != nil:
 		return firstLine(app.ErrorMessage(f.gate))
 	case f.stop != nil:
@@ -82,6 +97,10 @@ func failureText(tk *task, st *agent.State, f failure) string {
 		fmt.Fprintf(&b, "❌ **The checks did not pass;** the partial change is in draft #%d (%s). %s\n\n", pr.Number, pr.HTMLURL, reasonLine(st, f))
 	} else {
 		fmt.Fprintf(&b, "❌ **No pull request.** %s\n\n", reasonLine(st, f))
+	}
+	if f.setup != nil {
+		fmt.Fprintf(&b, "The repository's setup (`setup.run` in the policy) failed, so the agent did not start:\n\n```\n%s\n```\n\n",
+			tail(f.setup.output, outputExcerpt))
 	}
 	if f.gate != nil {
 		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n```\n%s\n```\n\n", app.ErrorMessage(f.gate))

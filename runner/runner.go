@@ -48,14 +48,11 @@ type Tasks interface {
 	OnIssue(ctx context.Context, repo string, number int) ([]TaskState, error)
 }
 
-// TaskState is where one task is.
+// TaskState is one task as asked, and where it is.
 type TaskState struct {
-	ID           string
-	Verb         app.Verb
-	Instructions string
-	Requester    string
-	State        app.State
-	Step         string
+	app.Task
+	State app.State
+	Step  string
 }
 
 // Outcomes records finished tasks' outcomes.
@@ -75,8 +72,11 @@ type Config struct {
 	// Models name the models of a policy that names none.
 	Models app.Models
 	Store  Store
-	// Tasks finds an issue's tasks for status, retry and stop.
+	// Tasks finds an issue's tasks for status, retry, stop, approve and
+	// deny.
 	Tasks Tasks
+	// Locks keep one task at a time on an issue or pull request.
+	Locks Locks
 	// Outcomes, when set, keeps what became of each finished fix, for
 	// "agentbot stats" and the metrics; queue.Outcomes satisfies it.
 	Outcomes Outcomes
@@ -100,8 +100,8 @@ type Runner struct {
 
 // New checks cfg and returns a Runner.
 func New(cfg Config) (*Runner, error) {
-	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil || cfg.Tasks == nil {
-		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model, Store and Tasks are required")
+	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil || cfg.Tasks == nil || cfg.Locks == nil {
+		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model, Store, Tasks and Locks are required")
 	}
 	if cfg.Bot.Name == "" || cfg.Bot.Email == "" {
 		return nil, errors.New("runner: the bot's commit identity is required")
@@ -125,7 +125,17 @@ type progress struct {
 	PR         *app.PullRequest `json:"pr,omitempty"`
 	// Audited marks the audit entries written, so that a task run again
 	// writes none of them twice.
-	Audited []string  `json:"audited,omitempty"`
+	Audited []string `json:"audited,omitempty"`
+	// CommitDate is the date of the commit to push, kept before it is
+	// made so that the commit made again after a crash is the same one.
+	CommitDate time.Time `json:"commit_date,omitzero"`
+	// Waiting is the task this one last said it waits behind.
+	Waiting string `json:"waiting,omitempty"`
+	// Resumes is the paused task an approval or denial resumes.
+	Resumes string `json:"resumes,omitempty"`
+	// Replied is set once the result is answered in the review thread
+	// the command came from.
+	Replied bool      `json:"replied,omitempty"`
 	Final   app.State `json:"final,omitempty"` // set once the task's report is complete
 }
 
@@ -204,11 +214,15 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.retry(ctx, tk)
 	case app.VerbStop:
 		err = r.stop(ctx, tk)
+	case app.VerbApprove, app.VerbDeny:
+		err = r.decide(ctx, tk)
 	default:
-		err = r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server yet. `%s help` lists what is.",
+		err = r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server. `%s help` lists what is.",
 			app.DefaultCommand, t.Verb, app.DefaultCommand), "")
 	}
-	if err != nil {
+	if w, ok := errors.AsType[*waiting](err); ok {
+		log.Info("waiting behind another task on the issue", "behind", w.behind)
+	} else if err != nil {
 		log.Error("task failed; it will be tried again", "err", err)
 	}
 	return err
@@ -222,12 +236,20 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	}
 	if tk.policy, err = tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server); err != nil {
 		if _, user := errors.AsType[*app.Error](err); user {
+			if tk.Label != "" && !r.defaultLabel(tk.Label) {
+				// Any label may have been added; only the trigger's
+				// deserves an answer, and this one cannot be known.
+				return false, r.ignore(ctx, tk, fmt.Sprintf("label %q, and the policy cannot be read: %v", tk.Label, err))
+			}
 			if err := r.audit(ctx, tk, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
 				return false, err
 			}
 			return false, r.refuse(ctx, tk, err)
 		}
 		return false, err
+	}
+	if tk.Label != "" && !strings.EqualFold(tk.Label, tk.policy.Policy.Trigger.Label) {
+		return false, r.ignore(ctx, tk, fmt.Sprintf("label %q is not the trigger label", tk.Label))
 	}
 	if tk.issue, err = tk.inst.Issue(ctx, tk.Repo, tk.Number); err != nil {
 		return false, err
@@ -263,6 +285,24 @@ func commandText(p app.Policy, t *app.Task) string {
 	return trigger + " " + string(t.Verb)
 }
 
+// defaultLabel reports whether label is the trigger label of a
+// repository whose policy sets none: the operator's, or the built-in one.
+func (r *Runner) defaultLabel(label string) bool {
+	p, err := app.BuildPolicy(r.cfg.Server)
+	return err == nil && strings.EqualFold(label, p.Trigger.Label)
+}
+
+// ignore ends a task that was not a command after all — an issue labelled
+// with some other label — without a word on GitHub.
+func (r *Runner) ignore(ctx context.Context, tk *task, why string) error {
+	tk.log.Info("not a command", "reason", why)
+	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRefused, why); err != nil {
+		return err
+	}
+	tk.prog.Final = app.StateRefused
+	return r.saveProgress(ctx, tk.ID, tk.prog)
+}
+
 // refuse reports err, a refusal, as the task's answer.
 func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
 	tk.log.Info("refused", "reason", err)
@@ -278,6 +318,13 @@ func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
 func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step string) error {
 	if err := tk.status.Set(ctx, body); err != nil {
 		return err
+	}
+	if rc := tk.ReviewComment; rc != nil && !tk.prog.Replied {
+		// A command on a diff line is answered on that line too.
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, rc.ID, tk.ID, threadReply(tk, body)); err != nil {
+			return err
+		}
+		tk.prog.Replied = true
 	}
 	reaction := app.ReactionFailed
 	if st == app.StateSucceeded {
@@ -352,7 +399,7 @@ func (r *Runner) status(ctx context.Context, tk *task) error {
 	}
 	var b strings.Builder
 	for _, t := range all {
-		if t.ID == tk.ID || t.Verb == app.VerbStatus || t.Verb == app.VerbHelp {
+		if t.ID == tk.ID || t.Verb == app.VerbStatus || t.Verb == app.VerbHelp || (t.Label != "" && t.State == app.StateRefused) {
 			continue
 		}
 		fmt.Fprintf(&b, "- `%s` %s by @%s: **%s**", t.ID, t.Verb, t.Requester, t.State)

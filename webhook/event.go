@@ -120,10 +120,9 @@ func (h *Handler) classify(event, delivery string, p *payload) answer {
 		if p.Issue == nil || p.Label == nil {
 			return invalid("issues labeled without issue or label")
 		}
-		if !strings.EqualFold(p.Label.Name, h.cfg.Label) {
-			return ignored("label %q is not the trigger label", p.Label.Name)
-		}
-		t.Number, t.IsPR, t.Verb = p.Issue.Number, p.Issue.PullRequest != nil, app.VerbFix
+		// Which label triggers is the repository's policy's to say, and
+		// intake loads no policy: the worker decides.
+		t.Number, t.IsPR, t.Verb, t.Label = p.Issue.Number, p.Issue.PullRequest != nil, app.VerbFix, p.Label.Name
 	default:
 		return ignored("%s events are not commands", eventLabel(event))
 	}

@@ -158,6 +158,12 @@ func TestEveryFixture(t *testing.T) {
 				if r.Status != http.StatusOK || r.Body["pong"] != true {
 					t.Errorf("ping: %d %v; want 200 pong", r.Status, r.Body)
 				}
+			case event == "issues" && p.Action == "labeled" && len(p.Installation) == 0:
+				// Any label may be the repository's trigger: only the
+				// missing installation stops it.
+				if r.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(r.Body["error"]), "installation") {
+					t.Errorf("labeled without installation: %d %v; want 400 naming the installation", r.Status, r.Body)
+				}
 			case r.Status != http.StatusOK || r.Body["ignored"] == nil:
 				t.Errorf("unchanged payload: %d %v; want 200 ignored (none holds a command)", r.Status, r.Body)
 			}
@@ -238,7 +244,7 @@ func checkTask(t *testing.T, in *intake, event, delivery string) {
 	case "pull_request_review":
 		want.Number, want.IsPR, want.CommentID = 2, true, rec.CommentID
 	case "issues":
-		want.Number, want.Instructions = 1, ""
+		want.Number, want.Instructions, want.Label = 1, "", "agent:fix"
 	}
 	if rec.Task != want || rec.State != app.StateQueued || rec.ReceivedAt.IsZero() {
 		t.Errorf("queued %+v (%s);\nwant   %+v (queued)", rec.Task, rec.State, want)

@@ -535,7 +535,7 @@ func TestStatusAndHelpAreAnswered(t *testing.T) {
 		{"/agent status", []string{"**Tasks on #1**", "`" + fix + "` fix by @ada: **succeeded** — pull request #2"}},
 		{"/agent help", []string{"`/agent fix [instructions]`", "check **fixed**", "who may ask: roles admin, maintain, write"}},
 		{"/agent stop", []string{"No task is running on #1."}},
-		{"/agent approve", []string{"`/agent approve` is not available on this server yet"}},
+		{"/agent approve", []string{"only approvers may approve or deny"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.command, func(t *testing.T) {

@@ -36,7 +36,6 @@ type serveConfig struct {
 	redisURL   string
 	secretFile string
 	noWorkers  bool
-	label      string
 	worker     workerConfig
 }
 
@@ -46,7 +45,6 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.secretFile, "webhook-secret-file", "",
 		"file with the webhook secret; several, separated by commas or newlines, during a rotation (or set AGENTBOT_WEBHOOK_SECRET)")
 	fs.BoolVar(&c.noWorkers, "no-workers", false, "serve the webhook intake only, no workers")
-	fs.StringVar(&c.label, "trigger-label", webhook.DefaultLabel, "issue label that asks for a fix")
 	c.worker.register(fs)
 }
 
@@ -149,7 +147,7 @@ func newIntake(rdb redis.UniversalClient, secrets [][]byte, cfg serveConfig, log
 	}
 	q := queue.NewClient(rdb)
 	h, err := webhook.NewHandler(webhook.Config{
-		Secrets: secrets, Queue: q, Deliveries: q, Metrics: metrics, Logger: log, Label: cfg.label,
+		Secrets: secrets, Queue: q, Deliveries: q, Metrics: metrics, Logger: log,
 	})
 	if err != nil {
 		return nil, err

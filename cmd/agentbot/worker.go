@@ -32,14 +32,13 @@ const workerShutdown = 15 * time.Second
 // top of the App identity flags.
 type workerConfig struct {
 	dataDir     string
-	spareTrees  int
-	spareTTL    time.Duration
 	image       string
 	runtime     string
 	executor    string
 	serverFile  string
 	concurrency int
 	botName     string
+	label       string
 	audit       queue.AuditOptions
 	models      app.Models
 	app         *appFlags
@@ -47,14 +46,13 @@ type workerConfig struct {
 
 func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "", "where repository mirrors and work trees are kept (default: agentbot under the user's cache directory)")
-	fs.IntVar(&c.spareTrees, "spare-trees", 1, "work trees kept checked out ahead of tasks, per repository; each costs the disk of one checkout (0: none)")
-	fs.DurationVar(&c.spareTTL, "spare-ttl", time.Hour, "remove a repository's spare work trees after this long without a task")
 	fs.StringVar(&c.image, "sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
 	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
 	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
+	fs.StringVar(&c.label, "trigger-label", "", "the issue label that asks for a fix where neither the server config's policy nor the repository's names one (default agent:fix)")
 	fs.Int64Var(&c.audit.MaxLen, "audit-max-entries", 0, "keep about this many audit log entries per installation (default: no bound)")
 	fs.DurationVar(&c.audit.MaxAge, "audit-max-age", 0, "drop audit log entries older than this (default: keep them)")
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
@@ -97,6 +95,9 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
+	if server, err = withTriggerLabel(server, cfg.label); err != nil {
+		return err
+	}
 	llmCfg, err := llm.ConfigFromEnv(env.Getenv)
 	if err != nil {
 		return err
@@ -123,27 +124,16 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	} else if n > 0 {
 		log.Info("removed orphaned sandboxes", "count", n)
 	}
-	spares := cfg.spareTrees
-	if spares == 0 {
-		spares = -1 // the Options' zero value is the default
-	}
-	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: spares, SpareTTL: cfg.spareTTL})
-	defer ws.Close()
-	if n, err := ws.RemoveOrphans(); err != nil {
-		log.Warn("remove orphaned work trees", "err", err)
-	} else if n > 0 {
-		log.Info("removed orphaned work trees", "count", n)
-	}
 	store := queue.NewStore(rdb)
 	audit, err := queue.NewAudit(rdb, cfg.audit)
 	if err != nil {
 		return err
 	}
 	r, err := runner.New(runner.Config{
-		GitHub: gh, Server: server, Workspaces: ws,
+		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
 		Audit: audit, Traces: queue.NewTraces(rdb, 0),
-		Tasks:  storeTasks{store},
+		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID),
 	})
@@ -152,6 +142,27 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
 	return queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run(ctx)
+}
+
+// withTriggerLabel makes label the trigger label of the operator's policy
+// layer unless that layer names one, so that it is every repository's
+// default and a repository's own trigger.label still wins.
+func withTriggerLabel(server app.ServerConfig, label string) (app.ServerConfig, error) {
+	switch {
+	case label == "":
+		return server, nil
+	case server.Policy == nil:
+		raw, err := app.ParsePolicy("--trigger-label", fmt.Appendf(nil, "trigger: {label: %q}\n", label))
+		if err != nil {
+			return server, err
+		}
+		server.Policy = raw
+	case server.Policy.Trigger.Label == nil:
+		p := *server.Policy
+		p.Trigger.Label = &label
+		server.Policy = &p
+	}
+	return server, nil
 }
 
 // newWorkerID names this worker "HOST/PID", which is what workerAlive
@@ -196,8 +207,7 @@ func (s storeTasks) OnIssue(ctx context.Context, repo string, number int) ([]run
 	var out []runner.TaskState
 	for _, r := range recs {
 		if r.Repo == repo && r.Number == number {
-			out = append(out, runner.TaskState{ID: r.ID, Verb: r.Verb, Instructions: r.Instructions,
-				Requester: r.Requester, State: r.State, Step: r.Step})
+			out = append(out, runner.TaskState{Task: r.Task, State: r.State, Step: r.Step})
 		}
 	}
 	return out, nil

@@ -1,0 +1,382 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+)
+
+// The end-to-end tests of a task's run beyond the plain fix: approvals,
+// one task at a time per issue, follow-ups from review threads, the
+// repository's trigger label and the setup phase.
+
+// waitState waits until task id is in state want; a final state on the
+// way is a failure.
+func waitState(t *testing.T, w *demoWorld, id string, want app.State) queue.Record {
+	t.Helper()
+	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
+		rec, err := w.store.Task(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.State == want {
+			return rec
+		}
+		if rec.State.Final() || time.Now().After(deadline) {
+			t.Fatalf("task %s is %s (%s); want %s", id, rec.State, rec.Step, want)
+		}
+	}
+}
+
+// statusOf is the body of task id's status comment on the world's issue.
+func statusOf(w *demoWorld, id string) string {
+	for _, c := range w.sim.Comments(w.repo, w.issue) {
+		if strings.Contains(c.Body, "agentbot:task="+id) {
+			return c.Body
+		}
+	}
+	return ""
+}
+
+// humanWrites is the quick policy with every write paused for an approver.
+const humanWrites = quickPolicy + "tools: {write: human}\n"
+
+func TestApproveResumesThePausedFix(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
+	ctx := t.Context()
+	if err := w.sim.SetPermission(w.repo, "grace", "maintain"); err != nil {
+		t.Fatal(err)
+	}
+	_, none, err := w.deliverComment(ctx, "grace", "/agent approve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, none); rec.State != app.StateRefused || !strings.Contains(statusOf(w, none), "No task on #1 is waiting for approval.") {
+		t.Errorf("approve with nothing paused: %s\n%s", rec.State, statusOf(w, none))
+	}
+
+	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, w, fix, app.StateAwaitingApproval)
+	if s := statusOf(w, fix); !strings.Contains(s, "Waiting for approval") || !strings.Contains(s, "edit_file") {
+		t.Errorf("status of the paused fix:\n%s", s)
+	}
+	// The requester may write but is no approver.
+	_, refused, err := w.deliverComment(ctx, demoRequester, "/agent approve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, refused); rec.State != app.StateRefused || !strings.Contains(statusOf(w, refused), "only approvers may approve or deny") {
+		t.Errorf("approve by a writer: %s\n%s", rec.State, statusOf(w, refused))
+	}
+	if rec, _ := w.store.Task(ctx, fix); rec.State != app.StateAwaitingApproval {
+		t.Fatalf("the refused approval moved the fix to %s", rec.State)
+	}
+
+	_, approve, err := w.deliverComment(ctx, "grace", "/agent approve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, approve); rec.State != app.StateSucceeded {
+		t.Fatalf("approval ended %s (%s)", rec.State, rec.Step)
+	}
+	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
+		t.Fatalf("the approved fix ended %s (%s)", rec.State, rec.Step)
+	}
+	if s := statusOf(w, approve); !strings.Contains(s, "Approved by @grace") || !strings.Contains(s, "it ended **succeeded**") {
+		t.Errorf("approval's reply:\n%s", s)
+	}
+	if s := statusOf(w, fix); !strings.Contains(s, "**Done:** #2") {
+		t.Errorf("status of the fix:\n%s", s)
+	}
+	raw, err := w.store.LoadState(ctx, fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st agent.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Approvals) != 1 || st.Approvals[0].By != "grace" || !st.Approvals[0].Approved || st.Approvals[0].Tool != "edit_file" {
+		t.Errorf("approvals %+v; want edit_file approved by grace", st.Approvals)
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 {
+		t.Fatalf("pull requests %+v; want one", prs)
+	}
+	src, _ := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "show", prs[0].Pull.Head+":stats.go").Output()
+	if !strings.Contains(string(src), "for i := 0;") {
+		t.Errorf("the approved edit is not on the branch:\n%s", src)
+	}
+	assertCheckOnHead(t, w, prs[0].Pull.Head, "success")
+}
+
+func TestDenyEndsThePausedFix(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
+	ctx := t.Context()
+	if err := w.sim.SetPermission(w.repo, "grace", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, w, fix, app.StateAwaitingApproval)
+	_, deny, err := w.deliverComment(ctx, "grace", "/agent deny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, deny); rec.State != app.StateSucceeded {
+		t.Fatalf("denial ended %s (%s)", rec.State, rec.Step)
+	}
+	rec := waitFinal(t, w, fix)
+	if rec.State != app.StateStopped {
+		t.Errorf("the denied fix ended %s (%s); want stopped", rec.State, rec.Step)
+	}
+	if s := statusOf(w, fix); !strings.Contains(s, "grace denied edit_file") {
+		t.Errorf("status of the denied fix:\n%s", s)
+	}
+	if s := statusOf(w, deny); !strings.Contains(s, "Denied by @grace") {
+		t.Errorf("denial's reply:\n%s", s)
+	}
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+		t.Errorf("pull requests %+v; want none", prs)
+	}
+}
+
+// assertCheckOnHead checks that the one check run of head's task is on
+// the branch's head commit, where the pull request shows it.
+func assertCheckOnHead(t *testing.T, w *demoWorld, branch, conclusion string) {
+	t.Helper()
+	sha, err := w.sim.BranchSHA(w.repo, branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on []githubsim.CheckRun
+	for _, c := range w.sim.CheckRuns(w.repo) {
+		if c.HeadSHA == sha {
+			on = append(on, c)
+		}
+	}
+	if len(on) != 1 || on[0].Status != "completed" || on[0].Conclusion != conclusion || !strings.Contains(on[0].Summary, "| check |") {
+		t.Errorf("check runs on %s's head %s: %+v; want one completed %s with the checks", branch, sha, on, conclusion)
+	}
+}
+
+func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
+	// The first fix plays the sample's recorded fix; the second, asked
+	// while it runs, fails on its iterations. The model answers in script
+	// order, so two tasks that ran at once would take each other's steps.
+	script, err := llmtest.Load(filepath.Join(sampleDir, "model.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script.Steps = slices.Concat(script.Steps, unsafeModel.Steps)
+	policy := strings.Replace(quickPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	ctx := t.Context()
+	_, first, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, w, first, app.StateRunning)
+	_, second, err := w.deliverComment(ctx, demoRequester, "/agent fix it differently")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stop and status never wait.
+	_, status, err := w.deliverComment(ctx, demoRequester, "/agent status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, status); rec.State != app.StateSucceeded {
+		t.Errorf("status ended %s", rec.State)
+	}
+	if rec, _ := w.store.Task(ctx, first); rec.State.Final() {
+		t.Fatalf("the first fix ended (%s) before status was answered: the test shows nothing", rec.State)
+	}
+	waiting := "waiting behind task " + first
+	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := w.store.Task(ctx, second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Step == waiting {
+			break
+		}
+		if rec.State != app.StateQueued || time.Now().After(deadline) {
+			t.Fatalf("second fix is %s (%s); want it %s", rec.State, rec.Step, waiting)
+		}
+	}
+	if s := statusOf(w, second); !strings.Contains(s, "waiting behind task `"+first+"`") {
+		t.Errorf("status of the waiting fix:\n%s", s)
+	}
+	if rec := waitFinal(t, w, first); rec.State != app.StateSucceeded {
+		t.Fatalf("first fix ended %s (%s)", rec.State, rec.Step)
+	}
+	rec := waitFinal(t, w, second)
+	if rec.State != app.StateFailed || !strings.Contains(statusOf(w, second), "iterations: 4 steps taken") {
+		t.Errorf("second fix ended %s (%s); want failed on its iterations:\n%s", rec.State, rec.Step, statusOf(w, second))
+	}
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 1 {
+		t.Errorf("%d pull requests; want the first fix's", len(prs))
+	}
+}
+
+func TestReviewCommentFollowUpIsAnsweredInItsThread(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
+	ctx := t.Context()
+	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
+		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
+	}
+	const branch = "agent/1-sum-drops-the-first-sample"
+	assertCheckOnHead(t, w, branch, "success")
+
+	commentID, resp, err := w.sim.DeliverReviewComment(ctx, w.webhook, w.repo, 2, demoRequester, "stats.go", 3, "/agent also say what Sum of no samples is")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acceptedTask(t, resp)
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("follow-up ended %s (%s)", rec.State, rec.Step)
+	}
+	var replies []githubsim.ReviewComment
+	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+		if c.InReplyTo == commentID {
+			replies = append(replies, c)
+		}
+	}
+	if len(replies) != 1 || replies[0].Author != w.sim.App().BotLogin || !strings.Contains(replies[0].Body, "**Done:** #2") {
+		t.Errorf("replies in the review thread %+v; want one by the App saying Done", replies)
+	}
+	w.issue = 2
+	if s := statusOf(w, id); !strings.Contains(s, "**Done:** #2") {
+		t.Errorf("status comment of the follow-up:\n%s", s)
+	}
+	// The follow-up's commit has its own check run; the fix's stays on
+	// the commit before it.
+	assertCheckOnHead(t, w, branch, "success")
+	if runs := w.sim.CheckRuns(w.repo); len(runs) != 2 || runs[0].HeadSHA == runs[1].HeadSHA {
+		t.Errorf("check runs %+v; want one on each commit", runs)
+	}
+}
+
+// acceptedTask reads the task id from the intake's 202.
+func acceptedTask(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	var answer struct {
+		Task string `json:"task"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusAccepted || answer.Task == "" {
+		t.Fatalf("the webhook was not accepted: %s (%v)", resp.Status, err)
+	}
+	return answer.Task
+}
+
+func TestTheRepositorysTriggerLabelStartsAFix(t *testing.T) {
+	policy := quickPolicy + "trigger: {label: \"bot:fix\"}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	ctx := t.Context()
+	label := func(name string) string {
+		resp, err := w.sim.DeliverLabeled(ctx, w.webhook, w.repo, w.issue, name, demoRequester)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return acceptedTask(t, resp)
+	}
+	// The server's default label is not this repository's: no answer.
+	for _, other := range []string{"bug", "agent:fix"} {
+		if rec := waitFinal(t, w, label(other)); rec.State != app.StateRefused {
+			t.Errorf("label %s: task ended %s; want refused", other, rec.State)
+		}
+	}
+	if bot, _ := botComments(w, 0); len(bot) != 0 {
+		t.Errorf("comments %+v after other labels; want none", bot)
+	}
+	if rec := waitFinal(t, w, label("bot:fix")); rec.State != app.StateSucceeded {
+		t.Fatalf("label bot:fix: task ended %s (%s)", rec.State, rec.Step)
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "Fixes #1") {
+		t.Errorf("pull requests %+v; want one fixing #1", prs)
+	}
+	if bot, _ := botComments(w, 0); len(bot) != 1 || !strings.Contains(bot[0].Body, "**Done:** #2") {
+		t.Errorf("comments %+v; want the one status comment", bot)
+	}
+}
+
+func TestSetupPreparesTheTreeBeforeTheAgent(t *testing.T) {
+	files := map[string]string{
+		".gitignore": ".cache/\n",
+		app.PolicyPath: `version: 1
+setup: {network: false, run: ["mkdir -p .cache && id -u > .cache/setup-by"]}
+checks:
+  - {name: prepared, run: 'test "$(cat .cache/setup-by)" = 65532'}
+  - {name: fixed, run: "! grep -q 'i := 1' stats.go"}
+paths: {allow: ["**/*.go"]}
+`,
+	}
+	w := startWorld(t, demoOptions{files: files}, nil)
+	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s):\n%s", rec.State, rec.Step, statusOf(w, id))
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, "| prepared | ") {
+		t.Fatalf("pull requests %+v; want one whose checks include prepared", prs)
+	}
+	out, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "diff", "--name-only", "main..."+prs[0].Pull.Head).Output()
+	if err != nil || string(out) != "stats.go\n" {
+		t.Errorf("changed files %q (%v); want stats.go only, not the setup's cache", out, err)
+	}
+}
+
+func TestFailingSetupEndsTheTaskSayingWhy(t *testing.T) {
+	policy := `version: 1
+setup: {network: false, run: ["echo 'go: module cache unreachable' >&2; exit 3"]}
+checks:
+  - {name: fixed, run: "! grep -q 'i := 1' stats.go"}
+`
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	commentID, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateFailed {
+		t.Fatalf("task ended %s (%s); want failed", rec.State, rec.Step)
+	}
+	s := statusOf(w, id)
+	for _, want := range []string{"exited 3", "go: module cache unreachable", "the agent did not start"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("status comment lacks %q:\n%s", want, s)
+		}
+	}
+	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Errorf("check runs %+v; want one failure", runs)
+	}
+	_, command := botComments(w, commentID)
+	if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "confused"}) {
+		t.Errorf("reactions %v; want eyes then confused", r)
+	}
+}

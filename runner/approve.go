@@ -1,0 +1,165 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+)
+
+// decision is an approver's answer to the call a paused task waits on,
+// kept in the Store where the paused task's loop finds it. It applies only
+// to that call at that point of the task (Approvals already given), so it
+// never answers a later pause.
+type decision struct {
+	Call      string `json:"call"`
+	Approvals int    `json:"approvals"`
+	Approve   bool   `json:"approve"`
+	By        string `json:"by"`
+	Task      string `json:"task"` // the approve or deny task that decided
+}
+
+func decisionKey(taskID string) string { return taskID + ":decision" }
+
+// decide answers "/agent approve" and "/agent deny": holding the issue's
+// lock, it records the decision for the issue's paused task and runs that
+// task on from its saved state to its end, then says how it ended.
+// Authorize has already let only approvers through.
+func (r *Runner) decide(ctx context.Context, tk *task) error {
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+		return err
+	}
+	ctx, release, err := r.hold(ctx, tk)
+	if err != nil {
+		return err
+	}
+	err = r.resume(ctx, tk)
+	release(err == nil)
+	return err
+}
+
+func (r *Runner) resume(ctx context.Context, tk *task) error {
+	if tk.prog.Resumes == "" {
+		paused, st, err := r.pausedTask(ctx, tk)
+		if err != nil {
+			return err
+		}
+		if paused == "" {
+			return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No task on #%d is waiting for approval.", tk.Number), "")
+		}
+		d := decision{Call: st.Pending.ID, Approvals: len(st.Approvals), Approve: tk.Verb == app.VerbApprove, By: tk.Requester, Task: tk.ID}
+		raw, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		if err := r.cfg.Store.SaveState(ctx, decisionKey(paused), raw); err != nil {
+			return fmt.Errorf("save the decision on task %s: %w", paused, err)
+		}
+		tk.prog.Resumes = paused
+		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+			return err
+		}
+		tk.log.Info("decided", "paused", paused, "call", d.Call, "approve", d.Approve)
+	}
+	pt, err := r.issueTask(ctx, tk, tk.prog.Resumes)
+	if err != nil {
+		return err
+	}
+	ptk := &task{Task: &pt, inst: tk.inst, status: tk.inst.StatusComment(pt.Repo, pt.Number, pt.ID),
+		log: r.log.With("task", pt.ID, "delivery", pt.Delivery, "repo", pt.Repo, "number", pt.Number, "verb", pt.Verb, "resumed_by", tk.ID)}
+	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {
+		return err
+	}
+	if ptk.prog.Final == "" {
+		tg, ok, err := r.prepare(ctx, ptk)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if err := r.work(ctx, ptk, tg); err != nil {
+				return err
+			}
+		}
+	}
+	verb := "Approved"
+	if tk.Verb == app.VerbDeny {
+		verb = "Denied"
+	}
+	end := fmt.Sprintf("it ended **%s**", ptk.prog.Final)
+	if ptk.prog.Final == "" {
+		end = "it is waiting for approval again"
+	}
+	return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("%s by @%s: task `%s` went on, and %s; its status comment says more.",
+		verb, tk.Requester, pt.ID, end), "")
+}
+
+// pausedTask finds the newest task on tk's issue that waits for approval,
+// with its saved loop state; "" when none does.
+func (r *Runner) pausedTask(ctx context.Context, tk *task) (string, *agent.State, error) {
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, t := range all {
+		if t.State != app.StateAwaitingApproval {
+			continue
+		}
+		st, err := r.loopState(ctx, t.ID)
+		if err != nil {
+			return "", nil, err
+		}
+		if st != nil && st.Status == app.StateAwaitingApproval && st.Pending != nil {
+			return t.ID, st, nil
+		}
+	}
+	return "", nil, nil
+}
+
+// issueTask returns the task id asked on tk's issue.
+func (r *Runner) issueTask(ctx context.Context, tk *task, id string) (app.Task, error) {
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return app.Task{}, err
+	}
+	for _, t := range all {
+		if t.ID == id {
+			return t.Task, nil
+		}
+	}
+	return app.Task{}, fmt.Errorf("task %s on %s#%d is gone", id, tk.Repo, tk.Number)
+}
+
+// loopState is the saved loop state of task id, nil when it has none.
+func (r *Runner) loopState(ctx context.Context, id string) (*agent.State, error) {
+	raw, err := r.cfg.Store.LoadState(ctx, id)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var st agent.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("decode state of task %s: %w", id, err)
+	}
+	return &st, nil
+}
+
+// pendingDecision is the decision on the call that st waits on, if an
+// approver made one.
+func (r *Runner) pendingDecision(ctx context.Context, st *agent.State) (*decision, error) {
+	if st.Status != app.StateAwaitingApproval || st.Pending == nil {
+		return nil, nil
+	}
+	raw, err := r.cfg.Store.LoadState(ctx, decisionKey(st.TaskID))
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var d decision
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("decode the decision on task %s: %w", st.TaskID, err)
+	}
+	if d.Call != st.Pending.ID || d.Approvals != len(st.Approvals) {
+		return nil, nil
+	}
+	return &d, nil
+}

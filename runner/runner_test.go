@@ -1,0 +1,313 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// The runner's tests run it as a worker does — the GitHub simulator, real
+// sandboxes, git and the scripted model — with the queue's store, tasks and
+// locks kept in memory, so that a test can fail a save where a worker
+// would die.
+
+func TestMain(m *testing.M) { sandboxtest.Main(m) }
+
+const repo = "acme/stats"
+
+// quickPolicy's one check needs no Go build.
+const quickPolicy = `version: 1
+checks:
+  - {name: fixed, run: "! grep -q 'i := 1' stats.go"}
+paths: {allow: ["**/*.go"]}
+`
+
+type world struct {
+	sim    *githubsim.Server
+	inst   int64
+	issue  int
+	store  *memStore
+	locks  *memLocks
+	runner *runner.Runner
+}
+
+func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
+	t.Helper()
+	sandboxtest.RequireDocker(t)
+	files := map[string]string{}
+	root := "../deploy/demo/repo"
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files[app.PolicyPath] = policy
+	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close() })
+	w := &world{sim: sim, inst: sim.AddInstallation("acme"), store: newMemStore(), locks: &memLocks{held: map[string]string{}}}
+	if err := sim.AddRepo(w.inst, repo, files); err != nil {
+		t.Fatal(err)
+	}
+	if w.issue, err = sim.AddIssue(repo, "grace", "Sum drops the first sample", "Sum([1 2 3]) is 5."); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.SetPermission(repo, "ada", "write"); err != nil {
+		t.Fatal(err)
+	}
+	gh, err := app.NewGitHubApp(app.GitHubConfig{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.NewServer(t, script)
+	client, err := llm.New(llm.Config{BaseURL: model.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.runner, err = runner.New(runner.Config{
+		GitHub: gh, Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
+		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Store: w.store, Tasks: w.store, Locks: w.locks,
+		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// task is a "/agent fix" by ada on the world's issue, recorded as intake
+// would record it.
+func (w *world) task(t *testing.T, id string) app.Task {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, w.issue, "ada", "/agent fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
+		Number: w.issue, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
+	w.store.add(tk)
+	return tk
+}
+
+// status is the body of task id's status comment.
+func (w *world) status(id string) string {
+	for _, c := range w.sim.Comments(repo, w.issue) {
+		if strings.Contains(c.Body, "agentbot:task="+id) {
+			return c.Body
+		}
+	}
+	return ""
+}
+
+func demoScript(t *testing.T) llmtest.Script {
+	t.Helper()
+	s, err := llmtest.Load("../deploy/demo/model.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// memStore is the queue's store, task list and state in memory. fail,
+// when set, may refuse a save, as a worker that dies before it would.
+type memStore struct {
+	mu    sync.Mutex
+	state map[string][]byte
+	recs  []runner.TaskState // oldest first
+	fail  func(key string, state []byte) bool
+}
+
+func newMemStore() *memStore { return &memStore{state: map[string][]byte{}} }
+
+func (s *memStore) add(t app.Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs = append(s.recs, runner.TaskState{Task: t, State: app.StateQueued})
+}
+
+func (s *memStore) SaveState(_ context.Context, key string, state []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil && s.fail(key, state) {
+		return fmt.Errorf("save %s: the worker died", key)
+	}
+	s.state[key] = slices.Clone(state)
+	return nil
+}
+
+func (s *memStore) LoadState(_ context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.state[key]), nil
+}
+
+func (s *memStore) SetState(_ context.Context, id string, st app.State, step string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.recs {
+		if s.recs[i].ID == id {
+			s.recs[i].State, s.recs[i].Step = st, step
+			return nil
+		}
+	}
+	return app.Errorf(app.ENotFound, "There is no task %q.", id)
+}
+
+func (s *memStore) OnIssue(_ context.Context, repo string, number int) ([]runner.TaskState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []runner.TaskState
+	for _, r := range slices.Backward(s.recs) {
+		if r.Repo == repo && r.Number == number {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) record(id string) runner.TaskState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recs {
+		if r.ID == id {
+			return r
+		}
+	}
+	return runner.TaskState{}
+}
+
+// memLocks are the queue's locks without their expiry.
+type memLocks struct {
+	mu   sync.Mutex
+	held map[string]string
+}
+
+func (l *memLocks) Lock(_ context.Context, key, owner string, _ time.Duration) (string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if h, ok := l.held[key]; ok {
+		return h, nil
+	}
+	l.held[key] = owner
+	return owner, nil
+}
+
+func (l *memLocks) Renew(_ context.Context, key, owner string, _ time.Duration) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held[key] == owner, nil
+}
+
+func (l *memLocks) Unlock(_ context.Context, key, owner string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[key] == owner {
+		delete(l.held, key)
+	}
+	return nil
+}
+
+func (l *memLocks) holders() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.held)
+}
+
+func TestWorkerDeadBetweenPushAndSaveRepushesTheSameCommit(t *testing.T) {
+	w := newWorld(t, quickPolicy, demoScript(t))
+	ctx := t.Context()
+	tk := w.task(t, "T1")
+	died := false
+	w.store.fail = func(key string, state []byte) bool {
+		if key == "T1:runner" && strings.Contains(string(state), `"pushed"`) && !died {
+			died = true
+			return true
+		}
+		return false
+	}
+	if err := w.runner.ProcessTask(ctx, tk); err == nil || !died {
+		t.Fatalf("ProcessTask = %v; want the failed save after the push", err)
+	}
+	pushed, err := w.sim.BranchSHA(repo, "agent/1-sum-drops-the-first-sample")
+	if err != nil {
+		t.Fatalf("the branch was not pushed before the save failed: %v", err)
+	}
+	// The commit made again must not differ by its date: let the clock
+	// pass a second, git's resolution.
+	time.Sleep(1100 * time.Millisecond)
+	if err := w.runner.ProcessTask(ctx, tk); err != nil {
+		t.Fatalf("resumed task: %v", err)
+	}
+	if now, _ := w.sim.BranchSHA(repo, "agent/1-sum-drops-the-first-sample"); now != pushed {
+		t.Errorf("the branch moved from %s to %s; want the same commit pushed again", pushed, now)
+	}
+	if rec := w.store.record("T1"); rec.State != app.StateSucceeded {
+		t.Errorf("task ended %s (%s); want succeeded", rec.State, rec.Step)
+	}
+	if prs := w.sim.PullRequests(repo); len(prs) != 1 {
+		t.Errorf("%d pull requests; want 1", len(prs))
+	}
+}
+
+func TestTaskWaitsBehindTheIssuesRunningTask(t *testing.T) {
+	w := newWorld(t, quickPolicy, demoScript(t))
+	ctx := t.Context()
+	if _, err := w.locks.Lock(ctx, fmt.Sprintf("%s#%d", repo, w.issue), "T0", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	tk := w.task(t, "T1")
+	for range 2 { // a second look says nothing new
+		err := w.runner.ProcessTask(ctx, tk)
+		var wait interface{ RetryAfter() time.Duration }
+		if !errors.As(err, &wait) || wait.RetryAfter() <= 0 {
+			t.Fatalf("ProcessTask = %v; want an error to run again later", err)
+		}
+	}
+	if rec := w.store.record("T1"); rec.State != app.StateQueued || rec.Step != "waiting behind task T0" {
+		t.Errorf("record %s (%s); want queued, waiting behind task T0", rec.State, rec.Step)
+	}
+	if s := w.status("T1"); !strings.Contains(s, "waiting behind task `T0`") {
+		t.Errorf("status comment:\n%s", s)
+	}
+	if prs := w.sim.PullRequests(repo); len(prs) != 0 {
+		t.Fatalf("pull requests %+v while waiting; want none", prs)
+	}
+	if err := w.locks.Unlock(ctx, fmt.Sprintf("%s#%d", repo, w.issue), "T0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.runner.ProcessTask(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.store.record("T1"); rec.State != app.StateSucceeded {
+		t.Errorf("task ended %s (%s); want succeeded", rec.State, rec.Step)
+	}
+	if h := w.locks.holders(); len(h) != 0 {
+		t.Errorf("locks held after the task ended: %v", h)
+	}
+}
