@@ -38,9 +38,6 @@ import (
 // MaxBody is the largest delivery accepted; GitHub caps payloads at 25 MiB.
 const MaxBody = 25 << 20
 
-// DefaultLabel is the issue label that asks for a fix.
-const DefaultLabel = "agent:fix"
-
 // DefaultTimeout bounds the Redis work of one delivery, so that the answer
 // comes within two seconds even when Redis does not.
 const DefaultTimeout = 1500 * time.Millisecond
@@ -70,7 +67,6 @@ type Config struct {
 	Metrics    *Metrics
 	Logger     *slog.Logger  // slog.Default() when nil
 	Command    string        // the command word; app.DefaultCommand when empty
-	Label      string        // the trigger label; DefaultLabel when empty
 	Timeout    time.Duration // DefaultTimeout when 0
 }
 
@@ -98,9 +94,6 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}
 	if cfg.Command == "" {
 		cfg.Command = app.DefaultCommand
-	}
-	if cfg.Label == "" {
-		cfg.Label = DefaultLabel
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
