@@ -271,7 +271,7 @@ func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 	if len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Fatalf("check runs %+v; want one failure", runs)
 	}
-	for _, want := range []string{"refused, nothing was written", "refused, not run", "safety events: 2"} {
+	for _, want := range []string{"refused, nothing was written", "refused, not run", "| policy refusals | 2 |"} {
 		if !strings.Contains(runs[0].Text, want) {
 			t.Errorf("trace lacks %q:\n%s", want, runs[0].Text)
 		}
