@@ -4,7 +4,7 @@ BIN       := bin/agentbot
 IMAGE     ?= agentbot-sandbox:dev
 GOFLAGS_T ?= -count=1 -timeout 25m
 
-.PHONY: build test demo deps test-deps sandbox-image bench lint
+.PHONY: build test demo deps test-deps sandbox-image bench lint eval
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentbot
@@ -26,6 +26,11 @@ test: test-deps sandbox-image
 
 demo: deps sandbox-image build
 	$(BIN) demo
+
+# The shipped suite, scripted unless AGENTBOT_LLM_BASE_URL names a model
+# endpoint; EVAL_FLAGS such as --model M --runs 3 --json.
+eval: deps sandbox-image build
+	$(BIN) eval runner/eval/testdata/suite $(EVAL_FLAGS)
 
 bench: deps sandbox-image
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -42,6 +42,7 @@ func commands() map[string]subcommand {
 		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
 		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
+		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]"},
 		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},

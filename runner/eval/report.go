@@ -126,7 +126,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(failures) > 0 {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(failures, "\n"))
 	}
-	_, err := fmt.Fprintf(w, "\nsolved %s of runs; hidden tests passed in %s\n", percent(r.Total.Solved, r.Total.Runs), percent(r.Total.HiddenPassed, r.Total.HiddenRuns))
+	line := "solved " + percent(r.Total.Solved, r.Total.Runs) + " of runs"
+	if r.Total.HiddenRuns > 0 {
+		line += "; hidden tests passed in " + percent(r.Total.HiddenPassed, r.Total.HiddenRuns)
+	}
+	_, err := fmt.Fprintf(w, "\n%s\n", line)
 	return err
 }
 
@@ -161,8 +165,5 @@ func ratio(n, of int) string {
 }
 
 func percent(n, of int) string {
-	if of == 0 {
-		return "no runs"
-	}
 	return fmt.Sprintf("%d%% (%d/%d)", n*100/of, n, of)
 }

@@ -26,7 +26,7 @@ func TestLoadShippedSuite(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Join(names, " "); got != "errcheck order pagination rounding" {
+	if got := strings.Join(names, " "); got != "errcheck pagination rounding" {
 		t.Errorf("tasks = %s, want them in name order", got)
 	}
 }

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/eval"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	"github.com/agentbot/agentbot/runner/sandbox"
+)
+
+// cmdEval runs a suite of tasks through the loop and the sandbox and
+// reports, per task and in total, how many were solved and passed their
+// hidden tests, and what they cost. Each task's trajectory answers unless a
+// model endpoint is configured, as for agentbot run.
+func cmdEval(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("eval", env)
+	modelName := fs.String("model", "", "the model that edits every task; default each task's model.edit, or \"scripted\" for trajectories")
+	runs := fs.Int("runs", 1, "runs of each task; the report gives success rates and means")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
+	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: agentbot eval SUITE_DIR [--model M] [--runs N] [--json]")
+		fs.PrintDefaults()
+	}
+	dir, err := parseWithArg(fs, args, env)
+	if err != nil {
+		return err
+	}
+	if *runs < 1 {
+		return fmt.Errorf("eval: --runs %d: want 1 or more", *runs)
+	}
+	suite, err := eval.Load(dir)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	// The per-run progress lines say what the loop's own info logs would.
+	cfg := eval.Config{ModelName: *modelName, Runs: *runs,
+		Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if scripted(env) {
+		cfg.DefaultModel = "scripted"
+		if cfg.Model, err = scriptedModels(suite); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+	} else {
+		llmCfg, err := llm.ConfigFromEnv(env.Getenv)
+		if err != nil {
+			return err
+		}
+		client, err := llm.New(llmCfg)
+		if err != nil {
+			return err
+		}
+		cfg.Model = func(eval.Task) (agent.Model, func(), error) { return client, func() {}, nil }
+	}
+	if *executor == "" {
+		if *executor, err = os.Executable(); err != nil {
+			return fmt.Errorf("eval: find this binary for the sandbox: %w", err)
+		}
+	}
+	if cfg.Driver, err = sandbox.New(ctx, sandbox.Options{Image: *image, ExecutorPath: *executor, WorkerID: fmt.Sprintf("eval-%d", os.Getpid())}); err != nil {
+		return fmt.Errorf("eval: connect to Docker: %w", err)
+	}
+	defer cfg.Driver.Close()
+	cfg.Done = func(r eval.Result) {
+		fmt.Fprintf(env.Stderr, "%s run %d: %s, hidden %s, %d iterations, %d tokens, $%.4f, %.1fs\n",
+			r.Task, r.Run, solvedText(r), r.Hidden, r.Iterations, r.Tokens, r.CostUSD, r.Seconds)
+	}
+
+	rep, err := eval.Run(ctx, suite, cfg)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if *asJSON {
+		err = rep.WriteJSON(env.Stdout)
+	} else {
+		err = rep.WriteTable(env.Stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if !rep.Passed() {
+		// The report is the answer; the status lets a CI job gate on it.
+		return &exitError{code: 1, err: fmt.Errorf("eval: %d of %d runs solved, %d of %d passed their hidden tests",
+			rep.Total.Solved, rep.Total.Runs, rep.Total.HiddenPassed, rep.Total.HiddenRuns)}
+	}
+	return nil
+}
+
+// parseWithArg parses flags on either side of one positional argument, as
+// in "eval SUITE_DIR --runs 3", where the flag package alone would stop.
+func parseWithArg(fs *flag.FlagSet, args []string, env Env) (string, error) {
+	if err := parseFlags(fs, args, env); err != nil {
+		return "", err
+	}
+	var rest []string
+	for fs.NArg() > 0 {
+		rest = append(rest, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", err
+		}
+	}
+	if len(rest) != 1 {
+		return "", fmt.Errorf("%s: want one SUITE_DIR, got %d arguments", fs.Name(), len(rest))
+	}
+	return rest[0], nil
+}
+
+// scripted says whether no model endpoint is configured, so that the
+// tasks' trajectories answer.
+func scripted(env Env) bool {
+	return env.Getenv("AGENTBOT_LLM_BASE_URL") == "" && env.Getenv("AGENTBOT_LLM_API_KEY") == ""
+}
+
+// scriptedModels loads every task's trajectory before anything runs, and
+// starts a fresh scripted model from it for each run.
+func scriptedModels(s *eval.Suite) (func(eval.Task) (agent.Model, func(), error), error) {
+	scripts := map[string]llmtest.Script{}
+	for _, t := range s.Tasks {
+		if t.Trajectory == "" {
+			return nil, fmt.Errorf("%s: missing: with no model configured (AGENTBOT_LLM_BASE_URL) every task needs its scripted trajectory",
+				filepath.Join(t.Dir, eval.TrajectoryFile))
+		}
+		script, err := llmtest.Load(t.Trajectory)
+		if err != nil {
+			return nil, err
+		}
+		scripts[t.Name] = script
+	}
+	return func(t eval.Task) (agent.Model, func(), error) {
+		script, ok := scripts[t.Name]
+		if !ok {
+			return nil, nil, errors.New("no trajectory loaded for task " + t.Name)
+		}
+		srv, err := llmtest.Start(script)
+		if err != nil {
+			return nil, nil, err
+		}
+		// A script costs nothing and reports its own usage: the client's
+		// warnings about prices and usage would only be noise.
+		c, err := llm.New(llm.Config{BaseURL: srv.URL(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			srv.Close()
+			return nil, nil, err
+		}
+		return c, srv.Close, nil
+	}, nil
+}
+
+func solvedText(r eval.Result) string {
+	if r.Solved {
+		return "solved"
+	}
+	if r.Error != "" {
+		return "failed (" + r.Error + ")"
+	}
+	return "failed (" + r.Stop + ")"
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/runner/eval"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// evalCmd runs "agentbot eval" in-process with no model configured, so the
+// trajectories answer, and returns stdout, stderr and the error.
+func evalCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}
+	err := run(context.Background(), append([]string{"eval"}, args...), env)
+	return stdout.String(), stderr.String(), err
+}
+
+func sandboxFlags(t *testing.T) []string {
+	return []string{"--image", sandboxtest.Image(t), "--executor", sandboxtest.Executor(t)}
+}
+
+// TestEvalShippedSuite runs the suite agentbot ships through the real loop
+// and sandbox with the scripted model: every task is solved, with real
+// go test checks, and its hidden tests pass.
+func TestEvalShippedSuite(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite"}, sandboxFlags(t)...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, progress, out)
+	}
+	for _, task := range []string{"errcheck", "pagination", "rounding"} {
+		if !strings.Contains(out, task+" ") || !strings.Contains(progress, task+" run 1: solved, hidden pass, 4 iterations") {
+			t.Errorf("%s is not reported solved with its hidden tests passing:\n%s\n%s", task, progress, out)
+		}
+	}
+	var total []string
+	for line := range strings.Lines(out) {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "total" {
+			total = f
+		}
+	}
+	if len(total) != 9 || strings.Join(total[:5], " ") != "total 3 3/3 3/3 4.0" || total[5] == "0" {
+		t.Errorf("total row = %q, want 3 runs, 3 solved, 3 passing hidden tests, 4 iterations and tokens counted:\n%s", total, out)
+	}
+	if !strings.Contains(out, "solved 100% (3/3) of runs; hidden tests passed in 100% (3/3)") {
+		t.Errorf("report lacks the summary line:\n%s", out)
+	}
+	t.Logf("\n%s%s", progress, out)
+}
+
+// A task whose fix is right, and one whose trajectory edits the wrong line
+// and finishes anyway: the checks stay red, finish is refused and the
+// script runs out.
+const (
+	evalTask   = "title: Greeting says hello\nbody: greeting.txt must say hello.\nchecks: [\"grep -qx hello greeting.txt || { echo \\\"greeting.txt: $(cat greeting.txt)\\\"; exit 1; }\"]\nhidden: [\"sh hidden.sh\"]\n"
+	goodScript = `steps:
+  - tool_calls: [{name: run_checks, arguments: {}}]
+  - tool_calls: [{name: edit_file, arguments: {path: greeting.txt, old_string: "helo", new_string: "hello"}}]
+  - tool_calls: [{name: finish, arguments: {summary: "Spell hello."}}]
+`
+	brokenScript = `steps:
+  - tool_calls: [{name: edit_file, arguments: {path: greeting.txt, old_string: "helo", new_string: "hallo"}}]
+  - tool_calls: [{name: finish, arguments: {summary: "Spell hello."}}]
+`
+)
+
+func writeSuite(t *testing.T, tasks map[string]map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, files := range tasks {
+		for p, content := range files {
+			full := filepath.Join(dir, name, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return dir
+}
+
+func greetingTask(script string) map[string]string {
+	return map[string]string{
+		"task.yaml": evalTask, "repo/greeting.txt": "helo\n", "trajectory.yaml": script,
+		"hidden/hidden.sh": "test \"$(cat greeting.txt)\" = hello\n",
+	}
+}
+
+// TestEvalReportsFailuresAndAggregatesRuns runs a good and a broken
+// trajectory twice each: the JSON report has each run, the broken task
+// failed, the rates and means over both runs, and the command exits 1.
+func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(goodScript), "broken": greetingTask(brokenScript)})
+	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--json"}, sandboxFlags(t)...)...)
+	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "2 of 4 runs solved") {
+		t.Fatalf("eval = %v, want exit 1 saying 2 of 4 runs solved\n%s", err, progress)
+	}
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json printed something else: %v\n%s", err, out)
+	}
+	if len(rep.Tasks) != 2 || rep.Runs != 2 {
+		t.Fatalf("report = %+v, want 2 tasks of 2 runs", rep)
+	}
+	broken, good := rep.Tasks[0], rep.Tasks[1]
+	if good.Task != "good" || good.Solved != 2 || good.HiddenPassed != 2 || good.MeanIterations != 3 || good.MeanTokens == 0 || len(good.Results) != 2 {
+		t.Errorf("good = %+v, want 2 of 2 solved in 3 iterations with hidden tests passing", good)
+	}
+	if broken.Task != "broken" || broken.Solved != 0 || broken.HiddenPassed != 0 || broken.SuccessRate != 0 {
+		t.Errorf("broken = %+v, want no run solved", broken)
+	}
+	for _, r := range broken.Results {
+		if r.Solved || r.Hidden != eval.HiddenSkipped || r.Error == "" {
+			t.Errorf("broken run %d = %+v, want failed, hidden tests skipped, the error said", r.Run, r)
+		}
+	}
+	if tot := rep.Total; tot.Runs != 4 || tot.Solved != 2 || tot.SuccessRate != 0.5 || tot.HiddenRuns != 4 || tot.HiddenPassed != 2 || tot.MeanSeconds <= 0 {
+		t.Errorf("total = %+v", tot)
+	}
+	if !strings.Contains(progress, "broken run 2: failed (") || !strings.Contains(progress, "good run 2: solved, hidden pass, 3 iterations") {
+		t.Errorf("progress lines:\n%s", progress)
+	}
+}
+
+func TestEvalRefusesMalformedSuites(t *testing.T) {
+	good := greetingTask(goodScript)
+	with := func(path, content string) map[string]string {
+		files := map[string]string{}
+		for p, c := range good {
+			files[p] = c
+		}
+		if content == "" {
+			delete(files, path)
+		} else {
+			files[path] = content
+		}
+		return files
+	}
+	tests := []struct {
+		name  string
+		task  map[string]string
+		want  string // $S is the suite directory
+		extra []string
+	}{
+		{"missing task file", with("task.yaml", ""), "$S/a/task.yaml: missing", nil},
+		{"bad task YAML", with("task.yaml", "title: t\nbody: b\nchecks: [x]\nhidden: true\n"), "$S/a/task.yaml: line 4: cannot unmarshal", nil},
+		{"unknown key", with("task.yaml", "title: t\nbody: b\ncheck: [x]\n"), "$S/a/task.yaml: line 3: field check not found", nil},
+		{"missing trajectory", with("trajectory.yaml", ""), "$S/a/trajectory.yaml: missing", nil},
+		{"bad trajectory", with("trajectory.yaml", "steps:\n  - tool_calls: [{name: finish}]\n    txt: hi\n"), "$S/a/trajectory.yaml: yaml: unmarshal errors:\n  line 3: field txt not found", nil},
+		{"bad policy", with("repo/.github/agent.yml", "version: 1\nlimits: {iterations: many}\n"), "$S/a/repo/.github/agent.yml:2", nil},
+		{"two suites", good, "want one SUITE_DIR, got 2 arguments", []string{"other"}},
+		{"no runs", good, "--runs 0: want 1 or more", []string{"--runs", "0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			suite := writeSuite(t, map[string]map[string]string{"a": tt.task})
+			_, _, err := evalCmd(t, append([]string{suite}, tt.extra...)...)
+			want := strings.ReplaceAll(tt.want, "$S", suite)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("eval = %v, want an error containing %q", err, want)
+			}
+		})
+	}
+}

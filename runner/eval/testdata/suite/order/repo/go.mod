@@ -1,3 +1,0 @@
-module example.com/tally
-
-go 1.26
