@@ -18,7 +18,7 @@ import (
 func cmdAdmin(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("admin", env)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the tasks and traces")
-	addr := fs.String("admin-addr", "127.0.0.1:8081", "address of the admin pages; off loopback, a token is required")
+	addr := fs.String("admin-addr", defaultAdminAddr, "address of the admin pages; off loopback, a token is required")
 	token := fs.String("admin-token", "", "bearer token the pages require; prefer AGENTBOT_ADMIN_TOKEN, which ps does not show")
 	if err := parseFlags(fs, args, env); err != nil {
 		return err

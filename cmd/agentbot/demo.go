@@ -208,7 +208,8 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 	if o.env.Getenv("AGENTBOT_DEMO_LOGS") != "" {
 		serveEnv.Stderr = o.env.Stderr
 	}
-	args := append([]string{"--addr", addr}, w.workerArgs...)
+	// The demo ends with its task: no admin pages to hold a port for.
+	args := append([]string{"--addr", addr, "--admin-addr", "off"}, w.workerArgs...)
 	if o.noWorkers {
 		args = append(args, "--no-workers")
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentbot/agentbot/app/admin"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/webhook"
 )
@@ -26,6 +27,9 @@ import (
 const (
 	defaultAddr     = ":8080"
 	defaultRedisURL = "redis://127.0.0.1:6379/0"
+	// defaultAdminAddr keeps the admin pages on loopback, where they need
+	// no token: reach them through an SSH tunnel or kubectl port-forward.
+	defaultAdminAddr = "127.0.0.1:8081"
 	// drainTimeout bounds how long SIGTERM waits for in-flight requests.
 	drainTimeout = 10 * time.Second
 )
@@ -36,6 +40,8 @@ type serveConfig struct {
 	redisURL   string
 	secretFile string
 	noWorkers  bool
+	adminAddr  string
+	adminToken string
 	worker     workerConfig
 }
 
@@ -45,6 +51,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.secretFile, "webhook-secret-file", "",
 		"file with the webhook secret; several, separated by commas or newlines, during a rotation (or set AGENTBOT_WEBHOOK_SECRET)")
 	fs.BoolVar(&c.noWorkers, "no-workers", false, "serve the webhook intake only, no workers")
+	fs.StringVar(&c.adminAddr, "admin-addr", defaultAdminAddr, `address of the read-only admin pages (task list, traces); "off" for none; off loopback, a token is required`)
+	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token the admin pages require; prefer AGENTBOT_ADMIN_TOKEN, which ps does not show")
 	c.worker.register(fs)
 }
 
@@ -64,6 +72,12 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	adminOn := cfg.adminAddr != "" && cfg.adminAddr != "off"
+	if adminOn {
+		if err := admin.CheckAddr(cfg.adminAddr, cfg.adminToken); err != nil {
+			return err
+		}
+	}
 	log := newLogger(env.Stderr)
 	// go-redis reports pool trouble through a process-wide logger; route it
 	// into the JSON log.
@@ -78,21 +92,40 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	if cfg.noWorkers {
+	parts := []func(context.Context) error{func(ctx context.Context) error {
 		return listenAndServe(ctx, cfg.addr, routes, log)
+	}}
+	if adminOn {
+		parts = append(parts, func(ctx context.Context) error {
+			return listenAndServe(ctx, cfg.adminAddr, adminHandler(rdb, cfg.adminToken, log), log.With("server", "admin"))
+		})
 	}
-	// The intake and the workers stop together: either failing stops the
-	// other, and a signal stops both.
+	if !cfg.noWorkers {
+		parts = append(parts, func(ctx context.Context) error {
+			return runWorkers(ctx, rdb, cfg.worker, env, log)
+		})
+	}
+	return runTogether(ctx, parts...)
+}
+
+// runTogether runs each part until ctx is cancelled or one of them
+// returns, which stops the others, and returns all their errors: the
+// intake, the admin pages and the workers of one process stop together.
+func runTogether(ctx context.Context, parts ...func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := make(chan error, 1)
-	go func() {
-		defer cancel()
-		workers <- runWorkers(ctx, rdb, cfg.worker, env, log)
-	}()
-	err = listenAndServe(ctx, cfg.addr, routes, log)
-	cancel()
-	return errors.Join(err, <-workers)
+	done := make(chan error, len(parts))
+	for _, run := range parts {
+		go func() {
+			defer cancel()
+			done <- run(ctx)
+		}()
+	}
+	errs := make([]error, len(parts))
+	for i := range parts {
+		errs[i] = <-done
+	}
+	return errors.Join(errs...)
 }
 
 // newLogger returns the JSON logger every long-running command uses.
@@ -145,7 +178,7 @@ func newIntake(rdb redis.UniversalClient, secrets [][]byte, cfg serveConfig, log
 	if err != nil {
 		return nil, err
 	}
-	q := queue.NewClient(rdb)
+	q := cfg.worker.retention.client(rdb)
 	h, err := webhook.NewHandler(webhook.Config{
 		Secrets: secrets, Queue: q, Deliveries: q, Metrics: metrics, Logger: log,
 	})

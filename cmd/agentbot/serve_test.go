@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
@@ -36,7 +37,9 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (base stri
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = run(ctx, append([]string{"serve", "--addr", addr}, args...), env)
+		// No admin pages unless the test asks: the default address is
+		// one for the whole machine.
+		serveErr = run(ctx, append([]string{"serve", "--addr", addr, "--admin-addr", "off"}, args...), env)
 	}()
 	stop = func() error {
 		cancel()
@@ -128,6 +131,35 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"task":"`+webhook.TaskID("in-flight")+`"`) {
 		t.Errorf("the JSON log lacks the task attribute:\n%s", logs)
+	}
+}
+
+func TestServeServesTheAdminPages(t *testing.T) {
+	rs := redistest.Start(t)
+	seedTask(t, rs.URL)
+	adminAddr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, logs := startServe(t, map[string]string{
+		"AGENTBOT_WEBHOOK_SECRET": "s", "AGENTBOT_REDIS_URL": rs.URL, "AGENTBOT_ADMIN_TOKEN": "s3cret",
+	}, "--no-workers", "--admin-addr", adminAddr)
+	admin := "http://" + adminAddr
+	waitFor(t, func() bool { return strings.Contains(logs.String(), `"addr":"`+adminAddr+`"`) })
+	code, body := fetch(t, admin+"/", "s3cret")
+	if code != http.StatusOK || !strings.Contains(body, "d-42") || !strings.Contains(body, "octo/hello") {
+		t.Errorf("serve's admin task list: %d\n%s", code, body)
+	}
+	if code, _ := fetch(t, admin+"/", ""); code != http.StatusUnauthorized {
+		t.Errorf("serve's admin pages without the token: %d; want 401", code)
+	}
+}
+
+func TestServeRefusesAdminPagesOffLoopbackWithoutAToken(t *testing.T) {
+	env, _, _ := testEnv(map[string]string{"AGENTBOT_WEBHOOK_SECRET": "s", "AGENTBOT_REDIS_URL": "redis://127.0.0.1:1/0"})
+	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--no-workers", "--admin-addr", "0.0.0.0:0"}, env)
+	if app.ErrorCode(err) != app.EInvalid || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("serve with admin pages on 0.0.0.0 and no token = %v; want refused", err)
 	}
 }
 

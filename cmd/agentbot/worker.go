@@ -17,7 +17,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
-	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -39,7 +38,7 @@ type workerConfig struct {
 	concurrency int
 	botName     string
 	label       string
-	audit       queue.AuditOptions
+	retention   retention
 	models      app.Models
 	app         *appFlags
 }
@@ -53,10 +52,9 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
 	fs.StringVar(&c.label, "trigger-label", "", "the issue label that asks for a fix where neither the server config's policy nor the repository's names one (default agent:fix)")
-	fs.Int64Var(&c.audit.MaxLen, "audit-max-entries", 0, "keep about this many audit log entries per installation (default: no bound)")
-	fs.DurationVar(&c.audit.MaxAge, "audit-max-age", 0, "drop audit log entries older than this (default: keep them)")
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
 	fs.StringVar(&c.models.Fast, "fast-model", "gpt-4.1-mini", "the model that digests old context when a policy names none")
+	c.retention.register(fs)
 	c.app = addAppFlags(fs)
 }
 
@@ -98,12 +96,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if server, err = withTriggerLabel(server, cfg.label); err != nil {
 		return err
 	}
-	llmCfg, err := llm.ConfigFromEnv(env.Getenv)
-	if err != nil {
-		return err
-	}
-	llmCfg.Logger = log
-	model, err := llm.New(llmCfg)
+	model, err := newModel(env, server, log)
 	if err != nil {
 		return err
 	}
@@ -124,15 +117,15 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	} else if n > 0 {
 		log.Info("removed orphaned sandboxes", "count", n)
 	}
-	store := queue.NewStore(rdb)
-	audit, err := queue.NewAudit(rdb, cfg.audit)
+	store := cfg.retention.store(rdb)
+	audit, err := cfg.retention.auditLog(rdb)
 	if err != nil {
 		return err
 	}
 	r, err := runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
-		Audit: audit, Traces: queue.NewTraces(rdb, 0),
+		Audit: audit, Traces: cfg.retention.traceStore(rdb),
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID),
