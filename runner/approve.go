@@ -57,6 +57,9 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 		if err := r.cfg.Store.SaveState(ctx, decisionKey(paused), raw); err != nil {
 			return fmt.Errorf("save the decision on task %s: %w", paused, err)
 		}
+		if err := r.auditDecision(ctx, tk, paused, st.Pending, d.Approve); err != nil {
+			return err
+		}
 		tk.prog.Resumes = paused
 		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
 			return err

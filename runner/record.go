@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
@@ -31,10 +32,24 @@ type TraceLog interface {
 }
 
 // received starts a task's record: the command's audit entry, and the
-// clock of its first phase.
+// clock of its first phase. Every label added to an issue is delivered,
+// and only the policy says which one is the trigger: a label's entry waits
+// for the first decision about it, and a label that is no command leaves
+// none.
 func (r *Runner) received(ctx context.Context, tk *task) error {
 	tk.since = time.Now()
-	return r.audit(ctx, tk, app.AuditCommand, commandText(app.Policy{}, tk.Task))
+	if tk.Label != "" {
+		return nil
+	}
+	return r.auditCommand(ctx, tk)
+}
+
+func (r *Runner) auditCommand(ctx context.Context, tk *task) error {
+	what := commandText(app.Policy{}, tk.Task)
+	if tk.Label != "" {
+		what = "label " + tk.Label
+	}
+	return r.audit(ctx, tk, app.AuditCommand, what)
 }
 
 // audit appends an entry of kind about tk, with tk's requester as the
@@ -59,6 +74,11 @@ func (r *Runner) appendAudit(ctx context.Context, tk *task, e app.AuditEntry, ke
 	if r.cfg.Audit == nil {
 		return nil
 	}
+	if tk.Label != "" && e.Kind != app.AuditCommand {
+		if err := r.auditCommand(ctx, tk); err != nil {
+			return err
+		}
+	}
 	sum := sha256.Sum256([]byte(key))
 	mark := string(e.Kind) + ":" + hex.EncodeToString(sum[:6])
 	if slices.Contains(tk.prog.Audited, mark) {
@@ -69,6 +89,17 @@ func (r *Runner) appendAudit(ctx context.Context, tk *task, e app.AuditEntry, ke
 	}
 	tk.prog.Audited = append(tk.prog.Audited, mark)
 	return r.saveProgress(ctx, tk.ID, tk.prog)
+}
+
+// auditDecision records an approver's decision on call, the call the
+// task paused waits on; tk is the approve or deny command's task, so the
+// approver is the entry's actor.
+func (r *Runner) auditDecision(ctx context.Context, tk *task, paused string, call *llm.ToolCall, approve bool) error {
+	kind := app.AuditDenial
+	if approve {
+		kind = app.AuditApproval
+	}
+	return r.audit(ctx, tk, kind, fmt.Sprintf("%s %s, the call task %s waits on", call.Name, head(call.Arguments, 300), paused))
 }
 
 // auditPush records the push of tk's change, once it is saved as pushed.

@@ -307,3 +307,51 @@ func TestCheckTextIsTheStoredTrace(t *testing.T) {
 		t.Errorf("check text without a trace store:\n%s", text)
 	}
 }
+
+// TestLabelIsACommandOnceDecidedOn: a label is a command only when the
+// policy says it is the trigger, so its entry comes with the first
+// decision about it, and a label nobody decided on leaves none.
+func TestLabelIsACommandOnceDecidedOn(t *testing.T) {
+	w := newRecordWorld()
+	ctx := t.Context()
+	tk := w.task(t)
+	tk.Verb, tk.Instructions, tk.Label = app.VerbFix, "", "agent:fix"
+	if err := w.r.received(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	if len(w.audit.entries) != 0 {
+		t.Fatalf("entries %+v before the label was known to be the trigger", w.audit.entries)
+	}
+	if err := w.r.admission(ctx, tk, true, "ada has write access"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.r.audit(ctx, tk, app.AuditPush, "agent/1-sum at abc123"); err != nil {
+		t.Fatal(err)
+	}
+	e := w.audit.entries
+	if len(e) != 3 || e[0].Kind != app.AuditCommand || e[0].Detail != "label agent:fix" || e[0].Actor != "ada" || e[1].Kind != app.AuditAdmission || e[2].Kind != app.AuditPush {
+		t.Errorf("entries %+v; want the label's command, then the admission and the push", e)
+	}
+}
+
+// TestDecisionIsAudited: the approver is the actor of an approval or a
+// denial, which names the call and the paused task.
+func TestDecisionIsAudited(t *testing.T) {
+	w := newRecordWorld()
+	ctx := t.Context()
+	tk := w.task(t)
+	tk.Verb, tk.Requester = app.VerbApprove, "grace"
+	call := &llm.ToolCall{ID: "c1", Name: "edit_file", Arguments: `{"path":"stats.go"}`}
+	if err := w.r.auditDecision(ctx, tk, "t0", call, true); err != nil {
+		t.Fatal(err)
+	}
+	tk.Verb = app.VerbDeny
+	if err := w.r.auditDecision(ctx, tk, "t0", call, false); err != nil {
+		t.Fatal(err)
+	}
+	e := w.audit.entries
+	if len(e) != 2 || e[0].Kind != app.AuditApproval || e[1].Kind != app.AuditDenial || e[0].Actor != "grace" ||
+		e[0].Detail != `edit_file {"path":"stats.go"}, the call task t0 waits on` {
+		t.Errorf("entries %+v; want grace's approval, then her denial", e)
+	}
+}
