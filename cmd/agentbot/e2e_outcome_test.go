@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/queue"
+)
+
+// TestMergedAndRevertedPullRequestInStats follows the agent's pull request
+// past its opening: a maintainer squash-merges it untouched, GitHub
+// delivers the pull_request "closed" event, someone pushes its revert to
+// main, and the push is delivered twice; agentbot stats then shows one
+// merge, every line kept, and one revert.
+func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
+	w := startE2E(t, nil)
+	ctx := t.Context()
+	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
+	}
+	prs := w.sim.PullRequests(w.repo)
+	if len(prs) != 1 {
+		t.Fatalf("%d pull requests, want 1", len(prs))
+	}
+	pr := prs[0].Number
+	outcomes := queue.NewOutcomes(w.rdb)
+
+	merge, resp, err := w.sim.DeliverMerge(ctx, w.webhook, w.repo, pr, githubsim.MergeSquash, "grace")
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("deliver the merge: %v %v", resp, err)
+	}
+	o := waitOutcome(t, outcomes, w.repo, pr, func(o app.TaskOutcome) bool { return o.Merged })
+	if o.MergeCommit != merge || o.Survival == nil || o.Survival.Total == 0 || o.Survival.Kept != o.Survival.Total || o.Task != id {
+		t.Fatalf("outcome after the merge %+v (survival %+v); want task %s merged as %s with every line kept", o, o.Survival, id, merge)
+	}
+
+	revert, err := w.sim.RevertCommit(w.repo, "main", merge, "grace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		resp, err := w.sim.DeliverPush(ctx, w.webhook, w.repo, "main", merge, revert, "grace")
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("deliver the push: %v %v", resp, err)
+		}
+	}
+	waitOutcome(t, outcomes, w.repo, pr, func(o app.TaskOutcome) bool { return o.Reverted })
+
+	opt := w.rdb.Options()
+	env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)})
+	if err := cmdStats(ctx, []string{"--json", "--since", "all"}, env); err != nil {
+		t.Fatal(err)
+	}
+	var report statsReport
+	if err := json.Unmarshal([]byte(out.String()), &report); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if len(report.Total) != 1 {
+		t.Fatalf("stats %s", out)
+	}
+	all := report.Total[0]
+	if all.Tasks != 1 || all.Merged != 1 || all.Reverted != 1 || all.RevertRate != 1 || all.SurvivalShare == nil || *all.SurvivalShare != 1 ||
+		all.Survival != *o.Survival {
+		t.Errorf("stats %s; want one task, merged with every line kept, reverted once", out)
+	}
+}
+
+// waitOutcome polls the outcome of repo#pr until done says it is there.
+func waitOutcome(t *testing.T, outcomes *queue.Outcomes, repo string, pr int, done func(app.TaskOutcome) bool) app.TaskOutcome {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		o, err := outcomes.ByPR(t.Context(), repo, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(o) {
+			return o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outcome of %s#%d never got there: %+v", repo, pr, o)
+		}
+	}
+}
