@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
@@ -75,6 +76,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {
 		return err
 	}
+	ptk.since = time.Now()
 	if ptk.prog.Final == "" {
 		tg, ok, err := r.prepare(ctx, ptk)
 		if err != nil {

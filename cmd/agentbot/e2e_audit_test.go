@@ -156,3 +156,70 @@ func TestUnsafeRunIsAuditedAsBlocked(t *testing.T) {
 		t.Errorf("refusals in the trace %q; want %q", refused, want)
 	}
 }
+
+func TestApprovalIsAudited(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy + "tools: {write: human}\n"}}, nil)
+	ctx := t.Context()
+	if err := w.sim.SetPermission(w.repo, "grace", "maintain"); err != nil {
+		t.Fatal(err)
+	}
+	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, w, fix, app.StateAwaitingApproval)
+	_, approve, err := w.deliverComment(ctx, "grace", "/agent approve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, approve); rec.State != app.StateSucceeded {
+		t.Fatalf("approval ended %s (%s)", rec.State, rec.Step)
+	}
+	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
+		t.Fatalf("the approved fix ended %s (%s)", rec.State, rec.Step)
+	}
+
+	// The fix, run in two parts, is audited once.
+	if kinds, entries := auditOf(t, w, fix); !slices.Equal(kinds, []app.AuditKind{app.AuditCommand, app.AuditAdmission, app.AuditPush, app.AuditPROpened}) {
+		t.Errorf("the fix's entries %v:\n%+v", kinds, entries)
+	}
+	audit, err := queue.NewAudit(w.rdb, queue.AuditOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := audit.Query(ctx, queue.AuditQuery{Repo: w.repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []app.AuditKind
+	for _, e := range all {
+		if e.Task != approve {
+			continue
+		}
+		kinds = append(kinds, e.Kind)
+		if e.Actor != "grace" {
+			t.Errorf("entry %+v; want grace as its actor", e)
+		}
+		if e.Kind == app.AuditApproval && (!strings.HasPrefix(e.Detail, "edit_file ") || !strings.Contains(e.Detail, "task "+fix+" waits on")) {
+			t.Errorf("approval entry %+v; want the edit the fix waited on", e)
+		}
+	}
+	if want := []app.AuditKind{app.AuditCommand, app.AuditAdmission, app.AuditApproval}; !slices.Equal(kinds, want) {
+		t.Errorf("the approval's entries %v; want %v", kinds, want)
+	}
+
+	// The fix's trace goes on where the pause left it.
+	events, err := queue.NewTraces(w.rdb, 0).Trace(ctx, fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, e := range events {
+		if e.Kind == app.TracePhase {
+			phases = append(phases, e.Name)
+		}
+	}
+	if want := []string{"admission", "workspace", "agent", "workspace", "agent", "gate", "push", "report"}; !slices.Equal(phases, want) {
+		t.Errorf("phases of the approved fix %v; want %v", phases, want)
+	}
+}
