@@ -124,8 +124,11 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 	assertCheckOnHead(t, w, prs[0].Pull.Head, "success")
 }
 
-func TestDenyEndsThePausedFix(t *testing.T) {
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
+func TestDeniedCallIsToldToTheModel(t *testing.T) {
+	// The sample's model edits (paused, then denied), then calls finish,
+	// which the failing check refuses; its four iterations are then spent.
+	policy := humanWrites + "limits: {iterations: 4}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
 	ctx := t.Context()
 	if err := w.sim.SetPermission(w.repo, "grace", "admin"); err != nil {
 		t.Fatal(err)
@@ -142,15 +145,32 @@ func TestDenyEndsThePausedFix(t *testing.T) {
 	if rec := waitFinal(t, w, deny); rec.State != app.StateSucceeded {
 		t.Fatalf("denial ended %s (%s)", rec.State, rec.Step)
 	}
-	rec := waitFinal(t, w, fix)
-	if rec.State != app.StateStopped {
-		t.Errorf("the denied fix ended %s (%s); want stopped", rec.State, rec.Step)
+	if s := statusOf(w, deny); !strings.Contains(s, "Denied by @grace") || !strings.Contains(s, "it ended **failed**") {
+		t.Errorf("denial's reply:\n%s", s)
 	}
-	if s := statusOf(w, fix); !strings.Contains(s, "grace denied edit_file") {
+	if rec := waitFinal(t, w, fix); rec.State != app.StateFailed {
+		t.Errorf("the denied fix ended %s (%s); want failed", rec.State, rec.Step)
+	}
+	if s := statusOf(w, fix); !strings.Contains(s, "iterations: 4 steps taken") {
 		t.Errorf("status of the denied fix:\n%s", s)
 	}
-	if s := statusOf(w, deny); !strings.Contains(s, "Denied by @grace") {
-		t.Errorf("denial's reply:\n%s", s)
+	raw, err := w.store.LoadState(ctx, fix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st agent.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Approvals) != 1 || st.Approvals[0].By != "grace" || st.Approvals[0].Approved {
+		t.Errorf("approvals %+v; want one denial by grace", st.Approvals)
+	}
+	told := false
+	for _, m := range st.Messages {
+		told = told || strings.Contains(m.Content, "@grace, an approver, denied this call")
+	}
+	if !told || st.Step != 4 {
+		t.Errorf("the model was not told of the denial, or did not go on (%d steps)", st.Step)
 	}
 	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)

@@ -221,7 +221,8 @@ func (a *Agent) Run(ctx context.Context) (*State, error) {
 }
 
 // Decide resumes a task paused on a call that needs a human: an approved
-// call runs and the loop goes on; a denied one stops the task.
+// call runs; a denied one is answered with the denial, which the model
+// reads like any refusal, and the loop goes on without it.
 func (a *Agent) Decide(ctx context.Context, approve bool, by string) (*State, error) {
 	p := a.st.Pending
 	if a.st.Status != app.StateAwaitingApproval || p == nil {
@@ -232,10 +233,13 @@ func (a *Agent) Decide(ctx context.Context, approve bool, by string) (*State, er
 	a.st.Status = app.StateRunning
 	if !approve {
 		a.st.Messages = append(a.st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: p.ID,
-			Content: fmt.Sprintf("denied by %s; the task stops", by)})
-		return a.st, a.stop(ctx, StopDenied, fmt.Sprintf("%s denied %s %s", by, p.Name, p.Arguments))
+			Content: fmt.Sprintf("%s refused: @%s, an approver, denied this call, so it was not run. Go on without it, or finish if the task cannot be done without it.", p.Name, by)})
+		if err := a.save(ctx); err != nil {
+			return a.st, err
+		}
+	} else {
+		a.approved = p.ID
 	}
-	a.approved = p.ID
 	return a.Run(ctx)
 }
 

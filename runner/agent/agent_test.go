@@ -327,13 +327,14 @@ func TestFinishRefusedWhileChecksFail(t *testing.T) {
 }
 
 // TestHumanApproval: a write under a human policy pauses the task with the
-// call persisted; another worker resumes it on approval, or stops it on
-// denial.
+// call persisted; another worker resumes it on approval, or tells the
+// model of the denial and goes on.
 func TestHumanApproval(t *testing.T) {
 	for _, approve := range []bool{true, false} {
 		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
 			p := testPolicy()
 			p.Tools.Write.Policy = app.ApprovalHuman
+			p.Limits.Iterations = 2
 			h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
 				step(call("read_file", `{"path":"calc.go"}`), llmtest.Call{ID: "edit", Name: "edit_file", Arguments: fixArgs}),
 				step(call("finish", finishArg)),
@@ -365,9 +366,15 @@ func TestHumanApproval(t *testing.T) {
 				}
 				return
 			}
-			wantStop(t, st, agent.StopDenied, app.StateStopped)
-			if other.Read(t, "calc.go") != calcRepo["calc.go"] || h.srv.Pending() != 1 {
-				t.Errorf("denied edit applied or loop went on (%d steps left)", h.srv.Pending())
+			// Denied: the edit never ran, the model read why and went on
+			// (its finish is refused on the failing check, and its two
+			// iterations are spent).
+			wantStop(t, st, agent.StopIterations, app.StateFailed)
+			if other.Read(t, "calc.go") != calcRepo["calc.go"] || h.srv.Pending() != 0 {
+				t.Errorf("denied edit applied, or the model was not asked again (%d steps left)", h.srv.Pending())
+			}
+			if got := h.toolResults(len(h.srv.Requests()) - 1); !strings.Contains(got, "@octocat, an approver, denied this call") {
+				t.Errorf("the model was not told of the denial: %s", got)
 			}
 			if _, err := a.Decide(context.Background(), true, "octocat"); app.ErrorCode(err) != app.EConflict {
 				t.Errorf("second decision: %v", err)

@@ -80,7 +80,6 @@ const (
 	StopWallClock   StopReason = "wall_clock"
 	StopTokens      StopReason = "tokens"
 	StopCost        StopReason = "cost"
-	StopDenied      StopReason = "denied" // an approver denied a call
 )
 
 // state is the task state a stop leaves.
@@ -88,8 +87,6 @@ func (r StopReason) state() app.State {
 	switch r {
 	case StopDone:
 		return app.StateSucceeded
-	case StopDenied:
-		return app.StateStopped
 	}
 	return app.StateFailed
 }
