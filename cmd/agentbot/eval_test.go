@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/runner/eval"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -17,8 +18,13 @@ import (
 // trajectories answer, and returns stdout, stderr and the error.
 func evalCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
+	return evalCmdEnv(t, map[string]string{}, args...)
+}
+
+func evalCmdEnv(t *testing.T, vars map[string]string, args ...string) (string, string, error) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
-	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}
+	env := Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr}
 	err := run(context.Background(), append([]string{"eval"}, args...), env)
 	return stdout.String(), stderr.String(), err
 }
@@ -130,6 +136,48 @@ func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	}
 	if !strings.Contains(progress, "broken run 2: failed (") || !strings.Contains(progress, "good run 2: solved, hidden pass, 3 iterations") {
 		t.Errorf("progress lines:\n%s", progress)
+	}
+}
+
+// TestEvalWithAModelIgnoresTrajectories points eval at a model endpoint
+// (a scripted server on loopback standing in for a real model): the task's
+// own trajectory, broken here, is ignored, the model named by --model is
+// asked, and a task needs no trajectory at all.
+func TestEvalWithAModelIgnoresTrajectories(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	script, err := llmtest.Parse([]byte(goodScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.NewServer(t, script)
+	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(brokenScript)})
+	vars := map[string]string{"AGENTBOT_LLM_BASE_URL": srv.URL()}
+	out, progress, err := evalCmdEnv(t, vars, append([]string{suite, "--model", "remote-model", "--json"}, sandboxFlags(t)...)...)
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, progress, out)
+	}
+	var rep eval.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Tasks[0].Results[0]; !r.Solved || r.Hidden != eval.HiddenPass || r.Model != "remote-model" {
+		t.Errorf("run = %+v, want solved by remote-model", r)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Errorf("the endpoint saw %d requests, want the script's 3", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.Model != "remote-model" {
+			t.Errorf("a request asked for model %q, want remote-model", r.Model)
+		}
+	}
+
+	if err := os.Remove(filepath.Join(suite, "good", eval.TrajectoryFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := evalCmdEnv(t, vars, suite, "--image", "no-such-image:dev", "--executor", sandboxtest.Executor(t)); err == nil || strings.Contains(err.Error(), eval.TrajectoryFile) {
+		t.Errorf("eval without a trajectory = %v, want it to get past loading the suite to the missing image", err)
 	}
 }
 

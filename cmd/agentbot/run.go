@@ -42,10 +42,10 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	policy, err := eval.LoadPolicy(src, checks)
+	if _, ok := errors.AsType[*eval.NoChecksError](err); ok {
+		return fmt.Errorf("%w; or pass --check", err)
+	}
 	if err != nil {
-		if len(checks) == 0 {
-			return fmt.Errorf("%w; or pass --check", err)
-		}
 		return err
 	}
 	if *modelName != "" {

@@ -49,10 +49,16 @@ func LoadPolicy(dir string, checks []string) (app.Policy, error) {
 		}
 	}
 	if err := p.RequireChecks(); err != nil {
-		return app.Policy{}, errors.New(app.ErrorMessage(err))
+		return app.Policy{}, &NoChecksError{Message: app.ErrorMessage(err)}
 	}
 	return p, nil
 }
+
+// NoChecksError is LoadPolicy's error for a policy without checks, so that
+// a caller can add how it takes checks of its own.
+type NoChecksError struct{ Message string }
+
+func (e *NoChecksError) Error() string { return e.Message }
 
 // Local runs the agent loop on a Tree, without GitHub: agentbot run does it
 // once on a checkout, an evaluation once per task and run.

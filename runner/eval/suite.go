@@ -124,6 +124,9 @@ func loadTask(dir string) (Task, error) {
 		return Task{}, fmt.Errorf("%s: missing: the repository snapshot the task starts from", t.Repo())
 	}
 	if t.Policy, err = LoadPolicy(t.Repo(), raw.Checks); err != nil {
+		if _, ok := errors.AsType[*NoChecksError](err); ok {
+			return Task{}, fmt.Errorf("task %s: %w; or list them under checks: in %s", t.Name, err, file)
+		}
 		return Task{}, fmt.Errorf("task %s: %w", t.Name, err)
 	}
 	if len(t.Hidden) > 0 && t.HiddenFiles() == "" {

@@ -63,7 +63,7 @@ func TestLoadRefusesMalformedSuites(t *testing.T) {
 		{"no body", map[string]string{"task.yaml": "title: t\nchecks: [x]\n", "repo/a.txt": "a"}, "$S/a/task.yaml: body, the issue text, is required"},
 		{"empty check", map[string]string{"task.yaml": "title: t\nbody: b\nchecks: [\" \"]\n", "repo/a.txt": "a"}, "$S/a/task.yaml: a check may not be empty"},
 		{"no snapshot", map[string]string{"task.yaml": good}, "$S/a/repo: missing"},
-		{"no checks", map[string]string{"task.yaml": "title: t\nbody: b\n", "repo/a.txt": "a"}, "task a: "},
+		{"no checks", map[string]string{"task.yaml": "title: t\nbody: b\n", "repo/a.txt": "a"}, "; or list them under checks: in $S/a/task.yaml"},
 		{"bad policy", map[string]string{"task.yaml": good, "repo/.github/agent.yml": "version: 1\nlimits: {iteratons: 3}\n"}, "$S/a/repo/.github/agent.yml:2"},
 		{"hidden without tests", map[string]string{"task.yaml": good + "hidden: [\"go test ./...\"]\n", "repo/a.txt": "a"}, "$S/a/task.yaml: hidden commands need the hidden/ directory"},
 	}
