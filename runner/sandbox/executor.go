@@ -46,10 +46,10 @@ type ExecOptions struct {
 	// Env is every command's base environment; a Cmd's Env is appended.
 	Env []string
 	// OOMCounter returns how many processes the kernel has killed for memory
-	// in this container so far; Serve compares it around each command to tell
-	// an out-of-memory kill from any other SIGKILL (the container's own
-	// OOMKilled state only says something once the whole container is dead).
-	// Nil means CgroupOOMKills.
+	// in this container so far; Serve compares it with its count from before
+	// a failed command to tell an out-of-memory kill from any other SIGKILL
+	// (the container's own OOMKilled state only says something once the
+	// whole container is dead). Nil means CgroupOOMKills.
 	OOMCounter func() (int64, bool)
 }
 
@@ -62,6 +62,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 	if opts.OOMCounter == nil {
 		opts.OOMCounter = CgroupOOMKills
 	}
+	// One /dev/null for every command without stdin, rather than an open
+	// per command (a path lookup through the storage driver's root).
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer devNull.Close()
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -77,6 +84,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		readErr <- sc.Err()
 	}()
 	enc := json.NewEncoder(w)
+	oom := oomWatch{count: opts.OOMCounter}
+	oom.reset()
 	for {
 		var line []byte
 		select {
@@ -95,24 +104,56 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		if err != nil {
 			err = fmt.Errorf("%w: decode request: %v", ErrInvalidCmd, err)
 		} else {
-			a.Result, err = runCmd(ctx, cmd, opts)
+			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull)
 		}
+		ran := err == nil
 		if err != nil {
 			a.Error, a.Invalid = err.Error(), errors.Is(err, ErrInvalidCmd)
+		} else if a.ExitCode != 0 {
+			// Commands run one at a time, so a kill counted since the
+			// last one hit one of this command's processes, whether the
+			// command itself or a child (a shell reports its child's
+			// SIGKILL as exit status 137). A command that succeeded needs
+			// no explaining: its answer waits for no counter.
+			a.OOMKilled = oom.moved()
 		}
 		if err := enc.Encode(&a); err != nil {
 			return fmt.Errorf("write answer: %w", err)
 		}
+		if ran {
+			// While the host reads the answer, not before it.
+			oom.reset()
+		}
 	}
 }
 
-// runCmd runs one command in its own process group under its timeout.
-func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
+// oomWatch tells whether the container's out-of-memory kill count moved
+// since reset.
+type oomWatch struct {
+	count func() (int64, bool)
+	base  int64
+	known bool
+}
+
+func (o *oomWatch) reset() { o.base, o.known = o.count() }
+
+func (o *oomWatch) moved() bool {
+	if !o.known {
+		return false
+	}
+	n, ok := o.count()
+	return ok && n > o.base
+}
+
+// runCmd runs one command in its own process group under its timeout, in
+// the directory c.Dir of the work tree root, with the base environment env;
+// its stdin is devNull unless c.Stdin is set.
+func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File) (Result, error) {
 	argv, err := c.argv()
 	if err != nil {
 		return Result{}, err
 	}
-	dir, err := confine(opts.Root, c.Dir)
+	dir, err := confine(root, c.Dir)
 	if err != nil {
 		return Result{}, err
 	}
@@ -130,9 +171,10 @@ func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
 	stdout, stderr := newCapture(limit), newCapture(limit)
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), opts.Env...), c.Env...)
+	cmd.Env = append(append([]string(nil), env...), c.Env...)
+	cmd.Stdin = devNull // an *os.File: passed as it is, with no copying goroutine
 	if len(c.Stdin) > 0 {
-		cmd.Stdin = bytes.NewReader(c.Stdin) // else /dev/null, with no copying goroutine
+		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -142,7 +184,6 @@ func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
 	// answer back once the command itself has exited.
 	cmd.WaitDelay = time.Second
 
-	oomBefore, oomKnown := opts.OOMCounter()
 	start := time.Now()
 	runErr := cmd.Run()
 	res := Result{Duration: time.Since(start)}
@@ -162,13 +203,6 @@ func runCmd(ctx context.Context, c Cmd, opts ExecOptions) (Result, error) {
 		// The program could not be started: answer as a shell would.
 		res.ExitCode = 127
 		fmt.Fprintf(stderr, "%s: %v\n", argv[0], runErr)
-	}
-	if oomKnown {
-		// Commands run one at a time, so a kill counted while this one ran
-		// hit one of its processes, whether the command itself or a child
-		// (a shell reports its child's SIGKILL as exit status 137).
-		after, _ := opts.OOMCounter()
-		res.OOMKilled = after > oomBefore
 	}
 	res.Stdout, res.StdoutDropped = stdout.bytes()
 	res.Stderr, res.StderrDropped = stderr.bytes()

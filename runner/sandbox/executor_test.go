@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,54 @@ func TestServeReportsOOMKill(t *testing.T) {
 	for i, a := range serve(t, root, oom, cmd, cmd) {
 		if want := i == 0; a.ExitCode != 137 || a.OOMKilled != want {
 			t.Errorf("command %d: exit %d oom %v; want 137 oom %v", i, a.ExitCode, a.OOMKilled, want)
+		}
+	}
+}
+
+// events records, in order, the answers written and the reads of the OOM
+// counter, so a test can tell which came first.
+type events struct {
+	log     []string
+	answers bytes.Buffer
+}
+
+func (e *events) Write(p []byte) (int, error) {
+	e.log = append(e.log, "answer")
+	return e.answers.Write(p)
+}
+
+func TestServeReadsOOMCounterOnlyToExplainAFailure(t *testing.T) {
+	var ev events
+	count := int64(0)
+	oom := func() (int64, bool) {
+		ev.log = append(ev.log, "count")
+		// The kernel kills a process of the first command, which succeeds
+		// all the same; from then on the count stays.
+		if len(ev.log) > 1 {
+			count = 1
+		}
+		return count, true
+	}
+	in := strings.NewReader(req(t, Cmd{Argv: []string{"true"}}) + "\n" + req(t, Cmd{Shell: "kill -9 $$"}) + "\n")
+	if err := Serve(context.Background(), in, &ev, ExecOptions{Root: t.TempDir(), Env: []string{"PATH=" + os.Getenv("PATH")}, OOMCounter: oom}); err != nil {
+		t.Fatal(err)
+	}
+	// At the start; none before the answer of a command that succeeded,
+	// one after it; one to explain the failure before its answer.
+	want := []string{"count", "answer", "count", "count", "answer", "count"}
+	if !slices.Equal(ev.log, want) {
+		t.Errorf("order %v, want %v", ev.log, want)
+	}
+	// The second command died by a plain SIGKILL: the kill the count shows
+	// happened while the first ran.
+	dec := json.NewDecoder(&ev.answers)
+	for i := range 2 {
+		var a answer
+		if err := dec.Decode(&a); err != nil {
+			t.Fatal(err)
+		}
+		if a.OOMKilled || a.ExitCode != []int{0, 137}[i] {
+			t.Errorf("command %d: exit %d, oom %v", i, a.ExitCode, a.OOMKilled)
 		}
 	}
 }
