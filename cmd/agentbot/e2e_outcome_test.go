@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +73,26 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	if all.Tasks != 1 || all.Merged != 1 || all.Reverted != 1 || all.RevertRate != 1 || all.SurvivalShare == nil || *all.SurvivalShare != 1 ||
 		all.Survival != *o.Survival {
 		t.Errorf("stats %s; want one task, merged with every line kept, reverted once", out)
+	}
+
+	// serve's workers count the same on its /metrics, each event once.
+	resp, err = http.Get(strings.TrimSuffix(w.webhook, "/webhook") + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"agentbot_tasks_total{", "agentbot_prs_merged_total{", "agentbot_prs_reverted_total{", "agentbot_pr_survival_ratio_count{"} {
+		found := false
+		for line := range strings.Lines(string(metrics)) {
+			found = found || strings.HasPrefix(line, want) && strings.Contains(line, `repo="`+w.repo+`"`) && strings.HasSuffix(line, "} 1\n")
+		}
+		if !found {
+			t.Errorf("/metrics lacks %s…repo=%q…} 1", want, w.repo)
+		}
 	}
 }
 

@@ -88,7 +88,8 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer rdb.Close()
-	routes, err := newIntake(rdb, secrets, cfg, log)
+	reg := prometheus.NewRegistry()
+	routes, err := newIntake(rdb, reg, secrets, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -101,8 +102,14 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 		})
 	}
 	if !cfg.noWorkers {
+		// The workers of this process count the tasks' outcomes on its
+		// /metrics.
+		outcomes, err := queue.NewOutcomeMetrics(reg)
+		if err != nil {
+			return err
+		}
 		parts = append(parts, func(ctx context.Context) error {
-			return runWorkers(ctx, rdb, cfg.worker, env, log)
+			return runWorkers(ctx, rdb, cfg.worker, env, log, outcomes)
 		})
 	}
 	return runTogether(ctx, parts...)
@@ -168,10 +175,9 @@ func webhookSecrets(file, env string) ([][]byte, error) {
 	return secrets, nil
 }
 
-// newIntake wires the webhook routes to the queue and a fresh metrics
-// registry.
-func newIntake(rdb redis.UniversalClient, secrets [][]byte, cfg serveConfig, log *slog.Logger) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
+// newIntake wires the webhook routes to the queue and registers their
+// metrics on reg, which /metrics serves.
+func newIntake(rdb redis.UniversalClient, reg *prometheus.Registry, secrets [][]byte, cfg serveConfig, log *slog.Logger) (http.Handler, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		queue.NewDepthCollector(rdb))
 	metrics, err := webhook.NewMetrics(reg)
