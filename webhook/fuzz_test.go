@@ -22,6 +22,8 @@ func FuzzHandler(f *testing.F) {
 	f.Add([]byte(`{"action":"submitted","review":{"body":null},"pull_request":{}}`), "pull_request_review", "d4", true, "")
 	f.Add([]byte(`{"zen":"hi"}`), "ping", "d5", false, "sha256=00")
 	f.Add([]byte(`null`), "pull_request_review_comment", "", true, "")
+	f.Add([]byte(`{"action":"closed","number":2,"pull_request":{"number":2,"merged":true,"merge_commit_sha":"c4295bd74fb0f4fda03689c3df3f2803b658fd85","base":{"ref":"main"},"title":"Revert \"x\"","body":"Reverts #1"},"repository":{"full_name":"o/r","default_branch":"main","clone_url":"https://github.com/o/r.git"},"installation":{"id":1}}`), "pull_request", "d6", true, "")
+	f.Add([]byte(`{"ref":"refs/heads/main","commits":[{"id":"0123456789abcdef0123456789abcdef01234567","message":"Revert\n\nThis reverts commit c4295bd7."}],"repository":{"full_name":"o/r","default_branch":"main","clone_url":"https://github.com/o/r.git"},"installation":{"id":1}}`), "push", "d7", true, "")
 
 	rs := redistest.Start(f)
 	rdb, err := queue.Connect(rs.URL)
