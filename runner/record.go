@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -192,10 +193,26 @@ func (r *Runner) observeModel(ctx context.Context, tk *task) func(agent.ModelCal
 			e.Detail = "digest of an earlier result"
 		}
 		if c.Err != nil {
-			e.Outcome, e.Detail = "error", c.Err.Error()
+			e.Outcome, e.Detail = "error", modelFailure(c.Err)
 		}
 		r.trace(ctx, tk, e)
 	}
+}
+
+// modelFailure says why a model call failed in words fit for the check
+// run, which GitHub shows to anyone who can read the repository: the
+// client's own error names the endpoint, so it stays in the worker's log.
+func modelFailure(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the model did not answer in time"
+	case errors.Is(err, context.Canceled):
+		return "the call was cancelled"
+	}
+	if _, ok := errors.AsType[*app.Error](err); ok {
+		return app.ErrorMessage(err)
+	}
+	return "the model call failed; the worker's log has the error"
 }
 
 // checkText is the text of tk's check run: the rendered trace as stored,

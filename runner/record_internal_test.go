@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -194,7 +195,7 @@ func TestObserveTracesTheLoop(t *testing.T) {
 		}})
 	observe(agent.Event{Step: 3, Tool: "read_file", CallID: "c3", Arguments: "{", Outcome: tools.Invalid, Result: "invalid arguments"})
 	observe(agent.Event{Step: 4}) // an answer without a call
-	model(agent.ModelCall{Step: 5, Model: "edit-model", Err: errors.New("429 Too Many Requests")})
+	model(agent.ModelCall{Step: 5, Model: "edit-model", Err: errors.New(`POST "https://llm.internal.example/v1/chat/completions": 429 Too Many Requests`)})
 	model(agent.ModelCall{Step: 5, Model: "fast-model", Digest: true, Usage: llm.Usage{PromptTokens: 300}})
 
 	type row struct {
@@ -234,8 +235,8 @@ func TestObserveTracesTheLoop(t *testing.T) {
 	if c := ev[5]; c.Args != "{}" || c.Result != "check test failed" || c.Duration != 3*time.Second {
 		t.Errorf("tool call %+v", c)
 	}
-	if e := ev[7]; !strings.Contains(e.Detail, "429") {
-		t.Errorf("failed model call %+v; want its error", e)
+	if e := ev[7]; e.Detail == "" || strings.Contains(e.Detail, "llm.internal.example") {
+		t.Errorf("failed model call %+v; want it said, without the endpoint the check run would show", e)
 	}
 	if d := ev[8]; d.Detail == "" {
 		t.Errorf("digest %+v; want it said", d)
@@ -353,5 +354,23 @@ func TestDecisionIsAudited(t *testing.T) {
 	if len(e) != 2 || e[0].Kind != app.AuditApproval || e[1].Kind != app.AuditDenial || e[0].Actor != "grace" ||
 		e[0].Detail != `edit_file {"path":"stats.go"}, the call task t0 waits on` {
 		t.Errorf("entries %+v; want grace's approval, then her denial", e)
+	}
+}
+
+// TestModelFailureIsSaidSafely: the trace is shown on GitHub, so a failed
+// model call is described, never quoted.
+func TestModelFailureIsSaidSafely(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("step 3: %w", context.DeadlineExceeded), "the model did not answer in time"},
+		{fmt.Errorf("step 3: %w", context.Canceled), "the call was cancelled"},
+		{fmt.Errorf("step 3: %w", app.Errorf(app.EBudget, "The model's context window is full.")), "The model's context window is full."},
+		{errors.New(`POST "http://10.0.0.7:8000/v1/chat/completions": 500`), "the model call failed; the worker's log has the error"},
+	} {
+		if got := modelFailure(tt.err); got != tt.want {
+			t.Errorf("modelFailure(%v) = %q; want %q", tt.err, got, tt.want)
+		}
 	}
 }
