@@ -39,6 +39,7 @@ type workerConfig struct {
 	botName     string
 	label       string
 	retention   retention
+	telemetry   telemetryFlags
 	models      app.Models
 	app         *appFlags
 }
@@ -55,6 +56,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
 	fs.StringVar(&c.models.Fast, "fast-model", "gpt-4.1-mini", "the model that digests old context when a policy names none")
 	c.retention.register(fs)
+	c.telemetry.register(fs)
 	c.app = addAppFlags(fs)
 }
 
@@ -74,13 +76,12 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer rdb.Close()
-	return runWorkers(ctx, rdb, cfg, env, log, nil)
+	return runWorkers(ctx, rdb, cfg, env, log)
 }
 
 // runWorkers processes queued tasks until ctx is cancelled, then saves and
-// hands back what is running. Outcomes are counted in metrics when the
-// process exports them (serve); nil otherwise.
-func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
+// hands back what is running.
+func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger) error {
 	id, err := cfg.app.identity()
 	if err != nil {
 		return err
@@ -119,14 +120,19 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		log.Info("removed orphaned sandboxes", "count", n)
 	}
 	store := cfg.retention.store(rdb)
+	traces, flushSpans, err := cfg.telemetry.traceLog(ctx, cfg.retention.traceStore(rdb), env, log)
+	if err != nil {
+		return err
+	}
+	defer flushSpans()
 	audit, err := cfg.retention.auditLog(rdb)
 	if err != nil {
 		return err
 	}
 	r, err := runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
-		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: workerOutcomes(rdb, metrics),
-		Audit: audit, Traces: cfg.retention.traceStore(rdb),
+		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
+		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID),
@@ -136,7 +142,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
 	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run,
-		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
+		outcomeRecorder(rdb, gh, cfg.dataDir, log))
 }
 
 // withTriggerLabel makes label the trigger label of the operator's policy
