@@ -76,12 +76,13 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer rdb.Close()
-	return runWorkers(ctx, rdb, cfg, env, log)
+	return runWorkers(ctx, rdb, cfg, env, log, nil)
 }
 
 // runWorkers processes queued tasks until ctx is cancelled, then saves and
-// hands back what is running.
-func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger) error {
+// hands back what is running. Outcomes are counted in metrics when the
+// process exports them (serve); nil otherwise.
+func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
 	id, err := cfg.app.identity()
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}
 	r, err := runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
-		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb),
+		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: workerOutcomes(rdb, metrics),
 		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
@@ -142,7 +143,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
 	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run,
-		outcomeRecorder(rdb, gh, cfg.dataDir, log))
+		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
 }
 
 // withTriggerLabel makes label the trigger label of the operator's policy
