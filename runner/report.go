@@ -22,7 +22,6 @@ const (
 	traceResult   = 300
 )
 
-func issueRef(tk *task) string { return fmt.Sprintf("%s#%d", tk.Repo, tk.Number) }
 
 // quoteRequest is the request as a Markdown quote: who asked what, on what.
 func quoteRequest(tk *task) string {
