@@ -22,7 +22,6 @@ const (
 	traceResult   = 300
 )
 
-
 // quoteRequest is the request as a Markdown quote: who asked what, on what.
 func quoteRequest(tk *task) string {
 	what := tk.Instructions
