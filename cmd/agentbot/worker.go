@@ -31,6 +31,8 @@ const workerShutdown = 15 * time.Second
 // top of the App identity flags.
 type workerConfig struct {
 	dataDir     string
+	spareTrees  int
+	spareTTL    time.Duration
 	image       string
 	runtime     string
 	executor    string
@@ -46,6 +48,8 @@ type workerConfig struct {
 
 func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "", "where repository mirrors and work trees are kept (default: agentbot under the user's cache directory)")
+	fs.IntVar(&c.spareTrees, "spare-trees", 1, "work trees kept checked out ahead of tasks, per repository; each costs the disk of one checkout (0: none)")
+	fs.DurationVar(&c.spareTTL, "spare-ttl", time.Hour, "remove a repository's spare work trees after this long without a task")
 	fs.StringVar(&c.image, "sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
 	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
 	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
@@ -120,6 +124,13 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	} else if n > 0 {
 		log.Info("removed orphaned sandboxes", "count", n)
 	}
+	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL})
+	defer ws.Close()
+	if n, err := ws.RemoveOrphans(); err != nil {
+		log.Warn("remove orphaned work trees", "err", err)
+	} else if n > 0 {
+		log.Info("removed orphaned work trees", "count", n)
+	}
 	store := cfg.retention.store(rdb)
 	traces, flushSpans, err := cfg.telemetry.traceLog(ctx, cfg.retention.traceStore(rdb), env, log)
 	if err != nil {
@@ -131,7 +142,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	r, err := runner.New(runner.Config{
-		GitHub: gh, Server: server, Workspaces: workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log}),
+		GitHub: gh, Server: server, Workspaces: ws,
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: workerOutcomes(rdb, metrics),
 		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
