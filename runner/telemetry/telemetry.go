@@ -125,6 +125,7 @@ func (x *Exporter) Shutdown(ctx context.Context) error {
 type taskKey struct{}
 
 func (x *Exporter) export(ctx context.Context, taskID string, e app.TraceEvent) {
+	e = e.Capped() // as the trace log keeps it: a span is no place for a whole file
 	end := e.Time
 	if end.IsZero() {
 		end = time.Now()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,7 +203,8 @@ func TestInnerFailureStillExports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := x.Append(ctx, "task-x", app.TraceEvent{Time: time.Now(), Kind: app.TraceToolCall, Step: 1, Name: "read_file", Outcome: "ok"}); !errors.Is(err, broken) {
+	long := strings.Repeat("x", 3*app.MaxTraceField)
+	if err := x.Append(ctx, "task-x", app.TraceEvent{Time: time.Now(), Kind: app.TraceToolCall, Step: 1, Name: "read_file", Outcome: "ok", Result: long}); !errors.Is(err, broken) {
 		t.Errorf("Append = %v; want the inner log's error", err)
 	}
 	if err := x.Shutdown(ctx); err != nil {
@@ -211,7 +213,10 @@ func TestInnerFailureStillExports(t *testing.T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.spans) != 1 {
-		t.Errorf("%d spans; want the event exported anyway", len(c.spans))
+		t.Fatalf("%d spans; want the event exported anyway", len(c.spans))
+	}
+	if r := attr(c.spans[0].Attributes, "agentbot.result").GetStringValue(); len(r) > app.MaxTraceField || r == "" {
+		t.Errorf("the span's result holds %d bytes; want it capped at %d", len(r), app.MaxTraceField)
 	}
 }
 
