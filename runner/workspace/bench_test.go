@@ -41,7 +41,6 @@ func BenchmarkCheckout(b *testing.B) {
 		}
 	})
 	remote := workspace.Remote{URL: srv.RepoURL("octo/big"), Token: token}
-	noSpares := workspace.Options{SpareTrees: -1}
 	var names []string
 	wall, cpu := map[string]time.Duration{}, map[string]time.Duration{}
 
@@ -90,7 +89,7 @@ func BenchmarkCheckout(b *testing.B) {
 	var coldDir string
 	run("cold", func(b *testing.B) {
 		coldDir = b.TempDir()
-		cold = workspace.NewManager(coldDir, noSpares)
+		cold = workspace.NewManager(coldDir, workspace.Options{})
 	}, checkout(&cold, base), func(b *testing.B) {
 		closeWorkspace(&cold)(b)
 		os.RemoveAll(coldDir)
@@ -109,13 +108,13 @@ func BenchmarkCheckout(b *testing.B) {
 		}
 	}, func(*testing.B) { os.RemoveAll(cloneDir) })
 
-	plain := workspace.NewManager(b.TempDir(), noSpares)
+	plain := workspace.NewManager(b.TempDir(), workspace.Options{})
 	checkout(&plain, base)(b) // fills the mirror
 	closeWorkspace(&plain)(b)
 	run("warm-fetch", nothing, checkout(&plain, "main"), closeWorkspace(&plain))
 	run("warm", nothing, checkout(&plain, base), closeWorkspace(&plain))
 
-	pooled := workspace.NewManager(b.TempDir(), workspace.Options{})
+	pooled := workspace.NewManager(b.TempDir(), workspace.Options{SpareTrees: 1})
 	defer pooled.Close()
 	checkout(&pooled, base)(b) // fills the mirror and the pool
 	closeWorkspace(&pooled)(b)

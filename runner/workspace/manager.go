@@ -32,7 +32,8 @@ type Options struct {
 	MaxDiffSize int
 	// SpareTrees is how many spare work trees the Manager keeps ready per
 	// repository (see Checkout); each costs the disk of one checkout of the
-	// default branch plus its index. Default 1; negative keeps none.
+	// default branch plus its index. Zero keeps none and starts no
+	// background work.
 	SpareTrees int
 	// SpareTTL is how long a repository may go without a checkout before
 	// its spare trees are removed. Default 1h.
@@ -95,9 +96,6 @@ func NewManager(dataDir string, opts Options) *Manager {
 	}
 	if opts.MaxDiffSize <= 0 {
 		opts.MaxDiffSize = 64 << 20
-	}
-	if opts.SpareTrees == 0 {
-		opts.SpareTrees = 1
 	}
 	if opts.SpareTTL <= 0 {
 		opts.SpareTTL = time.Hour

@@ -16,7 +16,7 @@ import (
 // evicted one starts a new pool.
 func TestEvictIdlePool(t *testing.T) {
 	srv := workspacetest.NewServer(t, "tok")
-	m := NewManager(t.TempDir(), Options{})
+	m := NewManager(t.TempDir(), Options{SpareTrees: 1})
 	t.Cleanup(func() { m.Close() })
 	checkout := func(repo string) {
 		t.Helper()

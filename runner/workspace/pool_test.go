@@ -142,7 +142,7 @@ func TestSpareCheckoutMatchesPlain(t *testing.T) {
 	}
 
 	plainEnv := &env{srv: e.srv, dataDir: t.TempDir()}
-	plainEnv.m = workspace.NewManager(plainEnv.dataDir, workspace.Options{SpareTrees: -1})
+	plainEnv.m = workspace.NewManager(plainEnv.dataDir, workspace.Options{})
 	plain := plainEnv.checkout(t, "octo/pool", old)
 	got, want := treeFiles(t, w), treeFiles(t, plain)
 	for p, v := range want {

@@ -12,7 +12,7 @@
 // Writing thousands of files is most of a warm checkout, so after each
 // checkout the Manager prepares, in the background, a spare work tree of the
 // repository at its default branch (Options.SpareTrees per repository, each
-// the disk of one checkout). The next Checkout takes it with a rename and
+// the disk of one checkout; none by default). The next Checkout takes it with a rename and
 // moves it to its base writing only the files that differ. A spare is never
 // mounted before a task takes it, and is checked to be exactly its commit
 // when taken; a task's tree is never reused. Spares go with Manager.Close,

@@ -54,6 +54,11 @@ func newEnv(t *testing.T, opts workspace.Options) *env {
 	t.Helper()
 	e := &env{srv: workspacetest.NewServer(t, token), dataDir: t.TempDir(), logs: &syncBuffer{}}
 	opts.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// Every test runs with a spare tree unless it says otherwise, so that
+	// what holds of a checkout is seen to hold of one from a spare.
+	if opts.SpareTrees == 0 {
+		opts.SpareTrees = 1
+	}
 	e.m = workspace.NewManager(e.dataDir, opts)
 	t.Cleanup(func() {
 		if err := e.m.Close(); err != nil {
@@ -546,7 +551,7 @@ func TestDefaultDataDir(t *testing.T) {
 func TestRemoveOrphans(t *testing.T) {
 	if dir := os.Getenv("WORKSPACE_ORPHAN_DATA_DIR"); dir != "" {
 		// The killed worker: check out, say where, die without cleaning up.
-		m := workspace.NewManager(dir, workspace.Options{})
+		m := workspace.NewManager(dir, workspace.Options{SpareTrees: 1})
 		w, err := m.Checkout(context.Background(), workspace.CheckoutOptions{Repo: "octo/orphan",
 			Remote: workspace.Remote{URL: os.Getenv("WORKSPACE_ORPHAN_URL"), Token: token}})
 		if err != nil {
