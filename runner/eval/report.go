@@ -105,9 +105,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // means per run.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\truns\tsolved\thidden\titerations\ttokens\tcost\ttime\t")
+	fmt.Fprintln(tw, "task\truns\tsolved\thidden\titerations\ttokens\tcost\ttime")
 	row := func(name string, s Summary) {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.1f\t%.0f\t$%.4f\t%.1fs\t\n", name, s.Runs,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.1f\t%.0f\t$%.4f\t%.1fs\n", name, s.Runs,
 			ratio(s.Solved, s.Runs), ratio(s.HiddenPassed, s.HiddenRuns), s.MeanIterations, s.MeanTokens, s.MeanCostUSD, s.MeanSeconds)
 	}
 	for _, t := range r.Tasks {

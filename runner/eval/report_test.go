@@ -35,8 +35,8 @@ func TestReportAggregates(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"task   runs  solved  hidden  iterations  tokens  cost     time",
-		"alpha  2     2/2     1/2     5.0         2000    $0.0200  20.0s",
+		"task   runs  solved  hidden  iterations  tokens  cost     time\n",
+		"alpha  2     2/2     1/2     5.0         2000    $0.0200  20.0s\n",
 		"beta   2     0/2     0/2     16.0        4000    $0.0400  26.0s",
 		"total  4     2/4     1/4     10.5        3000    $0.0300  23.0s",
 		"alpha run 2: hidden \"go test ./...\" failed with exit 1:\n    --- FAIL: TestCountHidden\n    FAIL\n",
