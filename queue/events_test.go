@@ -14,7 +14,9 @@ import (
 
 type eventHandlerFunc func(context.Context, app.OutcomeEvent) error
 
-func (f eventHandlerFunc) ProcessEvent(ctx context.Context, e app.OutcomeEvent) error { return f(ctx, e) }
+func (f eventHandlerFunc) ProcessEvent(ctx context.Context, e app.OutcomeEvent) error {
+	return f(ctx, e)
+}
 
 // TestEventsReachTheirOwnServer checks that an outcome event goes to the
 // event server and never to the task server, and that the same event
