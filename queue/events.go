@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -66,23 +65,7 @@ type EventServer struct {
 // NewEventServer returns an EventServer over rdb, which the caller closes
 // after Run returns. cfg is read as for NewServer.
 func NewEventServer(rdb redis.UniversalClient, h EventHandler, cfg ServerConfig) *EventServer {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	poll := cfg.PollInterval
-	if poll <= 0 {
-		poll = 100 * time.Millisecond
-	}
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:       cfg.Concurrency,
-		ShutdownTimeout:   cfg.ShutdownTimeout,
-		TaskCheckInterval: poll,
-		Queues:            map[string]int{EventQueue: 1},
-		Logger:            asynqLogger{log},
-		LogLevel:          asynq.WarnLevel,
-	})
-	return &EventServer{srv: srv, h: h}
+	return &EventServer{srv: asynq.NewServerFromRedisClient(rdb, cfg.asynqConfig(EventQueue)), h: h}
 }
 
 // Run processes outcome events until ctx is cancelled, then waits for the

@@ -62,6 +62,26 @@ type Server struct {
 // NewServer returns a Server over rdb, which the caller closes after Run
 // returns.
 func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
+	ac := cfg.asynqConfig(DefaultQueue)
+	ac.IsFailure = func(err error) bool {
+		_, deferred := deferral(err)
+		return !deferred
+	}
+	ac.RetryDelayFunc = func(n int, err error, t *asynq.Task) time.Duration {
+		if d, ok := deferral(err); ok {
+			return d
+		}
+		return asynq.DefaultRetryDelayFunc(n, err, t)
+	}
+	// A deferred task waits in asynq's retry set; this is how late it may be
+	// moved back to the queue after its delay.
+	ac.DelayedTaskCheckInterval = time.Second
+	return &Server{srv: asynq.NewServerFromRedisClient(rdb, ac), h: h}
+}
+
+// asynqConfig is cfg, with its defaults, as asynq's configuration of a
+// server that consumes queue.
+func (cfg ServerConfig) asynqConfig(queue string) asynq.Config {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -70,28 +90,14 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 	if poll <= 0 {
 		poll = 100 * time.Millisecond
 	}
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+	return asynq.Config{
 		Concurrency:       cfg.Concurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
 		TaskCheckInterval: poll,
-		Queues:            map[string]int{DefaultQueue: 1},
+		Queues:            map[string]int{queue: 1},
 		Logger:            asynqLogger{log},
 		LogLevel:          asynq.WarnLevel,
-		IsFailure: func(err error) bool {
-			_, deferred := deferral(err)
-			return !deferred
-		},
-		RetryDelayFunc: func(n int, err error, t *asynq.Task) time.Duration {
-			if d, ok := deferral(err); ok {
-				return d
-			}
-			return asynq.DefaultRetryDelayFunc(n, err, t)
-		},
-		// A deferred task waits in asynq's retry set; this is how late it
-		// may be moved back to the queue after its delay.
-		DelayedTaskCheckInterval: time.Second,
-	})
-	return &Server{srv: srv, h: h}
+	}
 }
 
 // Run processes tasks until ctx is cancelled, then waits for running tasks
