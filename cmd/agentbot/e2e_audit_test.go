@@ -157,28 +157,11 @@ func TestUnsafeRunIsAuditedAsBlocked(t *testing.T) {
 	}
 }
 
-func TestApprovalIsAudited(t *testing.T) {
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy + "tools: {write: human}\n"}}, nil)
+// assertApprovalAudited checks the audit log and the trace of a fix that
+// paused for approval and was approved, by grace, in task approve.
+func assertApprovalAudited(t *testing.T, w *demoWorld, fix, approve string) {
+	t.Helper()
 	ctx := t.Context()
-	if err := w.sim.SetPermission(w.repo, "grace", "maintain"); err != nil {
-		t.Fatal(err)
-	}
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitState(t, w, fix, app.StateAwaitingApproval)
-	_, approve, err := w.deliverComment(ctx, "grace", "/agent approve")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, approve); rec.State != app.StateSucceeded {
-		t.Fatalf("approval ended %s (%s)", rec.State, rec.Step)
-	}
-	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
-		t.Fatalf("the approved fix ended %s (%s)", rec.State, rec.Step)
-	}
-
 	// The fix, run in two parts, is audited once.
 	if kinds, entries := auditOf(t, w, fix); !slices.Equal(kinds, []app.AuditKind{app.AuditCommand, app.AuditAdmission, app.AuditPush, app.AuditPROpened}) {
 		t.Errorf("the fix's entries %v:\n%+v", kinds, entries)

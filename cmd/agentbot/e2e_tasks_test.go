@@ -122,6 +122,7 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 		t.Errorf("the approved edit is not on the branch:\n%s", src)
 	}
 	assertCheckOnHead(t, w, prs[0].Pull.Head, "success")
+	assertApprovalAudited(t, w, fix, approve)
 }
 
 func TestDeniedCallIsToldToTheModel(t *testing.T) {
