@@ -183,18 +183,7 @@ func TestReactionsOnIssueAndReviewComments(t *testing.T) {
 
 func TestReactionOnAReviewComment(t *testing.T) {
 	w := newWorld(t)
-	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
-	w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main\n\nfunc f() {}\n"})
-	n, err := w.sim.AddPullRequest("acme/a", githubsim.PullOptions{Author: "ada", Title: "f", Head: "feature"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
-	defer intake.Close()
-	id, _, err := w.sim.DeliverReviewComment(t.Context(), intake.URL, "acme/a", n, "ada", "main.go", 3, "/agent rename f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, id := w.reviewComment(t)
 	task := &app.Task{Repo: "acme/a", Number: n, IsPR: true, ReviewComment: &app.ReviewComment{ID: id, Path: "main.go", Line: 3}}
 	if err := w.installation(t).React(t.Context(), task, app.ReactionReceived); err != nil {
 		t.Fatal(err)
@@ -327,18 +316,7 @@ func TestReplyInThreadIsPostedOnceUnderFaults(t *testing.T) {
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			w := newWorld(t)
-			w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
-			w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main\n\nfunc f() {}\n"})
-			n, err := w.sim.AddPullRequest("acme/a", githubsim.PullOptions{Author: "ada", Title: "f", Head: "feature"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
-			defer intake.Close()
-			id, _, err := w.sim.DeliverReviewComment(t.Context(), intake.URL, "acme/a", n, "ada", "main.go", 3, "/agent rename f")
-			if err != nil {
-				t.Fatal(err)
-			}
+			n, id := w.reviewComment(t)
 			w.sim.Inject("POST", "/repos/acme/a/pulls/*/comments/*/replies", f.fault)
 			inst := w.installation(t)
 			// Twice, as a retried task would.
@@ -358,4 +336,24 @@ func TestReplyInThreadIsPostedOnceUnderFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reviewComment opens a pull request in a new repository acme/a and leaves
+// "/agent rename f" on its main.go line 3 as ada; it returns the pull
+// request's number and the comment's id.
+func (w *world) reviewComment(t *testing.T) (pr int, comment int64) {
+	t.Helper()
+	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
+	w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main\n\nfunc f() {}\n"})
+	n, err := w.sim.AddPullRequest("acme/a", githubsim.PullOptions{Author: "ada", Title: "f", Head: "feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	intake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusAccepted) }))
+	defer intake.Close()
+	id, _, err := w.sim.DeliverReviewComment(t.Context(), intake.URL, "acme/a", n, "ada", "main.go", 3, "/agent rename f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, id
 }

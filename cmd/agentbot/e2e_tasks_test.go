@@ -49,6 +49,20 @@ func statusOf(w *demoWorld, id string) string {
 	return ""
 }
 
+// loopState is the agent loop's saved state of task id.
+func loopState(t *testing.T, w *demoWorld, id string) agent.State {
+	t.Helper()
+	raw, err := w.store.LoadState(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st agent.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // humanWrites is the quick policy with every write paused for an approver.
 const humanWrites = quickPolicy + "tools: {write: human}\n"
 
@@ -102,14 +116,7 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 	if s := statusOf(w, fix); !strings.Contains(s, "**Done:** #2") {
 		t.Errorf("status of the fix:\n%s", s)
 	}
-	raw, err := w.store.LoadState(ctx, fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st agent.State
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := loopState(t, w, fix)
 	if len(st.Approvals) != 1 || st.Approvals[0].By != "grace" || !st.Approvals[0].Approved || st.Approvals[0].Tool != "edit_file" {
 		t.Errorf("approvals %+v; want edit_file approved by grace", st.Approvals)
 	}
@@ -155,14 +162,7 @@ func TestDeniedCallIsToldToTheModel(t *testing.T) {
 	if s := statusOf(w, fix); !strings.Contains(s, "iterations: 4 steps taken") {
 		t.Errorf("status of the denied fix:\n%s", s)
 	}
-	raw, err := w.store.LoadState(ctx, fix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st agent.State
-	if err := json.Unmarshal(raw, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := loopState(t, w, fix)
 	if len(st.Approvals) != 1 || st.Approvals[0].By != "grace" || st.Approvals[0].Approved {
 		t.Errorf("approvals %+v; want one denial by grace", st.Approvals)
 	}
