@@ -152,16 +152,15 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err := r.setup(ctx, tk, ws); err != nil {
 		return nil, "", err
 	}
+	loopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	box := boot(ctx, r.cfg.Sandbox, sandbox.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
+		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids}, cancel)
+	defer box.Close(ctx)
 	system, text, err := renderPrompts(tk, ws)
 	if err != nil {
 		return nil, "", err
 	}
-	box, err := r.cfg.Sandbox.Start(ctx, sandbox.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
-		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
-	if err != nil {
-		return nil, "", fmt.Errorf("start the sandbox: %w", err)
-	}
-	defer box.Close(ctx)
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
 		Store: r.cfg.Store, System: system, Task: text, Logger: tk.log,
@@ -181,8 +180,6 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err != nil {
 		return nil, "", err
 	}
-	loopCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	by := r.watchStop(loopCtx, tk.ID, cancel)
 	var st *agent.State
 	if d != nil {
@@ -190,6 +187,11 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 		st, err = a.Decide(loopCtx, d.Approve, d.By)
 	} else {
 		st, err = a.Run(loopCtx)
+	}
+	if err != nil && ctx.Err() == nil && loopCtx.Err() != nil && box.Err() != nil {
+		// Cut short because the sandbox did not start: an outage, tried
+		// again from the saved state.
+		return nil, "", box.Err()
 	}
 	if err != nil && ctx.Err() == nil && by() != "" {
 		// The loop saved its state before it noticed; the deferred Close
