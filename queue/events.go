@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -37,16 +36,7 @@ func (c *Client) EnqueueEvent(ctx context.Context, e app.OutcomeEvent) (duplicat
 	if err != nil {
 		return false, fmt.Errorf("encode outcome event %s: %w", e.ID, err)
 	}
-	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(EventTaskType, payload),
-		asynq.TaskID(e.ID), asynq.Queue(EventQueue),
-		asynq.MaxRetry(MaxRetry), asynq.Timeout(eventTimeout))
-	switch {
-	case errors.Is(err, asynq.ErrTaskIDConflict):
-		return true, nil
-	case err != nil:
-		return false, fmt.Errorf("enqueue outcome event %s: %w", e.ID, err)
-	}
-	return false, nil
+	return c.enqueue(ctx, asynq.NewTask(EventTaskType, payload), e.ID, EventQueue, eventTimeout)
 }
 
 // EventHandler records one outcome event. An error makes asynq retry it

@@ -107,14 +107,19 @@ func (c *Client) Enqueue(ctx context.Context, t app.Task) (duplicate bool, err e
 	if !fresh {
 		return true, nil // the delivery was answered before
 	}
-	_, err = c.aq.EnqueueContext(ctx, asynq.NewTask(TaskType, payload),
-		asynq.TaskID(t.ID), asynq.Queue(DefaultQueue),
-		asynq.MaxRetry(MaxRetry), asynq.Timeout(MaxTaskTime))
+	return c.enqueue(ctx, asynq.NewTask(TaskType, payload), t.ID, DefaultQueue, MaxTaskTime)
+}
+
+// enqueue queues task under id in queue, with the retries every task has
+// and timeout. It reports duplicate when a task with id is still queued.
+func (c *Client) enqueue(ctx context.Context, task *asynq.Task, id, queue string, timeout time.Duration) (duplicate bool, err error) {
+	_, err = c.aq.EnqueueContext(ctx, task, asynq.TaskID(id), asynq.Queue(queue),
+		asynq.MaxRetry(MaxRetry), asynq.Timeout(timeout))
 	switch {
 	case errors.Is(err, asynq.ErrTaskIDConflict):
 		return true, nil
 	case err != nil:
-		return false, fmt.Errorf("enqueue task %s: %w", t.ID, err)
+		return false, fmt.Errorf("enqueue %s %s: %w", task.Type(), id, err)
 	}
 	return false, nil
 }
