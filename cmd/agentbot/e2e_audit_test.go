@@ -41,13 +41,7 @@ func auditOf(t *testing.T, w *demoWorld, id string) (kinds []app.AuditKind, entr
 func TestRunIsAuditedAndTraced(t *testing.T) {
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
 	ctx := t.Context()
-	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
-		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
-	}
+	id := fixTo(t, w, app.StateSucceeded)
 
 	kinds, entries := auditOf(t, w, id)
 	if want := []app.AuditKind{app.AuditCommand, app.AuditAdmission, app.AuditPush, app.AuditPROpened}; !slices.Equal(kinds, want) {
@@ -125,13 +119,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 func TestUnsafeRunIsAuditedAsBlocked(t *testing.T) {
 	policy := quickPolicy + "limits: {iterations: 4}\ntools: {shell: {policy: allowlist, allow: [\"go vet ./...\"]}}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
-	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, id); rec.State != app.StateFailed {
-		t.Fatalf("task ended %s (%s); want failed", rec.State, rec.Step)
-	}
+	id := fixTo(t, w, app.StateFailed)
 	kinds, entries := auditOf(t, w, id)
 	if want := []app.AuditKind{app.AuditCommand, app.AuditAdmission, app.AuditBlocked, app.AuditBlocked}; !slices.Equal(kinds, want) {
 		t.Fatalf("audit entries %v; want %v:\n%+v", kinds, want, entries)

@@ -22,13 +22,7 @@ import (
 func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	w := startE2E(t, nil)
 	ctx := t.Context()
-	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
-		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
-	}
+	id := fixTo(t, w, app.StateSucceeded)
 	prs := w.sim.PullRequests(w.repo)
 	if len(prs) != 1 {
 		t.Fatalf("%d pull requests, want 1", len(prs))

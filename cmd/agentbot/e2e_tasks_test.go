@@ -260,13 +260,7 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 func TestReviewCommentFollowUpIsAnsweredInItsThread(t *testing.T) {
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
-		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
-	}
+	fixTo(t, w, app.StateSucceeded)
 	const branch = "agent/1-sum-drops-the-first-sample"
 	assertCheckOnHead(t, w, branch, "success")
 

@@ -175,6 +175,21 @@ func waitChecks(t *testing.T, w *demoWorld, id string) {
 	}
 }
 
+// fixTo delivers the sample's "/agent fix" comment from the sample's
+// requester, waits for the task to end, and fails the test unless it ended
+// in want; it returns the task's id.
+func fixTo(t testing.TB, w *demoWorld, want app.State) string {
+	t.Helper()
+	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != want {
+		t.Fatalf("task ended %s (%s); want %s", rec.State, rec.Step, want)
+	}
+	return id
+}
+
 // waitFinal waits for task id to end.
 func waitFinal(t testing.TB, w *demoWorld, id string) queue.Record {
 	t.Helper()
@@ -475,13 +490,7 @@ func followUp(t *testing.T) *llmtest.Script {
 func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
-	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
-		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
-	}
+	fixTo(t, w, app.StateSucceeded)
 	const branch = "agent/1-sum-drops-the-first-sample"
 	first, err := w.sim.BranchSHA(w.repo, branch)
 	if err != nil {
@@ -627,13 +636,7 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 	policy := quickPolicy + "limits: {iterations: 4}\npull_request: {on_failure: draft_pr}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
-	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rec := waitFinal(t, w, id); rec.State != app.StateFailed {
-		t.Fatalf("task ended %s (%s); want failed", rec.State, rec.Step)
-	}
+	fixTo(t, w, app.StateFailed)
 	prs := w.sim.PullRequests(w.repo)
 	if len(prs) != 1 || !prs[0].Pull.Draft || !strings.Contains(prs[0].Body, "Draft: the checks did not pass") {
 		t.Fatalf("pull requests %+v; want one draft", prs)
