@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
-	"github.com/google/go-github/v62/github"
 )
 
 // The outcome metrics judge the agent the way a junior engineer is judged:
@@ -164,6 +163,38 @@ var (
 	prRefRE = regexp.MustCompile(`(?:\b([\w.-]+/[\w.-]+))?#(\d+)\b`)
 )
 
+// The fields of GitHub's push and pull_request deliveries that merges and
+// reverts are read from. The domain decodes them itself rather than through
+// an API client's types, so that the intake links no GitHub client.
+type (
+	payloadRepo struct {
+		FullName      string `json:"full_name"`
+		DefaultBranch string `json:"default_branch"`
+	}
+	pushPayload struct {
+		Ref     string      `json:"ref"`
+		Repo    payloadRepo `json:"repository"`
+		Commits []struct {
+			ID      string `json:"id"`
+			Message string `json:"message"`
+		} `json:"commits"`
+	}
+	pullRequestPayload struct {
+		Action      string      `json:"action"`
+		Repo        payloadRepo `json:"repository"`
+		PullRequest struct {
+			Number         int    `json:"number"`
+			Title          string `json:"title"`
+			Body           string `json:"body"`
+			Merged         bool   `json:"merged"`
+			MergeCommitSHA string `json:"merge_commit_sha"`
+			Base           struct {
+				Ref string `json:"ref"`
+			} `json:"base"`
+		} `json:"pull_request"`
+	}
+)
+
 // DetectReverts returns the reverts in a webhook delivery: the commits of a
 // push to the repository's default branch whose message says "This reverts
 // commit <sha>", or a pull request into the default branch, closed and
@@ -172,33 +203,32 @@ var (
 func DetectReverts(event string, payload []byte) ([]Revert, error) {
 	switch event {
 	case "push":
-		var p github.PushEvent
+		var p pushPayload
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return nil, Errorf(EInvalid, "The push payload is not valid JSON: %v.", err)
 		}
-		repo := p.GetRepo()
-		if p.GetRef() != "refs/heads/"+repo.GetDefaultBranch() {
+		if p.Ref != "refs/heads/"+p.Repo.DefaultBranch {
 			return nil, nil
 		}
 		var reverts []Revert
 		for _, c := range p.Commits {
-			if shas := submatches(revertsCommitRE, c.GetMessage()); len(shas) > 0 {
-				reverts = append(reverts, Revert{Repo: repo.GetFullName(), Commit: c.GetID(), Reverts: shas})
+			if shas := submatches(revertsCommitRE, c.Message); len(shas) > 0 {
+				reverts = append(reverts, Revert{Repo: p.Repo.FullName, Commit: c.ID, Reverts: shas})
 			}
 		}
 		return reverts, nil
 	case "pull_request":
-		var p github.PullRequestEvent
+		var p pullRequestPayload
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return nil, Errorf(EInvalid, "The pull_request payload is not valid JSON: %v.", err)
 		}
-		pr, repo := p.GetPullRequest(), p.GetRepo()
-		if p.GetAction() != "closed" || !pr.GetMerged() || pr.GetBase().GetRef() != repo.GetDefaultBranch() ||
-			!strings.HasPrefix(pr.GetTitle(), `Revert "`) {
+		pr := p.PullRequest
+		if p.Action != "closed" || !pr.Merged || pr.Base.Ref != p.Repo.DefaultBranch ||
+			!strings.HasPrefix(pr.Title, `Revert "`) {
 			return nil, nil
 		}
-		r := Revert{Repo: repo.GetFullName(), PR: pr.GetNumber()}
-		body := pr.GetBody()
+		r := Revert{Repo: p.Repo.FullName, PR: pr.Number}
+		body := pr.Body
 		for _, sha := range shaRE.FindAllString(body, -1) {
 			r.Reverts = append(r.Reverts, strings.ToLower(sha))
 		}
@@ -233,18 +263,18 @@ func DetectMerge(event string, payload []byte) (*Merge, error) {
 	if event != "pull_request" {
 		return nil, nil
 	}
-	var p github.PullRequestEvent
+	var p pullRequestPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return nil, Errorf(EInvalid, "The pull_request payload is not valid JSON: %v.", err)
 	}
-	pr := p.GetPullRequest()
-	if p.GetAction() != "closed" || !pr.GetMerged() {
+	pr := p.PullRequest
+	if p.Action != "closed" || !pr.Merged {
 		return nil, nil
 	}
-	if pr.GetNumber() <= 0 || !commitSHA.MatchString(pr.GetMergeCommitSHA()) {
+	if pr.Number <= 0 || !commitSHA.MatchString(pr.MergeCommitSHA) {
 		return nil, Errorf(EInvalid, "The merged pull request has no number or no merge commit.")
 	}
-	return &Merge{PR: pr.GetNumber(), Commit: strings.ToLower(pr.GetMergeCommitSHA()), Base: pr.GetBase().GetRef()}, nil
+	return &Merge{PR: pr.Number, Commit: strings.ToLower(pr.MergeCommitSHA), Base: pr.Base.Ref}, nil
 }
 
 var commitSHA = regexp.MustCompile(`(?i)^[0-9a-f]{40}([0-9a-f]{24})?$`)

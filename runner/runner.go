@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -60,10 +61,18 @@ type Outcomes interface {
 	Save(ctx context.Context, o app.TaskOutcome) error
 }
 
+// GitHub is what the runner needs of the GitHub App; *github.App
+// satisfies it. A task's client and tokens are scoped to the task's
+// repository.
+type GitHub interface {
+	Installation(installationID int64, repo string) (*github.Installation, error)
+	Token(ctx context.Context, installationID int64, repo string, perms app.TokenPermissions) (app.RepoToken, error)
+}
+
 // Config is what a Runner needs. Fast, Models, Outcomes and Logger are
 // optional.
 type Config struct {
-	GitHub     *app.GitHubApp
+	GitHub     GitHub
 	Server     app.ServerConfig
 	Workspaces *workspace.Manager
 	Sandbox    *sandbox.Driver
@@ -170,10 +179,10 @@ func (r *Runner) saveProgress(ctx context.Context, id string, p progress) error 
 // on GitHub it reports through.
 type task struct {
 	*app.Task
-	inst   *app.Installation
+	inst   *github.Installation
 	policy app.LoadedPolicy
 	issue  app.IssueInfo
-	status *app.StatusComment
+	status *github.StatusComment
 	prog   progress
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
@@ -195,7 +204,7 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		log.Info("task already reported", "state", prog.Final)
 		return nil
 	}
-	inst, err := r.cfg.GitHub.Installation(t.InstallationID)
+	inst, err := r.cfg.GitHub.Installation(t.InstallationID, t.Repo)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -80,7 +81,7 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	if err := sim.SetPermission(repo, "ada", "write"); err != nil {
 		t.Fatal(err)
 	}
-	gh, err := app.NewGitHubApp(app.GitHubConfig{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
+	gh, err := github.NewApp(github.Config{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 )
 
 // The files of an App directory, as "agentbot setup" writes them and
@@ -30,7 +30,7 @@ const (
 //	af := addAppFlags(fs)
 //	if err := parseFlags(fs, args, env); err != nil { ... }
 //	id, err := af.identity()
-//	gh, err := app.NewGitHubApp(id.Config) // set Logger, CallTimeout as needed
+//	gh, err := github.NewApp(id.Config) // set Logger, CallTimeout as needed
 type appFlags struct {
 	appID     int64
 	keyFile   string
@@ -50,7 +50,7 @@ func addAppFlags(fs *flag.FlagSet) *appFlags {
 // githubURLFlag registers --github-url. Its default is empty so that an
 // App directory's URL applies when the flag is not given; see apiURL.
 func githubURLFlag(fs *flag.FlagSet, p *string) {
-	fs.StringVar(p, "github-url", "", "GitHub's REST API root: "+app.PublicAPIURL+" (default), https://HOST/api/v3 for GitHub Enterprise Server")
+	fs.StringVar(p, "github-url", "", "GitHub's REST API root: "+github.PublicAPIURL+" (default), https://HOST/api/v3 for GitHub Enterprise Server")
 }
 
 // apiURL returns the first URL set, or github.com's.
@@ -60,12 +60,12 @@ func apiURL(urls ...string) string {
 			return u
 		}
 	}
-	return app.PublicAPIURL
+	return github.PublicAPIURL
 }
 
 // appIdentity is the App's identity as the flags and the App directory say.
 type appIdentity struct {
-	Config app.GitHubConfig
+	Config github.Config
 	// WebhookSecret is the App directory's webhook secret, empty without
 	// --app-dir.
 	WebhookSecret []byte

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 )
 
 func TestAppFlags(t *testing.T) {
@@ -16,7 +16,7 @@ func TestAppFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	appDir := filepath.Join(t.TempDir(), "app")
-	creds := app.AppCredentials{ID: 9, ClientID: "Iv1.x", ClientSecret: "cs", WebhookSecret: "whs", PEM: "DIR KEY"}
+	creds := github.AppCredentials{ID: 9, ClientID: "Iv1.x", ClientSecret: "cs", WebhookSecret: "whs", PEM: "DIR KEY"}
 	if err := writeAppDir(appDir, creds, "https://ghe.example.com/api/v3"); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAppFlags(t *testing.T) {
 		wantErr string
 	}{
 		{name: "flags", args: []string{"--app-id", "7", "--private-key-file", keyFile},
-			id: 7, key: "FLAG KEY", url: app.PublicAPIURL},
+			id: 7, key: "FLAG KEY", url: github.PublicAPIURL},
 		{name: "environment", env: map[string]string{"AGENTBOT_APP_ID": "8", "AGENTBOT_PRIVATE_KEY_FILE": keyFile, "AGENTBOT_GITHUB_URL": "https://ghe.example.com/api/v3"},
 			id: 8, key: "FLAG KEY", url: "https://ghe.example.com/api/v3"},
 		{name: "app dir", args: []string{"--app-dir", appDir},
@@ -73,8 +73,8 @@ func TestAppFlags(t *testing.T) {
 
 func TestWriteAppDirModesAndNoOverwrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "app")
-	creds := app.AppCredentials{ID: 1, ClientID: "c", ClientSecret: "s", WebhookSecret: "w", PEM: "k"}
-	if err := writeAppDir(dir, creds, app.PublicAPIURL); err != nil {
+	creds := github.AppCredentials{ID: 1, ClientID: "c", ClientSecret: "s", WebhookSecret: "w", PEM: "k"}
+	if err := writeAppDir(dir, creds, github.PublicAPIURL); err != nil {
 		t.Fatal(err)
 	}
 	for name, mode := range map[string]os.FileMode{
@@ -90,7 +90,7 @@ func TestWriteAppDirModesAndNoOverwrite(t *testing.T) {
 		}
 	}
 	creds.PEM = "another key"
-	if err := writeAppDir(dir, creds, app.PublicAPIURL); err == nil {
+	if err := writeAppDir(dir, creds, github.PublicAPIURL); err == nil {
 		t.Error("an existing App directory was overwritten")
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, appDirPrivateKey)); string(b) != "k" {

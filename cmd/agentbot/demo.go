@@ -20,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )

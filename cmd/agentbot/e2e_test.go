@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"

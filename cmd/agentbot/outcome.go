@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/outcome"
@@ -20,7 +21,7 @@ import (
 // under their per-repository lock. One event at a time: each is a fetch
 // and two diffs, and they are rare. metrics is nil in a process that
 // exports none.
-func outcomeRecorder(rdb redis.UniversalClient, gh *app.GitHubApp, dataDir string, metrics *queue.OutcomeMetrics, log *slog.Logger) func(context.Context) error {
+func outcomeRecorder(rdb redis.UniversalClient, gh *github.App, dataDir string, metrics *queue.OutcomeMetrics, log *slog.Logger) func(context.Context) error {
 	return func(ctx context.Context) error {
 		cfg := outcome.Config{
 			Outcomes: queue.NewOutcomes(rdb), Tokens: gh, Logger: log,

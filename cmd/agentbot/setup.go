@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 )
 
 // cmdSetup registers agentbot as a GitHub App through GitHub's manifest
@@ -43,7 +43,7 @@ func cmdSetup(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	m, err := app.ParseManifest(data)
+	m, err := github.ParseManifest(data)
 	if err != nil {
 		return fmt.Errorf("setup: %s: %w", *manifestFile, err)
 	}
@@ -60,7 +60,7 @@ func cmdSetup(ctx context.Context, args []string, env Env) error {
 	}
 	base := "http://" + ln.Addr().String()
 	api := apiURL(githubURL)
-	flow, err := app.NewManifestFlow(m, api, *org, base, nil)
+	flow, err := github.NewManifestFlow(m, api, *org, base, nil)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("setup: %w", err)
@@ -95,7 +95,7 @@ func cmdSetup(ctx context.Context, args []string, env Env) error {
 
 // writeAppDir writes an App directory; files holding secrets are 0600.
 // Existing files are never overwritten.
-func writeAppDir(dir string, c app.AppCredentials, apiURL string) error {
+func writeAppDir(dir string, c github.AppCredentials, apiURL string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 )
 
 // syncBuffer is a bytes.Buffer that a running command writes while the
@@ -157,7 +158,7 @@ func TestSetupRegistersTheAppEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh, err := app.NewGitHubApp(id.Config)
+	gh, err := github.NewApp(id.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

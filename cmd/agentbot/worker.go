@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -92,7 +93,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	id.Config.Logger = log
-	gh, err := app.NewGitHubApp(id.Config)
+	gh, err := github.NewApp(id.Config)
 	if err != nil {
 		return err
 	}

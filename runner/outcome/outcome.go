@@ -48,7 +48,7 @@ type Metrics interface {
 	Reverted(o app.TaskOutcome)
 }
 
-// Tokens mints installation tokens; app.GitHubApp satisfies it.
+// Tokens mints installation tokens; github.App satisfies it.
 type Tokens interface {
 	Token(ctx context.Context, installationID int64, repo string, perms app.TokenPermissions) (app.RepoToken, error)
 }

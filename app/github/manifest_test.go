@@ -1,4 +1,4 @@
-package app_test
+package github_test
 
 import (
 	"maps"
@@ -7,17 +7,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
 )
 
 // TestAppManifest holds app.yml to the issue: the five permissions and no
 // more, never workflows, the eight events, a private App.
 func TestAppManifest(t *testing.T) {
-	data, err := os.ReadFile("../app.yml")
+	data, err := os.ReadFile("../../app.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := app.ParseManifest(data)
+	m, err := github.ParseManifest(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestParseManifestRefusesUnknownKeys(t *testing.T) {
 		"url: https://x\n",
 		"name: [",
 	} {
-		if _, err := app.ParseManifest([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "app manifest: ") {
+		if _, err := github.ParseManifest([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "app manifest: ") {
 			t.Errorf("ParseManifest(%q) = %v, want an app manifest error", bad, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	"github.com/google/go-github/v62/github"
 )

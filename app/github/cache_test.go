@@ -1,4 +1,4 @@
-package app
+package github
 
 import (
 	"crypto/rand"
@@ -13,7 +13,7 @@ func TestInstallationCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGitHubApp(GitHubConfig{
+	g, err := NewApp(Config{
 		AppID:         1,
 		PrivateKey:    pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		Installations: 2,
@@ -22,7 +22,7 @@ func TestInstallationCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	get := func(id int64) *Installation {
-		i, err := g.Installation(id)
+		i, err := g.Installation(id, "acme/a")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,19 +39,34 @@ func TestInstallationCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	if get(2) == two {
 		t.Error("installation 2 stayed cached beyond the cache's size")
 	}
-	if len(g.byID) != 2 || g.lru.Len() != 2 {
-		t.Errorf("cache holds %d/%d entries, want 2", len(g.byID), g.lru.Len())
+	if len(g.cache) != 2 || g.lru.Len() != 2 {
+		t.Errorf("cache holds %d/%d entries, want 2", len(g.cache), g.lru.Len())
+	}
+	if again, _ := g.Installation(1, "ACME/A"); again != one {
+		t.Error("acme/a under another case got a new client")
+	}
+	// A client is scoped to one repository: another repository of the same
+	// installation gets its own client, and so its own token.
+	b, err := g.Installation(1, "acme/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b == one || b.Repo() != "acme/b" {
+		t.Errorf("acme/b got the client of %s", b.Repo())
+	}
+	if _, err := g.Installation(1, "acme"); err == nil {
+		t.Error("a repository name without an owner was accepted")
 	}
 }
 
-func TestNewGitHubAppRefusesABadIdentity(t *testing.T) {
-	for name, cfg := range map[string]GitHubConfig{
+func TestNewAppRefusesABadIdentity(t *testing.T) {
+	for name, cfg := range map[string]Config{
 		"no app id":   {PrivateKey: []byte("x")},
 		"no key":      {AppID: 1},
 		"garbled key": {AppID: 1, PrivateKey: []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n")},
 		"bad url":     {AppID: 1, PrivateKey: []byte("x"), APIURL: "not a url"},
 	} {
-		if _, err := NewGitHubApp(cfg); err == nil {
+		if _, err := NewApp(cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

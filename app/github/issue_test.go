@@ -1,10 +1,10 @@
-package app_test
+package github_test
 
 import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 )
 
 func TestIssueReadsIssuesAndPullRequests(t *testing.T) {
@@ -23,7 +23,7 @@ func TestIssueReadsIssuesAndPullRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := w.installation(t)
+	inst := w.installation(t, "acme/a")
 	ctx := t.Context()
 
 	got, err := inst.Issue(ctx, "acme/a", issue)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app/apptest"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/google/go-github/v62/github"
 	"github.com/google/uuid"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/google/go-github/v62/github"
 )
 

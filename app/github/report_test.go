@@ -1,4 +1,4 @@
-package app_test
+package github_test
 
 import (
 	"fmt"
@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 )
 
 // faults are the failures GitHub answers that agentbot must ride out: a
@@ -34,7 +35,7 @@ func TestStatusCommentIsPostedOnceUnderFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inst := w.installation(t)
+			inst := w.installation(t, "acme/a")
 			ctx := t.Context()
 			w.sim.Inject("POST", "/repos/acme/a/issues/*/comments", f.fault)
 			w.sim.Inject("PATCH", "/repos/acme/a/issues/comments/*", f.fault)
@@ -68,7 +69,7 @@ func TestCreatesSurviveALostAnswer(t *testing.T) {
 	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
 	w.push(t, "acme/a", "agent/1-fix", map[string]string{"main.go": "package main // fixed\n"})
 	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
-	inst := w.installation(t)
+	inst := w.installation(t, "acme/a")
 	ctx := t.Context()
 
 	w.sent.loseAnswer(fmt.Sprintf("POST /repos/acme/a/issues/%d/comments", n))
@@ -99,7 +100,7 @@ func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
 	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
 	ctx := t.Context()
 	// Another task's status and a user quoting the marker must not be taken.
-	if err := w.installation(t).StatusComment("acme/a", n, "T0").Set(ctx, "older task"); err != nil {
+	if err := w.installation(t, "acme/a").StatusComment("acme/a", n, "T0").Set(ctx, "older task"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.sim.AddComment("acme/a", n, "ada", "<!-- agentbot:task=T1 -->\nquoted by a user"); err != nil {
@@ -111,11 +112,11 @@ func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.installation(t).StatusComment("acme/a", n, "T1").Set(ctx, "Running: step 3."); err != nil {
+	if err := w.installation(t, "acme/a").StatusComment("acme/a", n, "T1").Set(ctx, "Running: step 3."); err != nil {
 		t.Fatal(err)
 	}
 	// A new process: no cache, no remembered comment id.
-	after := w.installation(t).StatusComment("acme/a", n, "T1")
+	after := w.installation(t, "acme/a").StatusComment("acme/a", n, "T1")
 	if err := after.Set(ctx, "Done."); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestLongStatusIsTrimmedToGitHubsLimit(t *testing.T) {
 	w.addRepo(t, "acme/a", nil)
 	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
 	long := "Summary\n" + strings.Repeat("a line of test output\n", 10_000) + "FAIL: TestX\n"
-	if err := w.installation(t).StatusComment("acme/a", n, "T1").Set(t.Context(), long); err != nil {
+	if err := w.installation(t, "acme/a").StatusComment("acme/a", n, "T1").Set(t.Context(), long); err != nil {
 		t.Fatal(err)
 	}
 	cs := w.sim.Comments("acme/a", n)
@@ -159,7 +160,7 @@ func TestReactionsOnIssueAndReviewComments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst := w.installation(t)
+	inst := w.installation(t, "acme/a")
 	ctx := t.Context()
 	task := &app.Task{Repo: "acme/a", Number: n, CommentID: id}
 	w.sim.Inject("POST", "/repos/acme/a/issues/comments/*/reactions", githubsim.Fault{Status: 500, Times: 1})
@@ -185,7 +186,7 @@ func TestReactionOnAReviewComment(t *testing.T) {
 	w := newWorld(t)
 	n, id := w.reviewComment(t)
 	task := &app.Task{Repo: "acme/a", Number: n, IsPR: true, ReviewComment: &app.ReviewComment{ID: id, Path: "main.go", Line: 3}}
-	if err := w.installation(t).React(t.Context(), task, app.ReactionReceived); err != nil {
+	if err := w.installation(t, "acme/a").React(t.Context(), task, app.ReactionReceived); err != nil {
 		t.Fatal(err)
 	}
 	rcs := w.sim.ReviewComments("acme/a", n)
@@ -203,7 +204,7 @@ func TestCheckRunIsCreatedOnceAndCompleted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inst := w.installation(t)
+			inst := w.installation(t, "acme/a")
 			ctx := t.Context()
 			w.sim.Inject("POST", "/repos/acme/a/check-runs", f.fault)
 			w.sim.Inject("PATCH", "/repos/acme/a/check-runs/*", f.fault)
@@ -241,7 +242,7 @@ func TestPullRequestIsOpenedOnceUnderFaults(t *testing.T) {
 				}
 			}
 			w.push(t, "acme/a", "agent/1-fix", map[string]string{"main.go": "package main // fixed\n"})
-			inst := w.installation(t)
+			inst := w.installation(t, "acme/a")
 			ctx := t.Context()
 			for _, route := range []string{"/repos/acme/a/pulls", "/repos/acme/a/issues/*/labels", "/repos/acme/a/pulls/*/requested_reviewers"} {
 				w.sim.Inject("POST", route, f.fault)
@@ -254,7 +255,7 @@ func TestPullRequestIsOpenedOnceUnderFaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, err := w.installation(t).EnsurePullRequest(ctx, "acme/a", d)
+			again, err := w.installation(t, "acme/a").EnsurePullRequest(ctx, "acme/a", d)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,11 +288,11 @@ func BenchmarkStatusCommentEdit(b *testing.B) {
 		b.Fatal(err)
 	}
 	n, _ := sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
-	gh, err := app.NewGitHubApp(app.GitHubConfig{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
+	gh, err := github.NewApp(github.Config{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	client, _ := gh.Installation(inst)
+	client, _ := gh.Installation(inst, "acme/a")
 	status := client.StatusComment("acme/a", n, "T1")
 	ctx := b.Context()
 	if err := status.Set(ctx, "Queued."); err != nil {
@@ -318,7 +319,7 @@ func TestReplyInThreadIsPostedOnceUnderFaults(t *testing.T) {
 			w := newWorld(t)
 			n, id := w.reviewComment(t)
 			w.sim.Inject("POST", "/repos/acme/a/pulls/*/comments/*/replies", f.fault)
-			inst := w.installation(t)
+			inst := w.installation(t, "acme/a")
 			// Twice, as a retried task would.
 			for range 2 {
 				if err := inst.ReplyInThread(t.Context(), "acme/a", n, id, "T1", "Done: pushed abc."); err != nil {

@@ -274,3 +274,33 @@ func (s *Server) ExpireTokens() {
 		t.expires = time.Now()
 	}
 }
+
+// IssuedToken is the scope of an installation token the simulator minted.
+type IssuedToken struct {
+	Installation int64
+	// Repositories are the full names the token reaches; nil means every
+	// repository of the installation.
+	Repositories []string
+	Permissions  map[string]string
+}
+
+// TokensIssued lists the scope of every installation token minted so far,
+// so that a test can check a client asks for no more than it needs.
+func (s *Server) TokensIssued() []IssuedToken {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]IssuedToken, 0, len(s.tokens))
+	for _, t := range s.tokens {
+		it := IssuedToken{Installation: t.installID, Permissions: cloneMap(t.perms)}
+		if t.repoIDs != nil {
+			it.Repositories = []string{}
+			for _, rp := range s.installedReposLocked(t.installID) {
+				if slices.Contains(t.repoIDs, rp.id) {
+					it.Repositories = append(it.Repositories, rp.fullName())
+				}
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}

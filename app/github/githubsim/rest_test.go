@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/google/go-github/v62/github"
 )
 

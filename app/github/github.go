@@ -1,4 +1,4 @@
-package app
+package github
 
 import (
 	linkedlist "container/list"
@@ -13,14 +13,16 @@ import (
 	"time"
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
-	"github.com/google/go-github/v62/github"
+	gh "github.com/google/go-github/v62/github"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 // PublicAPIURL is github.com's REST API root, the default GitHub.
 const PublicAPIURL = "https://api.github.com"
 
-// GitHubConfig is the App's identity and how to reach GitHub.
-type GitHubConfig struct {
+// Config is the App's identity and how to reach GitHub.
+type Config struct {
 	AppID      int64
 	PrivateKey []byte // PEM, as GitHub issued it
 	// APIURL is the REST root: PublicAPIURL, https://HOST/api/v3 for GitHub
@@ -38,19 +40,19 @@ type GitHubConfig struct {
 	Logger    *slog.Logger
 }
 
-// GitHubApp is agentbot's GitHub App: it mints installation tokens and hands
+// App is agentbot's GitHub App: it mints installation tokens and hands
 // out one cached client per installation. Safe for concurrent use.
-type GitHubApp struct {
-	cfg    GitHubConfig
+type App struct {
+	cfg    Config
 	apps   *ghinstallation.AppsTransport
-	appAPI *github.Client // authenticated as the App (JWT)
+	appAPI *gh.Client // authenticated as the App (JWT)
 	mu     sync.Mutex
 	lru    *linkedlist.List // of *Installation, most recently used first
-	byID   map[int64]*linkedlist.Element
+	cache  map[clientKey]*linkedlist.Element
 }
 
-// NewGitHubApp checks the identity and returns the App.
-func NewGitHubApp(cfg GitHubConfig) (*GitHubApp, error) {
+// NewApp checks the identity and returns the App.
+func NewApp(cfg Config) (*App, error) {
 	if cfg.AppID <= 0 {
 		return nil, errors.New("github app: app id is missing")
 	}
@@ -74,10 +76,10 @@ func NewGitHubApp(cfg GitHubConfig) (*GitHubApp, error) {
 	if _, err := WebURL(cfg.APIURL); err != nil {
 		return nil, err
 	}
-	g := &GitHubApp{
-		cfg:  cfg,
-		lru:  linkedlist.New(),
-		byID: map[int64]*linkedlist.Element{},
+	g := &App{
+		cfg:   cfg,
+		lru:   linkedlist.New(),
+		cache: map[clientKey]*linkedlist.Element{},
 	}
 	var err error
 	// Every request, token refreshes included, goes through the retries.
@@ -108,8 +110,8 @@ func WebURL(apiURL string) (string, error) {
 
 // apiClient returns a go-github client that sends through rt to the GitHub
 // whose REST root is apiURL (without a trailing slash).
-func apiClient(apiURL string, rt http.RoundTripper) (*github.Client, error) {
-	c := github.NewClient(&http.Client{Transport: rt})
+func apiClient(apiURL string, rt http.RoundTripper) (*gh.Client, error) {
+	c := gh.NewClient(&http.Client{Transport: rt})
 	if apiURL == PublicAPIURL {
 		return c, nil
 	}
@@ -121,83 +123,96 @@ func apiClient(apiURL string, rt http.RoundTripper) (*github.Client, error) {
 }
 
 // withTimeout bounds one operation.
-func (g *GitHubApp) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+func (g *App) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, g.cfg.CallTimeout)
 }
 
-// Installation returns the client acting as installation id, from a
-// least-recently-used cache so that its installation token is reused until
-// ghinstallation refreshes it.
-func (g *GitHubApp) Installation(id int64) (*Installation, error) {
+// taskPermissions are what a task's API calls need: read the policy and the
+// repository, answer on issues and pull requests, write its check run.
+// Collaborator permissions come with metadata, which every token carries.
+var taskPermissions = app.TokenPermissions{Contents: "read", Issues: "write", PullRequests: "write", Checks: "write"}
+
+// policyPermissions are what reading a policy file from another repository
+// (the organisation's .github) needs.
+var policyPermissions = app.TokenPermissions{Contents: "read"}
+
+// clientKey names one cached client: an installation token's scope.
+type clientKey struct {
+	installation int64
+	repo         string // owner/name, lower case: GitHub's names are case-insensitive
+	perms        app.TokenPermissions
+}
+
+// Installation returns the client acting as installation id on repo
+// (owner/name) alone. Its installation token is minted for that one
+// repository and the permissions a task's API calls need, so that what a
+// task does through it cannot reach any other repository the installation
+// covers. Clients come from a least-recently-used cache so that a token is
+// reused until ghinstallation refreshes it.
+func (g *App) Installation(id int64, repo string) (*Installation, error) {
+	return g.client(id, repo, taskPermissions)
+}
+
+// client returns the cached client for installation id scoped to repo and
+// perms, making it on first use.
+func (g *App) client(id int64, repo string, perms app.TokenPermissions) (*Installation, error) {
+	_, name, err := splitOwnerRepo(repo)
+	if err != nil {
+		return nil, err
+	}
+	key := clientKey{installation: id, repo: strings.ToLower(repo), perms: perms}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if e, ok := g.byID[id]; ok {
+	if e, ok := g.cache[key]; ok {
 		g.lru.MoveToFront(e)
 		return e.Value.(*Installation), nil
 	}
 	tr := ghinstallation.NewFromAppsTransport(g.apps, id)
-	gh, err := apiClient(g.cfg.APIURL, tr)
+	tr.InstallationTokenOptions = tokenOptions(name, perms)
+	api, err := apiClient(g.cfg.APIURL, tr)
 	if err != nil {
 		return nil, err
 	}
-	inst := &Installation{id: id, app: g, gh: gh}
-	g.byID[id] = g.lru.PushFront(inst)
+	inst := &Installation{id: id, repo: repo, parent: g, api: api, key: key}
+	g.cache[key] = g.lru.PushFront(inst)
 	if g.lru.Len() > g.cfg.Installations {
 		last := g.lru.Remove(g.lru.Back()).(*Installation)
-		delete(g.byID, last.id)
+		delete(g.cache, last.key)
 	}
 	return inst, nil
 }
 
-// TokenPermissions are the permissions a task's token carries: "read",
-// "write" or empty for none. Ask for the least the task needs.
-type TokenPermissions struct {
-	Contents     string
-	Issues       string
-	PullRequests string
-	Checks       string
-}
-
-// RepoToken is an installation token scoped to one repository. It is a
-// credential: use it only on the host, never log it, never hand it to a
-// sandbox. String and LogValue redact it so that a stray print cannot leak it.
-type RepoToken struct {
-	Value     string
-	ExpiresAt time.Time
-}
-
-func (t RepoToken) String() string { return "[token redacted]" }
-
-// LogValue keeps the token out of structured logs.
-func (t RepoToken) LogValue() slog.Value {
-	return slog.GroupValue(slog.Time("expires_at", t.ExpiresAt))
-}
-
-// Token mints an installation token that reaches only repo (owner/name) and
-// only with perms, for one task's clone and push.
-func (g *GitHubApp) Token(ctx context.Context, installationID int64, repo string, perms TokenPermissions) (RepoToken, error) {
-	_, name, err := splitOwnerRepo(repo)
-	if err != nil {
-		return RepoToken{}, err
-	}
-	ctx, cancel := g.withTimeout(ctx)
-	defer cancel()
-	opts := &github.InstallationTokenOptions{
+// tokenOptions asks for a token that reaches only the repository called
+// name, of the installation's owner, with perms.
+func tokenOptions(name string, perms app.TokenPermissions) *gh.InstallationTokenOptions {
+	return &gh.InstallationTokenOptions{
 		Repositories: []string{name},
-		Permissions: &github.InstallationPermissions{
+		Permissions: &gh.InstallationPermissions{
 			Contents:     permissionOrNil(perms.Contents),
 			Issues:       permissionOrNil(perms.Issues),
 			PullRequests: permissionOrNil(perms.PullRequests),
 			Checks:       permissionOrNil(perms.Checks),
 		},
 	}
+}
+
+// Token mints an installation token that reaches only repo (owner/name) and
+// only with perms, for one task's clone and push.
+func (g *App) Token(ctx context.Context, installationID int64, repo string, perms app.TokenPermissions) (app.RepoToken, error) {
+	_, name, err := splitOwnerRepo(repo)
+	if err != nil {
+		return app.RepoToken{}, err
+	}
+	ctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	opts := tokenOptions(name, perms)
 	tok, _, err := g.appAPI.Apps.CreateInstallationToken(ctx, installationID, opts)
 	if err != nil {
-		return RepoToken{}, fmt.Errorf("mint token for %s (installation %d): %w", repo, installationID, err)
+		return app.RepoToken{}, fmt.Errorf("mint token for %s (installation %d): %w", repo, installationID, err)
 	}
 	g.cfg.Logger.InfoContext(ctx, "minted repository token", "repo", repo, "installation", installationID,
 		"expires_at", tok.GetExpiresAt().Time)
-	return RepoToken{Value: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time}, nil
+	return app.RepoToken{Value: tok.GetToken(), ExpiresAt: tok.GetExpiresAt().Time}, nil
 }
 
 func permissionOrNil(s string) *string {
@@ -207,41 +222,39 @@ func permissionOrNil(s string) *string {
 	return &s
 }
 
-// Installation is agentbot acting as one installation of the App: what it
-// reads from and says to the repositories that installation covers.
+// Installation is agentbot acting as one installation of the App on one
+// repository: what it reads from and says to that repository. Its token
+// reaches no other.
 type Installation struct {
-	id  int64
-	app *GitHubApp
-	gh  *github.Client
+	id     int64
+	repo   string
+	parent *App
+	api    *gh.Client
+	key    clientKey
 }
 
 // ID is the installation id.
 func (i *Installation) ID() int64 { return i.id }
 
-// RepoInfo is what agentbot needs to know of a repository.
-type RepoInfo struct {
-	FullName      string // owner/name
-	DefaultBranch string
-	CloneURL      string // from the API, never built by hand
-	Private       bool
-}
+// Repo is the repository (owner/name) the client's token is scoped to.
+func (i *Installation) Repo() string { return i.repo }
 
 // Repository reads repo's metadata.
-func (i *Installation) Repository(ctx context.Context, repo string) (RepoInfo, error) {
+func (i *Installation) Repository(ctx context.Context, repo string) (app.RepoInfo, error) {
 	owner, name, err := splitOwnerRepo(repo)
 	if err != nil {
-		return RepoInfo{}, err
+		return app.RepoInfo{}, err
 	}
-	ctx, cancel := i.app.withTimeout(ctx)
+	ctx, cancel := i.parent.withTimeout(ctx)
 	defer cancel()
-	r, _, err := i.gh.Repositories.Get(ctx, owner, name)
+	r, _, err := i.api.Repositories.Get(ctx, owner, name)
 	if err != nil {
-		if isStatus(err, http.StatusNotFound) {
-			return RepoInfo{}, Errorf(ENotFound, "Repository %s was not found, or agentbot is not installed on it.", repo)
+		if notFound(err) {
+			return app.RepoInfo{}, app.Errorf(app.ENotFound, "Repository %s was not found, or agentbot is not installed on it.", repo)
 		}
-		return RepoInfo{}, fmt.Errorf("get repository %s: %w", repo, err)
+		return app.RepoInfo{}, fmt.Errorf("get repository %s: %w", repo, err)
 	}
-	return RepoInfo{
+	return app.RepoInfo{
 		FullName:      r.GetFullName(),
 		DefaultBranch: r.GetDefaultBranch(),
 		CloneURL:      r.GetCloneURL(),
@@ -256,11 +269,11 @@ func (i *Installation) Permission(ctx context.Context, repo, login string) (stri
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := i.app.withTimeout(ctx)
+	ctx, cancel := i.parent.withTimeout(ctx)
 	defer cancel()
 	// go-github v62 drops role_name, the only field that tells maintain
 	// from write and triage from read; decode the answer ourselves.
-	req, err := i.gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
+	req, err := i.api.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
 		url.PathEscape(owner), url.PathEscape(name), url.PathEscape(login)), nil)
 	if err != nil {
 		return "", err
@@ -269,7 +282,7 @@ func (i *Installation) Permission(ctx context.Context, repo, login string) (stri
 		Permission string `json:"permission"`
 		RoleName   string `json:"role_name"`
 	}
-	if _, err := i.gh.Do(ctx, req, &level); err != nil {
+	if _, err := i.api.Do(ctx, req, &level); err != nil {
 		if isStatus(err, http.StatusNotFound) {
 			return "none", nil
 		}
@@ -285,14 +298,29 @@ func (i *Installation) Permission(ctx context.Context, repo, login string) (stri
 func splitOwnerRepo(repo string) (owner, name string, err error) {
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", Errorf(EInvalid, "%q is not a repository name of the form owner/name.", repo)
+		return "", "", app.Errorf(app.EInvalid, "%q is not a repository name of the form owner/name.", repo)
 	}
 	return owner, name, nil
 }
 
+// notFound reports whether err says the repository or what was asked of
+// it is out of reach: GitHub answered 404, or refused to mint a token for
+// the repository (422: not one the installation covers; 404: no such
+// installation). GitHub answers both alike so as not to reveal what
+// exists.
+func notFound(err error) bool {
+	if isStatus(err, http.StatusNotFound) {
+		return true
+	}
+	if e, ok := errors.AsType[*ghinstallation.HTTPError](err); ok && e.Response != nil {
+		return e.Response.StatusCode == http.StatusNotFound || e.Response.StatusCode == http.StatusUnprocessableEntity
+	}
+	return false
+}
+
 // isStatus reports whether err is GitHub answering with HTTP status code.
 func isStatus(err error, code int) bool {
-	if e, ok := errors.AsType[*github.ErrorResponse](err); ok && e.Response != nil {
+	if e, ok := errors.AsType[*gh.ErrorResponse](err); ok && e.Response != nil {
 		return e.Response.StatusCode == code
 	}
 	return false

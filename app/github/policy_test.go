@@ -1,11 +1,11 @@
-package app_test
+package github_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 )
 
 const mainPolicy = `version: 1
@@ -31,7 +31,7 @@ paths: {allow: ["**"], deny: []}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.installation(t).LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
+	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +58,16 @@ limits: {iterations: 12}
 `})
 	w.addRepo(t, "acme/plain", map[string]string{"README.md": "no policy here"})
 	w.addRepo(t, "acme/own", map[string]string{app.PolicyPath: mainPolicy})
-	inst := w.installation(t)
 	ctx := t.Context()
 
-	plain, err := inst.LoadPolicy(ctx, "acme/plain", app.DefaultServerConfig())
+	plain, err := w.installation(t, "acme/plain").LoadPolicy(ctx, "acme/plain", app.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(plain.Policy.Checks) != 1 || plain.Policy.Checks[0].Name != "org-test" || plain.Policy.Limits.Iterations != 12 {
 		t.Errorf("acme/plain: checks %+v, iterations %d; want the organisation's", plain.Policy.Checks, plain.Policy.Limits.Iterations)
 	}
-	own, err := inst.LoadPolicy(ctx, "acme/own", app.DefaultServerConfig())
+	own, err := w.installation(t, "acme/own").LoadPolicy(ctx, "acme/own", app.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ limits: {iterations: 12}
 func TestNoPolicyMeansNoChecks(t *testing.T) {
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"README.md": "hi"})
-	got, err := w.installation(t).LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
+	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func TestNoPolicyMeansNoChecks(t *testing.T) {
 func TestBrokenPolicyIsAnErrorToPost(t *testing.T) {
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{app.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: make test, timout: 5m}\n"})
-	_, err := w.installation(t).LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
+	_, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
 	if app.ErrorCode(err) != app.EInvalid {
 		t.Fatalf("err = %v, want an invalid *Error", err)
 	}
@@ -109,7 +108,7 @@ func TestBrokenPolicyIsAnErrorToPost(t *testing.T) {
 
 func TestPolicyOfAMissingRepository(t *testing.T) {
 	w := newWorld(t)
-	_, err := w.installation(t).LoadPolicy(t.Context(), "acme/gone", app.DefaultServerConfig())
+	_, err := w.installation(t, "acme/gone").LoadPolicy(t.Context(), "acme/gone", app.DefaultServerConfig())
 	if app.ErrorCode(err) != app.ENotFound {
 		t.Errorf("err = %v, want not_found", err)
 	}

@@ -1,4 +1,4 @@
-package app_test
+package github_test
 
 import (
 	"bytes"
@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-github/v62/github"
+	gh "github.com/google/go-github/v62/github"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/githubsim"
+	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 )
 
 // world is a simulator with one installation on the account "acme", and the
@@ -89,16 +90,16 @@ func newWorld(t *testing.T) *world {
 
 // newApp starts agentbot's side; each call is a fresh process's worth of
 // state (no cached clients, no remembered comment ids).
-func (w *world) newApp(t *testing.T) *app.GitHubApp {
+func (w *world) newApp(t *testing.T) *github.App {
 	t.Helper()
 	simApp := w.sim.App()
-	gh, err := app.NewGitHubApp(app.GitHubConfig{
+	ga, err := github.NewApp(github.Config{
 		AppID:      simApp.ID,
 		PrivateKey: simApp.PrivateKeyPEM,
 		APIURL:     w.sim.APIURL(),
 		Transport:  w.sent,
 		Logger:     slog.New(slog.NewJSONHandler(w.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Retry: app.RetryPolicy{Sleep: func(_ context.Context, d time.Duration) error {
+		Retry: github.RetryPolicy{Sleep: func(_ context.Context, d time.Duration) error {
 			*w.sleeps = append(*w.sleeps, d)
 			return nil
 		}},
@@ -106,12 +107,13 @@ func (w *world) newApp(t *testing.T) *app.GitHubApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gh
+	return ga
 }
 
-func (w *world) installation(t *testing.T) *app.Installation {
+// installation returns a fresh App's client for repo.
+func (w *world) installation(t *testing.T, repo string) *github.Installation {
 	t.Helper()
-	inst, err := w.newApp(t).Installation(w.inst)
+	inst, err := w.newApp(t).Installation(w.inst, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +132,8 @@ func (w *world) addRepo(t *testing.T, repo string, files map[string]string) {
 func (w *world) push(t *testing.T, repo, branch string, files map[string]string) {
 	t.Helper()
 	ctx := t.Context()
-	gh := w.newApp(t)
-	inst, err := gh.Installation(w.inst)
+	ga := w.newApp(t)
+	inst, err := ga.Installation(w.inst, repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func (w *world) push(t *testing.T, repo, branch string, files map[string]string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := gh.Token(ctx, w.inst, repo, app.TokenPermissions{Contents: "write"})
+	tok, err := ga.Token(ctx, w.inst, repo, app.TokenPermissions{Contents: "write"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,9 +173,9 @@ func (w *world) push(t *testing.T, repo, branch string, files map[string]string)
 }
 
 // tokenClient is a plain REST client authenticated with tok.
-func (w *world) tokenClient(t *testing.T, tok app.RepoToken) *github.Client {
+func (w *world) tokenClient(t *testing.T, tok app.RepoToken) *gh.Client {
 	t.Helper()
-	c, err := github.NewClient(nil).WithAuthToken(tok.Value).WithEnterpriseURLs(w.sim.APIURL(), w.sim.APIURL())
+	c, err := gh.NewClient(nil).WithAuthToken(tok.Value).WithEnterpriseURLs(w.sim.APIURL(), w.sim.APIURL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +186,10 @@ func TestTokenIsScopedToOneRepository(t *testing.T) {
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"README.md": "a"})
 	w.addRepo(t, "acme/b", map[string]string{"README.md": "b"})
-	gh := w.newApp(t)
+	ga := w.newApp(t)
 	ctx := t.Context()
 
-	tok, err := gh.Token(ctx, w.inst, "acme/a", app.TokenPermissions{Contents: "read"})
+	tok, err := ga.Token(ctx, w.inst, "acme/a", app.TokenPermissions{Contents: "read"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,16 +202,64 @@ func TestTokenIsScopedToOneRepository(t *testing.T) {
 	}
 	// Read on contents grants no write on issues.
 	body := "hello"
-	if _, _, err := c.Issues.CreateComment(ctx, "acme", "a", 1, &github.IssueComment{Body: &body}); err == nil {
+	if _, _, err := c.Issues.CreateComment(ctx, "acme", "a", 1, &gh.IssueComment{Body: &body}); err == nil {
 		t.Error("a contents:read token posted a comment")
+	}
+}
+
+func TestTaskClientCannotTouchAnotherRepository(t *testing.T) {
+	w := newWorld(t)
+	w.addRepo(t, "acme/a", nil)
+	w.addRepo(t, "acme/b", map[string]string{app.PolicyPath: mainPolicy})
+	nb, err := w.sim.AddIssue("acme/b", "ada", "other", "someone else's issue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	na, err := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := w.installation(t, "acme/a")
+	ctx := t.Context()
+	if _, err := inst.Issue(ctx, "acme/a", na); err != nil {
+		t.Fatalf("the task's own issue: %v", err)
+	}
+	// The same installation covers acme/b, but the task's token does not.
+	if _, err := inst.Repository(ctx, "acme/b"); app.ErrorCode(err) != app.ENotFound {
+		t.Errorf("Repository(acme/b) = %v, want not_found", err)
+	}
+	if _, err := inst.Issue(ctx, "acme/b", nb); app.ErrorCode(err) != app.ENotFound {
+		t.Errorf("Issue(acme/b) = %v, want not_found", err)
+	}
+	if _, err := inst.LoadPolicy(ctx, "acme/b", app.DefaultServerConfig()); app.ErrorCode(err) != app.ENotFound {
+		t.Errorf("LoadPolicy(acme/b) = %v, want not_found", err)
+	}
+	if err := inst.StatusComment("acme/b", nb, "T1").Set(ctx, "written from acme/a's task"); err == nil {
+		t.Error("a comment was posted on acme/b")
+	}
+	if err := inst.React(ctx, &app.Task{Repo: "acme/b", Number: nb, CommentID: 1}, app.ReactionReceived); err == nil {
+		t.Error("a reaction was put on acme/b")
+	}
+	if cs := w.sim.Comments("acme/b", nb); len(cs) != 0 {
+		t.Errorf("acme/b#%d got comments %v", nb, cs)
+	}
+	// Each token asked for names one repository and no more than a task's
+	// API calls need: no contents write, nothing beyond the four.
+	for _, tok := range w.sim.TokensIssued() {
+		if len(tok.Repositories) != 1 {
+			t.Errorf("token for %v: want exactly one repository", tok.Repositories)
+		}
+		if tok.Permissions["contents"] == "write" || len(tok.Permissions) > 5 {
+			t.Errorf("token for %v carries %v", tok.Repositories, tok.Permissions)
+		}
 	}
 }
 
 func TestTokenIsNeverLogged(t *testing.T) {
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
-	gh := w.newApp(t)
-	tok, err := gh.Token(t.Context(), w.inst, "acme/a", app.TokenPermissions{Contents: "write"})
+	ga := w.newApp(t)
+	tok, err := ga.Token(t.Context(), w.inst, "acme/a", app.TokenPermissions{Contents: "write"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +286,7 @@ func TestRepositoryAndPermission(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inst := w.installation(t)
+	inst := w.installation(t, "acme/a")
 	ctx := t.Context()
 	info, err := inst.Repository(ctx, "acme/a")
 	if err != nil {
@@ -258,9 +308,9 @@ func TestRepositoryAndPermission(t *testing.T) {
 
 func TestInstallationClientsAreCached(t *testing.T) {
 	w := newWorld(t)
-	gh := w.newApp(t)
-	a, _ := gh.Installation(w.inst)
-	b, _ := gh.Installation(w.inst)
+	ga := w.newApp(t)
+	a, _ := ga.Installation(w.inst, "acme/a")
+	b, _ := ga.Installation(w.inst, "acme/a")
 	if a != b {
 		t.Error("two clients for one installation")
 	}
@@ -287,7 +337,7 @@ func TestRetriesHonourGitHubsAnswers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			w.addRepo(t, "acme/a", nil)
-			inst := w.installation(t)
+			inst := w.installation(t, "acme/a")
 			w.sim.Inject("GET", "/repos/acme/a", tc.fault)
 			_, err := inst.Repository(t.Context(), "acme/a")
 			if (err == nil) != tc.ok {
@@ -304,7 +354,7 @@ func TestRetriesHonourGitHubsAnswers(t *testing.T) {
 }
 
 // The trust rules ask an *Installation for roles.
-var _ app.Permissions = (*app.Installation)(nil)
+var _ app.Permissions = (*github.Installation)(nil)
 
 func TestAuthorizeAsksGitHubForRoles(t *testing.T) {
 	w := newWorld(t)
@@ -318,7 +368,7 @@ func TestAuthorizeAsksGitHubForRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := app.NewAuthorizer(w.installation(t), policy)
+	auth := app.NewAuthorizer(w.installation(t, "acme/a"), policy)
 	for login, allowed := range map[string]bool{"max": true, "tia": false, "eve": false} {
 		d, err := auth.Authorize(t.Context(), app.Actor{Login: login, Type: "User"},
 			app.Invocation{Repo: "acme/a", Verb: app.VerbFix, Text: "/agent fix"})

@@ -1,0 +1,65 @@
+package app
+
+import (
+	"log/slog"
+	"time"
+)
+
+// RepoInfo is what agentbot needs to know of a repository.
+type RepoInfo struct {
+	FullName      string // owner/name
+	DefaultBranch string
+	CloneURL      string // from the API, never built by hand
+	Private       bool
+}
+
+// IssueInfo is what a task reads of the issue or pull request it was asked
+// on: the words of the request's context, and for a pull request where its
+// branch lives.
+type IssueInfo struct {
+	Title  string
+	Body   string
+	Author string
+	Pull   *PullInfo // set for a pull request
+}
+
+// PullInfo locates a pull request's branches.
+type PullInfo struct {
+	Head     string // the head branch
+	HeadRepo string // owner/name of the repository holding Head: the base repository or a fork
+	HeadSHA  string
+	Base     string
+}
+
+// LoadedPolicy is the policy that governs a task, with where it was read.
+type LoadedPolicy struct {
+	Policy Policy
+	Repo   RepoInfo
+	// Commit is the default branch's commit the repository's policy was
+	// read at, to be recorded in the task: never the pull request's head.
+	Commit string
+}
+
+// TokenPermissions are the permissions an installation token carries:
+// "read", "write" or empty for none. Ask for the least the work needs.
+type TokenPermissions struct {
+	Contents     string
+	Issues       string
+	PullRequests string
+	Checks       string
+}
+
+// RepoToken is an installation token scoped to one repository. It is a
+// credential: use it only on the host, never log it, never hand it to a
+// sandbox. String and LogValue redact it so that a stray print cannot leak it.
+type RepoToken struct {
+	Value     string
+	ExpiresAt time.Time
+}
+
+func (t RepoToken) String() string { return "[token redacted]" }
+
+// LogValue keeps the token out of structured logs.
+func (t RepoToken) LogValue() slog.Value {
+	return slog.GroupValue(slog.Time("expires_at", t.ExpiresAt))
+}
