@@ -6,10 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/outcome"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -36,27 +34,4 @@ func outcomeRecorder(rdb redis.UniversalClient, gh *github.App, dataDir string, 
 		}
 		return queue.NewEventServer(rdb, rec, queue.ServerConfig{Concurrency: 1, ShutdownTimeout: workerShutdown, Logger: log}).Run(ctx)
 	}
-}
-
-// workerOutcomes is where the runner saves each finished task's outcome:
-// counted in metrics too when the process exports them (nil otherwise).
-func workerOutcomes(rdb redis.UniversalClient, metrics *queue.OutcomeMetrics) runner.Outcomes {
-	if metrics == nil {
-		return queue.NewOutcomes(rdb)
-	}
-	return countedOutcomes{queue.NewOutcomes(rdb), metrics}
-}
-
-// countedOutcomes counts each outcome it saves as a finished task.
-type countedOutcomes struct {
-	*queue.Outcomes
-	metrics *queue.OutcomeMetrics
-}
-
-func (c countedOutcomes) Save(ctx context.Context, o app.TaskOutcome) error {
-	if err := c.Outcomes.Save(ctx, o); err != nil {
-		return err
-	}
-	c.metrics.Finished(o)
-	return nil
 }
