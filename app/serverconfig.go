@@ -302,3 +302,21 @@ func imageAllowed(globs []string, image string) bool {
 	}
 	return false
 }
+
+// WithTriggerLabel returns c with label as the trigger label of its policy
+// layer unless that layer names one, so that label is every repository's
+// default while a repository's own trigger.label still wins. source names
+// where the label came from (a flag), as messages and Policy.Source name a
+// file. An empty label changes nothing. c itself is left as it was.
+func (c ServerConfig) WithTriggerLabel(label, source string) ServerConfig {
+	switch {
+	case label == "":
+	case c.Policy == nil:
+		c.Policy = &RawPolicy{Trigger: RawTrigger{Label: &label}, file: source}
+	case c.Policy.Trigger.Label == nil:
+		p := *c.Policy
+		p.Trigger.Label = &label
+		c.Policy = &p
+	}
+	return c
+}

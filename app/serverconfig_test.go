@@ -4,6 +4,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -181,6 +182,62 @@ func FuzzParseServerConfig(f *testing.F) {
 		}
 		if _, err := BuildPolicy(c); err != nil {
 			t.Fatalf("a server config that loads must give a policy: %v", err)
+		}
+	})
+}
+
+func TestWithTriggerLabel(t *testing.T) {
+	label := func(t *testing.T, c ServerConfig, layers ...*RawPolicy) Policy {
+		t.Helper()
+		p, err := BuildPolicy(c, layers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("no policy layer", func(t *testing.T) {
+		c := DefaultServerConfig().WithTriggerLabel("ops:fix", "--trigger-label")
+		p := label(t, c)
+		if p.Trigger.Label != "ops:fix" {
+			t.Errorf("label = %q, want ops:fix", p.Trigger.Label)
+		}
+		if !strings.Contains(p.Source, "--trigger-label") {
+			t.Errorf("source %q does not name the flag", p.Source)
+		}
+		own, err := ParsePolicy("own.yml", []byte("trigger: {label: \"repo:fix\"}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := label(t, c, own).Trigger.Label; got != "repo:fix" {
+			t.Errorf("with the repository's own label: %q, want repo:fix", got)
+		}
+	})
+	t.Run("layer without a label", func(t *testing.T) {
+		orig, err := ParseServerConfig("server.yaml", []byte("policy: {limits: {iterations: 7}}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := orig.WithTriggerLabel("ops:fix", "--trigger-label")
+		p := label(t, c)
+		if p.Trigger.Label != "ops:fix" || p.Limits.Iterations != 7 {
+			t.Errorf("label %q, iterations %d; want ops:fix and the layer's 7", p.Trigger.Label, p.Limits.Iterations)
+		}
+		if orig.Policy.Trigger.Label != nil {
+			t.Error("the original config's layer was changed")
+		}
+	})
+	t.Run("the layer's own label holds", func(t *testing.T) {
+		orig, err := ParseServerConfig("server.yaml", []byte("policy: {trigger: {label: \"server:fix\"}}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := label(t, orig.WithTriggerLabel("ops:fix", "--trigger-label")).Trigger.Label; got != "server:fix" {
+			t.Errorf("label = %q, want the server config's server:fix", got)
+		}
+	})
+	t.Run("no label", func(t *testing.T) {
+		if c := DefaultServerConfig().WithTriggerLabel("", "--trigger-label"); c.Policy != nil {
+			t.Errorf("an empty label added a layer: %+v", c.Policy)
 		}
 	})
 }

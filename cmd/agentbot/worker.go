@@ -101,9 +101,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	if server, err = withTriggerLabel(server, cfg.label); err != nil {
-		return err
-	}
+	server = server.WithTriggerLabel(cfg.label, "--trigger-label")
 	model, err := newModel(env, server, log)
 	if err != nil {
 		return err
@@ -156,27 +154,6 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
 	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run,
 		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
-}
-
-// withTriggerLabel makes label the trigger label of the operator's policy
-// layer unless that layer names one, so that it is every repository's
-// default and a repository's own trigger.label still wins.
-func withTriggerLabel(server app.ServerConfig, label string) (app.ServerConfig, error) {
-	switch {
-	case label == "":
-		return server, nil
-	case server.Policy == nil:
-		raw, err := app.ParsePolicy("--trigger-label", fmt.Appendf(nil, "trigger: {label: %q}\n", label))
-		if err != nil {
-			return server, err
-		}
-		server.Policy = raw
-	case server.Policy.Trigger.Label == nil:
-		p := *server.Policy
-		p.Trigger.Label = &label
-		server.Policy = &p
-	}
-	return server, nil
 }
 
 // newWorkerID names this worker "HOST/PID", which is what workerAlive
