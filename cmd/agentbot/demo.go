@@ -43,6 +43,13 @@ const (
 // delivers a signed "/agent fix" comment, prints the task's progress, then
 // the pull request, its diff and its checks. It fails unless the pull
 // request exists with passing checks.
+//
+// The demo's world (the simulator and the scripted model) ships in the one
+// agentbot binary rather than in a second one: whoever tries agentbot runs
+// the very binary they would deploy, its serve, worker and sandbox
+// executor included, with nothing else to fetch or keep in step. serve and
+// worker never start that world; they carry its code only, about 220 KB
+// of a 70 MB binary, and it links no package they do not link already.
 func cmdDemo(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("demo", env)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis to use; a private redis-server is started when none answers")
