@@ -32,7 +32,8 @@ type Config struct {
 	// (default 90s: long enough to sit out the minute GitHub asks for after
 	// a secondary rate limit, which a shorter deadline would never allow).
 	CallTimeout time.Duration
-	// Installations is how many installation clients stay cached (default 256).
+	// Installations is how many clients stay cached, one per installation,
+	// repository and permissions (default 256).
 	Installations int
 	Retry         RetryPolicy
 	// Transport carries the requests (default http.DefaultTransport).
