@@ -30,7 +30,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -66,7 +66,7 @@ type Config struct {
 	GitHub     *app.GitHubApp
 	Server     app.ServerConfig
 	Workspaces *workspace.Manager
-	Sandbox    *sandbox.Driver
+	Sandbox    *docker.Driver
 	Model      agent.Model
 	Fast       agent.Model // digests old context; nil means Model
 	// Models name the models of a policy that names none.

@@ -17,7 +17,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -114,7 +114,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		}
 	}
 	workerID := newWorkerID()
-	drv, err := sandbox.New(ctx, sandbox.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
+	drv, err := docker.New(ctx, docker.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
 	if err != nil {
 		return fmt.Errorf("connect to Docker: %w", err)
 	}

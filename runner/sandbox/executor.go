@@ -31,12 +31,24 @@ const maxRequest = 64 << 20
 // run: no argv, both argv and a shell line, a directory outside the work tree.
 var ErrInvalidCmd = errors.New("invalid command")
 
-// answer is the executor's reply on the wire: a Result, or why the request
-// was not run at all.
-type answer struct {
+// Answer is the executor's reply on the wire, one JSON line per Cmd: a
+// Result, or why the request was not run at all.
+type Answer struct {
 	Result
 	Error   string `json:"error,omitempty"`
 	Invalid bool   `json:"invalid,omitempty"` // Error wraps ErrInvalidCmd
+}
+
+// Err returns why the command was not run, or nil when a carries its Result.
+// A refused request wraps ErrInvalidCmd.
+func (a Answer) Err() error {
+	switch {
+	case a.Invalid:
+		return fmt.Errorf("sandbox: %s: %w", strings.TrimPrefix(a.Error, ErrInvalidCmd.Error()+": "), ErrInvalidCmd)
+	case a.Error != "":
+		return fmt.Errorf("sandbox executor: %s", a.Error)
+	}
+	return nil
 }
 
 // ExecOptions configure Serve.
@@ -98,7 +110,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 			return nil
 		case line = <-lines:
 		}
-		var a answer
+		var a Answer
 		var cmd Cmd
 		err := json.Unmarshal(line, &cmd)
 		if err != nil {
@@ -168,7 +180,7 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	stdout, stderr := newCapture(limit), newCapture(limit)
+	stdout, stderr := NewCapture(limit), NewCapture(limit)
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), env...), c.Env...)
@@ -204,8 +216,8 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 		res.ExitCode = 127
 		fmt.Fprintf(stderr, "%s: %v\n", argv[0], runErr)
 	}
-	res.Stdout, res.StdoutDropped = stdout.bytes()
-	res.Stderr, res.StderrDropped = stderr.bytes()
+	res.Stdout, res.StdoutDropped = stdout.Bytes()
+	res.Stderr, res.StderrDropped = stderr.Bytes()
 	return res, nil
 }
 

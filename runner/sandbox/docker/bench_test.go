@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 	tree := sandboxtest.WorkTree(b)
 	ctx := context.Background()
 	for b.Loop() {
-		c, err := d.Start(ctx, sandbox.Spec{TaskID: "bench", WorkTree: tree})
+		c, err := d.Start(ctx, docker.Spec{TaskID: "bench", WorkTree: tree})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 // medians of a busy machine do not.
 func BenchmarkRoundTrip(b *testing.B) {
 	d := sandboxtest.NewDriver(b)
-	c := sandboxtest.Start(b, d, sandbox.Spec{})
+	c := sandboxtest.Start(b, d, docker.Spec{})
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		b.Fatal(err)

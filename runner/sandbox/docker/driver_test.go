@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"bufio"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -35,10 +36,10 @@ func TestMain(m *testing.M) {
 
 func runWorker(workerID string) int {
 	ctx := context.Background()
-	d, err := sandbox.New(ctx, sandbox.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
+	d, err := docker.New(ctx, docker.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
 	if err == nil {
-		var c *sandbox.Container
-		if c, err = d.Start(ctx, sandbox.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")}); err == nil {
+		var c *docker.Container
+		if c, err = d.Start(ctx, docker.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")}); err == nil {
 			fmt.Println(c.ID)
 			select {} // until SIGKILL
 		}
@@ -48,7 +49,7 @@ func runWorker(workerID string) int {
 }
 
 // shell runs a shell line in c and returns its result.
-func shell(t *testing.T, c *sandbox.Container, line string) sandbox.Result {
+func shell(t *testing.T, c *docker.Container, line string) sandbox.Result {
 	t.Helper()
 	return sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: line, Timeout: time.Minute})
 }
@@ -56,7 +57,7 @@ func shell(t *testing.T, c *sandbox.Container, line string) sandbox.Result {
 func TestRunBasics(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
 
 	res := shell(t, c, `echo "$GREETING from $(pwd)"; echo oops >&2; exit 7`)
 	if got := string(res.Stdout); got != "hello from /workspace\n" || string(res.Stderr) != "oops\n" || res.ExitCode != 7 {
@@ -90,11 +91,11 @@ func TestStartRefusesBadSpec(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	tests := []struct {
 		name string
-		spec sandbox.Spec
+		spec docker.Spec
 		want string
 	}{
-		{"no task", sandbox.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
-		{"missing tree", sandbox.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
+		{"no task", docker.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
+		{"missing tree", docker.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +108,7 @@ func TestStartRefusesBadSpec(t *testing.T) {
 
 func TestNewRefusesMissingImage(t *testing.T) {
 	sandboxtest.RequireDocker(t)
-	_, err := sandbox.New(context.Background(), sandbox.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
+	_, err := docker.New(context.Background(), docker.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
 	if err == nil || !strings.Contains(err.Error(), "build-offline.sh") {
 		t.Errorf("New = %v, want a hint to build the image", err)
 	}
@@ -168,12 +169,12 @@ func TestNoNetwork(t *testing.T) {
 	tree := sandboxtest.WorkTree(t)
 
 	// The probe works: the setup container, on a bridge, reaches the host.
-	setup := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Network: true})
+	setup := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Network: true})
 	if res := shell(t, setup, connect(gateway, openPort)); res.ExitCode != 0 {
 		t.Fatalf("control: the setup container cannot reach %s:%s (exit %d); the probe proves nothing", gateway, openPort, res.ExitCode)
 	}
 
-	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
 	probes := []struct{ name, line string }{
 		{"redis via 127.0.0.1", connect("127.0.0.1", redisPort)},
 		{"redis via the bridge gateway", connect(gateway, redisPort)},
@@ -197,7 +198,7 @@ func TestNoNetwork(t *testing.T) {
 
 func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{Pids: 64})
+	c := sandboxtest.Start(t, d, docker.Spec{Pids: 64})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "b() { b | b & }; b; sleep 30", Timeout: 5 * time.Second})
 	// The shell at the head fails too once no pid is left, or else the
 	// timeout stops it; either way the executor answers.
@@ -219,7 +220,7 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 
 func TestMemoryHogKilledAndReported(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 128 << 20})
+	c := sandboxtest.Start(t, d, docker.Spec{Memory: 128 << 20})
 	res := shell(t, c, "dd if=/dev/zero of=/dev/null bs=512M count=1")
 	if !res.OOMKilled || res.ExitCode != 137 {
 		t.Errorf("memory hog: exit %d oom %v stderr %q; want 137, out of memory", res.ExitCode, res.OOMKilled, res.Stderr)
@@ -232,7 +233,7 @@ func TestMemoryHogKilledAndReported(t *testing.T) {
 
 func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	c := sandboxtest.Start(t, d, docker.Spec{})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "sleep 1000 & sleep 1001 & while :; do :; done", Timeout: time.Second})
 	if !res.TimedOut || res.ExitCode != 137 {
 		t.Errorf("loop: exit %d timed out %v, want killed at its timeout", res.ExitCode, res.TimedOut)
@@ -245,7 +246,7 @@ func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
 func TestHugeOutputIsCapped(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	// The executor shares this limit: buffering the output would kill it.
-	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 256 << 20})
+	c := sandboxtest.Start(t, d, docker.Spec{Memory: 256 << 20})
 	const size = 2 << 30
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -273,7 +274,7 @@ func TestConfinement(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(tree), "credentials"), []byte(token), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
 
 	res := shell(t, c, "id -u; id -g; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status")
 	want := fmt.Sprintf("%d\n%d\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
@@ -306,7 +307,7 @@ func TestConfinement(t *testing.T) {
 
 func TestCancellationRemovesContainer(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c, err := d.Start(context.Background(), sandbox.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
+	c, err := d.Start(context.Background(), docker.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestCancellationRemovesContainer(t *testing.T) {
 // A command that kills the executor ends the sandbox with a clear error.
 func TestExecutorDeathIsAnError(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	c := sandboxtest.Start(t, d, docker.Spec{})
 	_, err := c.Run(context.Background(), sandbox.Cmd{Shell: "kill -9 $PPID; sleep 10", Timeout: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "executor exited") {
 		t.Fatalf("Run = %v, want executor exited", err)
@@ -344,7 +345,7 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 // Close from elsewhere (a watchdog, a stop command) ends a waiting Run.
 func TestCloseDuringRun(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	c := sandboxtest.Start(t, d, docker.Spec{})
 	closed := make(chan error, 1)
 	time.AfterFunc(500*time.Millisecond, func() { closed <- c.Close(context.Background()) })
 	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "600"}}); err == nil || !strings.Contains(err.Error(), "closed") {
