@@ -293,3 +293,18 @@ func TestOOMKillLine(t *testing.T) {
 		t.Error("a missing file reads as a count")
 	}
 }
+
+// Outside a container's pid namespace, as the child of anything but its
+// init, containment is refused before it could kill a process.
+func TestContainRefusedOutsideAContainer(t *testing.T) {
+	if os.Getppid() == 1 {
+		t.Skip("the test process is a child of pid 1")
+	}
+	_, err := contain()
+	if err == nil {
+		t.Fatal("contain accepted a process that is not the container's executor")
+	}
+	if !strings.Contains(err.Error(), "not the container's init") && !strings.Contains(err.Error(), "not as the container's root") {
+		t.Errorf("error %q does not say why", err)
+	}
+}

@@ -69,7 +69,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		viaExecutor = append(viaExecutor, time.Since(start))
 		inside = append(inside, res.Duration)
 		start = time.Now()
-		dockerExec(b, ctx, cli, c.ID, "true")
+		dockerExec(b, ctx, cli, c.ID, "65532:65532", "true")
 		viaDockerExec = append(viaDockerExec, time.Since(start))
 	}
 	b.ReportMetric(ms(slices.Min(viaExecutor)), "executor-min-ms")
@@ -89,10 +89,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(d50)/float64(e50), "speedup-p50-x")
 }
 
-// dockerExec runs argv with "docker exec" semantics: create, attach, wait
-// for the output to end, read the exit code.
-func dockerExec(b *testing.B, ctx context.Context, cli *client.Client, id string, argv ...string) {
-	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{User: "65532:65532", Cmd: argv, AttachStdout: true, AttachStderr: true})
+// dockerExec runs argv as user with "docker exec" semantics: create, attach,
+// wait for the output to end, read the exit code.
+func dockerExec(b testing.TB, ctx context.Context, cli *client.Client, id, user string, argv ...string) {
+	b.Helper()
+	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{User: user, Cmd: argv, AttachStdout: true, AttachStderr: true})
 	if err != nil {
 		b.Fatal(err)
 	}

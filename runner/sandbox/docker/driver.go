@@ -6,17 +6,22 @@
 // a Container for a task over the task's work tree, with the design's
 // defaults: no network (a bridge only for the setup phase), a read-only root
 // filesystem, the work tree as the only writable bind mount (at /workspace),
-// size-limited tmpfs for /tmp and $HOME, a non-root user, every capability
-// dropped, no-new-privileges, default seccomp, pids, memory (= memory+swap)
-// and CPU limits, an init process, and an environment holding only what the
-// driver sets, so no credential of the host can leak in.
+// size-limited tmpfs for /tmp and $HOME, commands under a non-root user,
+// every capability dropped but the executor's three, no-new-privileges,
+// default seccomp, pids, memory (= memory+swap) and CPU limits, an init
+// process, and an environment holding only what the driver sets, so no
+// credential of the host can leak in.
 //
 // The container's command is the agentbot binary itself, mounted read-only,
-// running "agentbot sandbox-exec" (sandbox.Serve): a long-lived executor that reads
-// one JSON Cmd per line from the attached stdin and answers one JSON Result
-// per line on stdout. A call costs a pipe round trip instead of the tens of
-// milliseconds of "docker exec", and every process a command starts stays
-// under the container's pids limit, which exec'd processes escape.
+// running "agentbot sandbox-exec --contain" (sandbox.Serve): a long-lived
+// executor that reads one JSON Cmd per line from the attached stdin and
+// answers one JSON Result per line on stdout. A call costs a pipe round trip
+// instead of the tens of milliseconds of "docker exec", and every process a
+// command starts stays under the container's pids limit, which exec'd
+// processes escape. The executor is the container's root with only
+// CAP_SETUID, CAP_SETGID and CAP_KILL, and runs every command as the sandbox
+// user: no process of a command can write into its pipes, read its memory
+// or signal it, and none outlives its command (see sandbox.ExecOptions).
 //
 // Container.Close stops and removes a container with a context that outlives
 // the task's cancellation; Driver.RemoveOrphans removes what a killed worker
@@ -206,9 +211,12 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		network = "bridge"
 	}
 	cfg := &container.Config{
-		Image:      d.opts.Image,
-		User:       fmt.Sprintf("%d:%d", sandbox.UID, sandbox.GID),
-		Cmd:        []string{executorPath, "sandbox-exec"},
+		Image: d.opts.Image,
+		// The executor alone is root, to run every command as the sandbox
+		// user and to kill what a command leaves behind; see
+		// sandbox.ExecOptions.Contain.
+		User:       "0:0",
+		Cmd:        []string{executorPath, "sandbox-exec", "--contain"},
 		WorkingDir: sandbox.WorkDir,
 		// Only what is listed here: never the worker's own environment.
 		Env:          append([]string{"HOME=" + sandbox.Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...),
@@ -230,7 +238,10 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 			"/tmp":       fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
 			sandbox.Home: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, sandbox.UID, sandbox.GID),
 		},
-		CapDrop:     []string{"ALL"},
+		CapDrop: []string{"ALL"},
+		// Only what the executor needs: commands run as a non-root user
+		// under no-new-privileges, so they can never hold these.
+		CapAdd:      []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"},
 		SecurityOpt: []string{"no-new-privileges"},
 		// POSIX shared memory stays available to tools, bounded and private.
 		IpcMode: "private",

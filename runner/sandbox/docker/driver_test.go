@@ -212,9 +212,28 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	if err := exec.Command("true").Run(); err != nil {
 		t.Errorf("host cannot run a process after the bomb: %v", err)
 	}
-	res = shell(t, c, "ps -e --no-headers | wc -l")
-	if n := strings.TrimSpace(string(res.Stdout)); res.ExitCode != 0 || len(n) > 1 {
-		t.Errorf("processes left after the bomb: %q (exit %d, stderr %q)", n, res.ExitCode, res.Stderr)
+	requireClean(t, c)
+	// A bomb in its own session, left running by a command that exits 0,
+	// is gone as well before the next command starts.
+	res = shell(t, c, "setsid sh -c 'b() { b | b & }; b' </dev/null >/dev/null 2>&1 & sleep 2; exit 0")
+	if res.ExitCode != 0 {
+		t.Errorf("the command that left a bomb behind: exit %d, stderr %q", res.ExitCode, res.Stderr)
+	}
+	requireClean(t, c)
+}
+
+// requireClean checks that c runs no process but its init and executor,
+// and that a command may fork as many as it likes up to the pids limit.
+func requireClean(t *testing.T, c *docker.Container) {
+	t.Helper()
+	res := shell(t, c, "ps -e --no-headers | wc -l")
+	// docker-init, the executor, sh, ps and wc.
+	if n := strings.TrimSpace(string(res.Stdout)); res.ExitCode != 0 || n != "5" {
+		t.Errorf("processes left: %q (exit %d, stderr %q)", n, res.ExitCode, res.Stderr)
+	}
+	res = shell(t, c, "for i in $(seq 40); do sleep 0.2 & done; wait; echo forked")
+	if res.ExitCode != 0 || string(res.Stdout) != "forked\n" {
+		t.Errorf("forty processes: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 
@@ -276,8 +295,10 @@ func TestConfinement(t *testing.T) {
 	}
 	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
 
-	res := shell(t, c, "id -u; id -g; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status")
-	want := fmt.Sprintf("%d\n%d\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
+	res := shell(t, c, "id -u; id -g; grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
+	// The bounding set keeps what the executor needs (setuid, setgid,
+	// kill); a non-root process under no-new-privileges can never hold it.
+	want := fmt.Sprintf("%d\n%d\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000e0\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
 	if got := string(res.Stdout); got != want {
 		t.Errorf("identity:\n%s\nwant:\n%s", got, want)
 	}
@@ -329,11 +350,25 @@ func TestCancellationRemovesContainer(t *testing.T) {
 	}
 }
 
-// A command that kills the executor ends the sandbox with a clear error.
+// An executor that dies ends the sandbox with a clear error. No command can
+// kill it (TestCommandCannotForgeItsResult); root outside the sandbox's
+// commands, through docker exec, can.
 func TestExecutorDeathIsAnError(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
-	_, err := c.Run(context.Background(), sandbox.Cmd{Shell: "kill -9 $PPID; sleep 10", Timeout: time.Minute})
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	killed := make(chan struct{})
+	time.AfterFunc(500*time.Millisecond, func() {
+		defer close(killed)
+		dockerExec(t, context.Background(), cli, c.ID, "0", "sh", "-c",
+			`for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = agentbot ] && kill -9 ${p#/proc/}; done; true`)
+	})
+	_, err = c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "60"}, Timeout: time.Minute})
+	<-killed
 	if err == nil || !strings.Contains(err.Error(), "executor exited") {
 		t.Fatalf("Run = %v, want executor exited", err)
 	}
