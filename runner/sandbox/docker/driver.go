@@ -25,7 +25,8 @@
 //
 // Container.Close stops and removes a container with a context that outlives
 // the task's cancellation; Driver.RemoveOrphans removes what a killed worker
-// left behind, found by the agentbot.worker label.
+// left behind, found by the agentbot.worker label, once the caller knows
+// that worker dead (the worker's lease in Redis, in agentbot's workers).
 package docker
 
 import (
@@ -414,10 +415,13 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// RemoveOrphans removes every agentbot container whose worker is not alive,
-// such as those of a worker killed with SIGKILL. It returns how many it
-// removed. alive is asked once per container; a worker should count itself.
-func (d *Driver) RemoveOrphans(ctx context.Context, alive func(workerID string) bool) (int, error) {
+// RemoveOrphans removes every agentbot container whose worker is known dead,
+// such as those of a worker killed with SIGKILL, and returns how many it
+// removed. alive is asked once per container, with the worker id of its
+// LabelWorker label; a container is removed only when alive says false
+// without error, so a worker that cannot tell (Redis unreachable) removes
+// nothing. A worker should count itself alive.
+func (d *Driver) RemoveOrphans(ctx context.Context, alive func(ctx context.Context, workerID string) (bool, error)) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelWorker))})
@@ -428,7 +432,12 @@ func (d *Driver) RemoveOrphans(ctx context.Context, alive func(workerID string) 
 	var errs []error
 	for _, c := range list {
 		worker := c.Labels[LabelWorker]
-		if alive(worker) {
+		live, err := alive(ctx, worker)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("is the worker of sandbox %s alive: %w", shortID(c.ID), err))
+			continue
+		}
+		if live {
 			continue
 		}
 		if err := d.remove(ctx, c.ID); err != nil {

@@ -17,15 +17,20 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 
+	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
-// workerEnv turns the test binary into a worker that starts one sandbox,
-// prints its id and waits to be killed (TestOrphansOfKilledWorker).
+// workerEnv turns the test binary into a worker that holds a lease in the
+// Redis at AGENTBOT_TEST_REDIS, starts one sandbox, prints its id and waits
+// to be killed (TestOrphanSweepByLease).
 const workerEnv = "AGENTBOT_TEST_SANDBOX_WORKER"
+
+// leaseTTL is the workers' lease TTL in TestOrphanSweepByLease.
+const leaseTTL = time.Second
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(workerEnv); id != "" {
@@ -36,14 +41,27 @@ func TestMain(m *testing.M) {
 
 func runWorker(workerID string) int {
 	ctx := context.Background()
-	d, err := docker.New(ctx, docker.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
-	if err == nil {
-		var c *docker.Container
-		if c, err = d.Start(ctx, docker.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")}); err == nil {
-			fmt.Println(c.ID)
-			select {} // until SIGKILL
+	err := func() error {
+		rdb, err := queue.Connect(os.Getenv("AGENTBOT_TEST_REDIS"))
+		if err != nil {
+			return err
 		}
-	}
+		leases := queue.NewWorkerLeases(rdb, leaseTTL)
+		if err := leases.Hold(ctx, workerID, "test worker"); err != nil {
+			return err
+		}
+		go leases.Keep(ctx, workerID, "test worker", func(err error) { fmt.Fprintln(os.Stderr, err) })
+		d, err := docker.New(ctx, docker.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
+		if err != nil {
+			return err
+		}
+		c, err := d.Start(ctx, docker.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")})
+		if err != nil {
+			return err
+		}
+		fmt.Println(c.ID)
+		select {} // until SIGKILL
+	}()
 	fmt.Fprintln(os.Stderr, err)
 	return 1
 }
@@ -407,11 +425,13 @@ func requireGone(t *testing.T, id string) {
 	}
 }
 
-func TestOrphansOfKilledWorker(t *testing.T) {
-	sandboxtest.RequireDocker(t)
-	dead := "test-dead-" + sandboxtest.RandomID()
+// startWorker starts a worker process (runWorker) with its lease in the
+// Redis at redisURL and returns it with the id of its sandbox.
+func startWorker(t *testing.T, id, redisURL string) (*exec.Cmd, string) {
+	t.Helper()
 	worker := exec.Command(os.Args[0], "-test.run=^$")
-	worker.Env = append(os.Environ(), workerEnv+"="+dead,
+	worker.Env = append(os.Environ(), workerEnv+"="+id,
+		"AGENTBOT_TEST_REDIS="+redisURL,
 		"AGENTBOT_SANDBOX_IMAGE="+sandboxtest.Image(t),
 		"AGENTBOT_TEST_SANDBOX_EXECUTOR="+sandboxtest.Executor(t),
 		"AGENTBOT_TEST_TREE="+sandboxtest.WorkTree(t))
@@ -423,21 +443,81 @@ func TestOrphansOfKilledWorker(t *testing.T) {
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { worker.Process.Kill(); worker.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		worker.Process.Kill()
-		t.Fatalf("worker did not start a sandbox: %v", err)
+		t.Fatalf("worker %s did not start a sandbox: %v", id, err)
 	}
-	id := strings.TrimSpace(line)
-	if err := worker.Process.Signal(os.Kill); err != nil {
+	return worker, strings.TrimSpace(line)
+}
+
+// A fresh worker's sweep removes the sandbox of a worker whose lease
+// expired (killed with SIGKILL), and leaves alone that of a live worker in
+// another process, whatever the host's pids say.
+func TestOrphanSweepByLease(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	redis := redistest.Start(t)
+	rdb, err := queue.Connect(redis.URL)
+	if err != nil {
 		t.Fatal(err)
 	}
-	worker.Wait()
+	defer rdb.Close()
+	leases := queue.NewWorkerLeases(rdb, leaseTTL)
+	live, dead := "worker/test-live-"+sandboxtest.RandomID(), "worker/test-dead-"+sandboxtest.RandomID()
+	_, liveBox := startWorker(t, live, redis.URL)
+	deadWorker, deadBox := startWorker(t, dead, redis.URL)
+	if err := deadWorker.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	deadWorker.Wait()
+	// The dead worker's lease expires; the live one's, refreshed, does not.
+	ctx := t.Context()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		held, err := leases.Held(ctx, dead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed worker's lease never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	d := sandboxtest.NewDriver(t)
-	n, err := d.RemoveOrphans(context.Background(), func(w string) bool { return w != dead })
+	// Only this test's workers: the engine is shared with other tests'.
+	alive := func(ctx context.Context, w string) (bool, error) {
+		if w != live && w != dead {
+			return true, nil
+		}
+		return leases.Held(ctx, w)
+	}
+	n, err := d.RemoveOrphans(ctx, alive)
 	if err != nil || n != 1 {
 		t.Errorf("RemoveOrphans = %d, %v; want 1 removed", n, err)
 	}
-	requireGone(t, id)
+	requireGone(t, deadBox)
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if info, err := cli.ContainerInspect(ctx, liveBox); err != nil || info.State == nil || !info.State.Running {
+		t.Errorf("the live worker's sandbox: %v, %+v", err, info.State)
+	}
+	// Redis unreachable: nobody is known dead, nothing is removed.
+	redis.Stop()
+	if n, err := d.RemoveOrphans(ctx, alive); err == nil || n != 0 {
+		t.Errorf("RemoveOrphans without Redis = %d, %v; want nothing removed and an error", n, err)
+	}
+	if _, err := cli.ContainerInspect(ctx, liveBox); err != nil {
+		t.Errorf("the live worker's sandbox without Redis: %v", err)
+	}
+	// Leave nothing behind.
+	if _, err := d.RemoveOrphans(context.Background(), func(_ context.Context, w string) (bool, error) { return w != live, nil }); err != nil {
+		t.Error(err)
+	}
 }

@@ -176,7 +176,7 @@ func NewDriver(t testing.TB) *docker.Driver {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := d.RemoveOrphans(context.Background(), func(w string) bool { return w != worker }); err != nil {
+		if _, err := d.RemoveOrphans(context.Background(), func(_ context.Context, w string) (bool, error) { return w != worker, nil }); err != nil {
 			t.Errorf("remove the test's sandboxes: %v", err)
 		}
 		d.Close()
