@@ -17,6 +17,8 @@
 //	agentbot:tasks           sorted set of task ids by received time, trimmed to
 //	                         the retention as tasks arrive
 //	agentbot:delivery:{id}   a webhook delivery already answered, for DeliveryTTL
+//	agentbot:worker:{id}:lease  a running worker's lease (WorkerLeases): its
+//	                         holder, expiring DefaultLeaseTTL after its last refresh
 //
 // and asynq's own keys under "asynq:".
 package queue

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -154,7 +155,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	box := boot(ctx, r.cfg.Sandbox, sandbox.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
+	box := boot(ctx, r.cfg.Sandbox, docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
 		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids}, cancel)
 	defer box.Close(ctx)
 	system, text, err := renderPrompts(tk, ws)
@@ -211,7 +212,7 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) e
 	}
 	defer r.phase(ctx, tk, "setup")
 	p := tk.policy.Policy.Sandbox
-	box, err := r.cfg.Sandbox.Start(ctx, sandbox.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(),
+	box, err := r.cfg.Sandbox.Start(ctx, docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(),
 		CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, Network: s.Network})
 	if err != nil {
 		return fmt.Errorf("start the setup sandbox: %w", err)

@@ -31,7 +31,7 @@ import (
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -75,7 +75,7 @@ type Config struct {
 	GitHub     GitHub
 	Server     app.ServerConfig
 	Workspaces *workspace.Manager
-	Sandbox    *sandbox.Driver
+	Sandbox    *docker.Driver
 	Model      agent.Model
 	Fast       agent.Model // digests old context; nil means Model
 	// Models name the models of a policy that names none.

@@ -13,7 +13,7 @@ import (
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // cmdEval runs a suite of tasks through the loop and the sandbox and
@@ -66,7 +66,7 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 			return fmt.Errorf("eval: find this binary for the sandbox: %w", err)
 		}
 	}
-	if cfg.Driver, err = sandbox.New(ctx, sandbox.Options{Image: *image, ExecutorPath: *executor, WorkerID: fmt.Sprintf("eval-%d", os.Getpid())}); err != nil {
+	if cfg.Driver, err = docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: fmt.Sprintf("eval-%d", os.Getpid())}); err != nil {
 		return fmt.Errorf("eval: connect to Docker: %w", err)
 	}
 	defer cfg.Driver.Close()

@@ -15,7 +15,7 @@ import (
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // cmdRun runs the agent loop on a local checkout, without GitHub: the tree
@@ -81,7 +81,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	defer closeModel()
 
 	taskID := fmt.Sprintf("run-%d", os.Getpid())
-	drv, err := sandbox.New(ctx, sandbox.Options{Image: *image, ExecutorPath: *executor, WorkerID: taskID})
+	drv, err := docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: taskID})
 	if err != nil {
 		return fmt.Errorf("run: connect to Docker: %w", err)
 	}

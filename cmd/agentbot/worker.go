@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +17,7 @@ import (
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -113,12 +112,26 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		}
 	}
 	workerID := newWorkerID()
-	drv, err := sandbox.New(ctx, sandbox.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
+	leases := queue.NewWorkerLeases(rdb, 0)
+	host, _ := os.Hostname()
+	holder := host + " pid " + strconv.Itoa(os.Getpid())
+	if err := leases.Hold(ctx, workerID, holder); err != nil {
+		return err
+	}
+	leaseCtx, releaseLease := context.WithCancel(context.WithoutCancel(ctx))
+	leaseKept := make(chan struct{})
+	go func() {
+		defer close(leaseKept)
+		leases.Keep(leaseCtx, workerID, holder, func(err error) { log.Warn("worker lease", "err", err) })
+	}()
+	// Released last, once this worker's sandboxes are closed.
+	defer func() { releaseLease(); <-leaseKept }()
+	drv, err := docker.New(ctx, docker.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
 	if err != nil {
 		return fmt.Errorf("connect to Docker: %w", err)
 	}
 	defer drv.Close()
-	if n, err := drv.RemoveOrphans(ctx, workerAlive); err != nil {
+	if n, err := drv.RemoveOrphans(ctx, leasedWorkerAlive(workerID, leases)); err != nil {
 		log.Warn("remove orphaned sandboxes", "err", err)
 	} else if n > 0 {
 		log.Info("removed orphaned sandboxes", "count", n)
@@ -156,32 +169,33 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
 }
 
-// newWorkerID names this worker "HOST/PID", which is what workerAlive
-// reads back from a container's label.
+// workerIDPrefix starts the id of every worker that holds a lease. Other
+// users of the engine (agentbot run, agentbot eval) label their sandboxes
+// with ids that do not, and are never judged by a lease.
+const workerIDPrefix = "worker/"
+
+// newWorkerID names this worker uniquely: "worker/HOST/PID/RANDOM". The
+// host and pid are for people; the random part keeps two workers of one
+// pid (in two containers of one machine) apart.
 func newWorkerID() string {
 	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid())
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s%s/%d/%x", workerIDPrefix, host, os.Getpid(), b)
 }
 
-// workerAlive tells whether the worker that labelled a container still
-// runs: a worker of this host while its process does. A label naming
-// another host belongs to a worker sharing this engine from elsewhere, and
-// is left alone.
-func workerAlive(id string) bool {
-	host, pid, ok := strings.Cut(id, "/")
-	me, _ := os.Hostname()
-	if !ok || host != me {
-		return true
+// leasedWorkerAlive tells whether the worker that labelled a sandbox may
+// still run: itself, any user of the engine that is not a leased worker,
+// and a worker whose lease is still in Redis. Only a worker whose lease is
+// gone is known dead; the liveness of a pid on this host proves nothing
+// (another pid namespace, a reused pid).
+func leasedWorkerAlive(self string, leases *queue.WorkerLeases) func(context.Context, string) (bool, error) {
+	return func(ctx context.Context, id string) (bool, error) {
+		if id == self || !strings.HasPrefix(id, workerIDPrefix) {
+			return true, nil
+		}
+		return leases.Held(ctx, id)
 	}
-	n, err := strconv.Atoi(pid)
-	if err != nil {
-		return true
-	}
-	if n == os.Getpid() {
-		return true
-	}
-	err = syscall.Kill(n, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // storeTasks finds an issue's tasks among the newest records of the store.

@@ -39,11 +39,12 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // Config says how a suite is run.
 type Config struct {
-	Driver *sandbox.Driver
+	Driver *docker.Driver
 	// Model returns the model for one run of a task and what releases it:
 	// the same client for every run, or a scripted model started afresh
 	// from the task's trajectory.
@@ -212,7 +213,7 @@ func (cfg *Config) hidden(ctx context.Context, t Task, id string, tree *Tree) ([
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
 	p := t.Policy.Sandbox
-	box, err := cfg.Driver.Start(ctx, sandbox.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids})
+	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
-	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // DefaultCheckTimeout bounds each check given as a bare command.
@@ -63,7 +63,7 @@ func (e *NoChecksError) Error() string { return e.Message }
 // Local runs the agent loop on a Tree, without GitHub: agentbot run does it
 // once on a checkout, an evaluation once per task and run.
 type Local struct {
-	Driver *sandbox.Driver
+	Driver *docker.Driver
 	Policy app.Policy
 	Model  agent.Model
 	// Repo names the repository in the task prompt.
@@ -80,7 +80,7 @@ type Local struct {
 // an error, as far as it got.
 func (l Local) Run(ctx context.Context, taskID string, tree *Tree) (*agent.State, error) {
 	p := l.Policy
-	box, err := l.Driver.Start(ctx, sandbox.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
+	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

@@ -1,21 +1,21 @@
 package sandbox
 
-// capture is an io.Writer that keeps the first and the last bytes written to
+// Capture is an io.Writer that keeps the first and the last bytes written to
 // it and counts what fell in between, so a command may write any amount while
 // the memory it costs stays fixed.
-type capture struct {
+type Capture struct {
 	headMax int
 	head    []byte
 	ring    []byte // the tail, written circularly once head is full
 	past    int64  // bytes written past the head, kept or not
 }
 
-// newCapture keeps at most limit bytes: half from the start, half from the end.
-func newCapture(limit int) *capture {
-	return &capture{headMax: limit / 2, ring: make([]byte, 0, limit-limit/2)}
+// NewCapture keeps at most limit bytes: half from the start, half from the end.
+func NewCapture(limit int) *Capture {
+	return &Capture{headMax: limit / 2, ring: make([]byte, 0, limit-limit/2)}
 }
 
-func (c *capture) Write(p []byte) (int, error) {
+func (c *Capture) Write(p []byte) (int, error) {
 	n := len(p)
 	if room := c.headMax - len(c.head); room > 0 {
 		k := min(room, len(p))
@@ -41,9 +41,9 @@ func (c *capture) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// bytes returns the head followed by the tail, and how many bytes were
+// Bytes returns the head followed by the tail, and how many bytes were
 // dropped between them.
-func (c *capture) bytes() ([]byte, int64) {
+func (c *Capture) Bytes() ([]byte, int64) {
 	size := int64(cap(c.ring))
 	kept := min(c.past, size)
 	out := make([]byte, 0, len(c.head)+int(kept))

@@ -31,12 +31,24 @@ const maxRequest = 64 << 20
 // run: no argv, both argv and a shell line, a directory outside the work tree.
 var ErrInvalidCmd = errors.New("invalid command")
 
-// answer is the executor's reply on the wire: a Result, or why the request
-// was not run at all.
-type answer struct {
+// Answer is the executor's reply on the wire, one JSON line per Cmd: a
+// Result, or why the request was not run at all.
+type Answer struct {
 	Result
 	Error   string `json:"error,omitempty"`
 	Invalid bool   `json:"invalid,omitempty"` // Error wraps ErrInvalidCmd
+}
+
+// Err returns why the command was not run, or nil when a carries its Result.
+// A refused request wraps ErrInvalidCmd.
+func (a Answer) Err() error {
+	switch {
+	case a.Invalid:
+		return fmt.Errorf("sandbox: %s: %w", strings.TrimPrefix(a.Error, ErrInvalidCmd.Error()+": "), ErrInvalidCmd)
+	case a.Error != "":
+		return fmt.Errorf("sandbox executor: %s", a.Error)
+	}
+	return nil
 }
 
 // ExecOptions configure Serve.
@@ -51,6 +63,18 @@ type ExecOptions struct {
 	// (the container's own OOMKilled state only says something once the
 	// whole container is dead). Nil means CgroupOOMKills.
 	OOMCounter func() (int64, bool)
+	// Contain is for the executor of a sandbox container, and only there:
+	// it must run as the container's root, with no capability but those
+	// to change its uid and to signal other users' processes, as the
+	// direct child of the container's init. Commands then run as the
+	// sandbox user (UID, GID), so that none of their processes can open
+	// the executor's descriptors or memory, or signal it: the answers on
+	// its stdout are its own. The executor also makes itself
+	// non-dumpable, and after every command it kills every process of
+	// the container but the init and itself, and waits until they are
+	// gone, so nothing a command started outlives it. Serve refuses to
+	// start when the conditions do not hold.
+	Contain bool
 }
 
 // Serve is the executor that runs inside the container as "agentbot
@@ -61,6 +85,13 @@ type ExecOptions struct {
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) error {
 	if opts.OOMCounter == nil {
 		opts.OOMCounter = CgroupOOMKills
+	}
+	var jail *containment
+	if opts.Contain {
+		var err error
+		if jail, err = contain(); err != nil {
+			return fmt.Errorf("contain the executor: %w", err)
+		}
 	}
 	// One /dev/null for every command without stdin, rather than an open
 	// per command (a path lookup through the storage driver's root).
@@ -98,13 +129,20 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 			return nil
 		case line = <-lines:
 		}
-		var a answer
+		var a Answer
 		var cmd Cmd
 		err := json.Unmarshal(line, &cmd)
 		if err != nil {
 			err = fmt.Errorf("%w: decode request: %v", ErrInvalidCmd, err)
 		} else {
-			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull)
+			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull, jail)
+		}
+		if jail != nil {
+			// Whatever the command was, nothing it started answers for
+			// it or lives on into the next one.
+			if err := jail.sweep(ctx); err != nil {
+				return err
+			}
 		}
 		ran := err == nil
 		if err != nil {
@@ -147,8 +185,9 @@ func (o *oomWatch) moved() bool {
 
 // runCmd runs one command in its own process group under its timeout, in
 // the directory c.Dir of the work tree root, with the base environment env;
-// its stdin is devNull unless c.Stdin is set.
-func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File) (Result, error) {
+// its stdin is devNull unless c.Stdin is set. With a jail, it runs as the
+// sandbox user and its timeout kills every process of the container.
+func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File, jail *containment) (Result, error) {
 	argv, err := c.argv()
 	if err != nil {
 		return Result{}, err
@@ -168,7 +207,7 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	stdout, stderr := newCapture(limit), newCapture(limit)
+	stdout, stderr := NewCapture(limit), NewCapture(limit)
 	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), env...), c.Env...)
@@ -180,6 +219,11 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The whole group dies at the timeout, not just the shell at its head.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if jail != nil {
+		cmd.SysProcAttr.Credential = jail.user
+		// Daemons that left the group too.
+		cmd.Cancel = jail.killAll
+	}
 	// A background child that keeps the output pipes open must not hold the
 	// answer back once the command itself has exited.
 	cmd.WaitDelay = time.Second
@@ -204,8 +248,8 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 		res.ExitCode = 127
 		fmt.Fprintf(stderr, "%s: %v\n", argv[0], runErr)
 	}
-	res.Stdout, res.StdoutDropped = stdout.bytes()
-	res.Stderr, res.StderrDropped = stderr.bytes()
+	res.Stdout, res.StdoutDropped = stdout.Bytes()
+	res.Stderr, res.StderrDropped = stderr.Bytes()
 	return res, nil
 }
 

@@ -33,15 +33,15 @@ func TestCapture(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCapture(tt.limit)
+			c := NewCapture(tt.limit)
 			for _, w := range tt.writes {
 				if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
 					t.Fatalf("Write(%q) = %d, %v", w, n, err)
 				}
 			}
-			got, dropped := c.bytes()
+			got, dropped := c.Bytes()
 			if string(got) != tt.want || dropped != tt.dropped {
-				t.Errorf("bytes() = %q, %d; want %q, %d", got, dropped, tt.want, tt.dropped)
+				t.Errorf("Bytes() = %q, %d; want %q, %d", got, dropped, tt.want, tt.dropped)
 			}
 		})
 	}
@@ -49,7 +49,7 @@ func TestCapture(t *testing.T) {
 
 // serve runs requests through Serve in a temporary work tree and returns the
 // answers.
-func serve(t *testing.T, root string, oom func() (int64, bool), reqs ...string) []answer {
+func serve(t *testing.T, root string, oom func() (int64, bool), reqs ...string) []Answer {
 	t.Helper()
 	var out bytes.Buffer
 	in := strings.NewReader(strings.Join(reqs, "\n") + "\n")
@@ -57,10 +57,10 @@ func serve(t *testing.T, root string, oom func() (int64, bool), reqs ...string) 
 	if err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
-	var answers []answer
+	var answers []Answer
 	dec := json.NewDecoder(&out)
 	for {
-		var a answer
+		var a Answer
 		if err := dec.Decode(&a); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -242,7 +242,7 @@ func TestServeReadsOOMCounterOnlyToExplainAFailure(t *testing.T) {
 	// happened while the first ran.
 	dec := json.NewDecoder(&ev.answers)
 	for i := range 2 {
-		var a answer
+		var a Answer
 		if err := dec.Decode(&a); err != nil {
 			t.Fatal(err)
 		}
@@ -291,5 +291,20 @@ func TestOOMKillLine(t *testing.T) {
 	}
 	if _, ok := oomKillLine(filepath.Join(dir, "missing")); ok {
 		t.Error("a missing file reads as a count")
+	}
+}
+
+// Outside a container's pid namespace, as the child of anything but its
+// init, containment is refused before it could kill a process.
+func TestContainRefusedOutsideAContainer(t *testing.T) {
+	if os.Getppid() == 1 {
+		t.Skip("the test process is a child of pid 1")
+	}
+	_, err := contain()
+	if err == nil {
+		t.Fatal("contain accepted a process that is not the container's executor")
+	}
+	if !strings.Contains(err.Error(), "not the container's init") && !strings.Contains(err.Error(), "not as the container's root") {
+		t.Errorf("error %q does not say why", err)
 	}
 }

@@ -29,7 +29,8 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
 
-// Runner runs a command in the task's sandbox; *sandbox.Container satisfies it.
+// Runner runs a command in the task's sandbox; the Docker driver's
+// Container (runner/sandbox/docker) satisfies it.
 type Runner interface {
 	Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.Result, error)
 }

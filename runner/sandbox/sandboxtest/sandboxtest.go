@@ -29,6 +29,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // DefaultImage is the tag deploy/sandbox/build-offline.sh builds.
@@ -165,17 +166,17 @@ func moduleRoot() (string, error) {
 
 // NewDriver returns a Driver for the sandbox image with a fresh worker id;
 // every container it started is removed when the test ends.
-func NewDriver(t testing.TB) *sandbox.Driver {
+func NewDriver(t testing.TB) *docker.Driver {
 	t.Helper()
 	RequireDocker(t)
 	image, exe := Image(t), Executor(t)
 	worker := "test-" + RandomID()
-	d, err := sandbox.New(context.Background(), sandbox.Options{Image: image, WorkerID: worker, ExecutorPath: exe})
+	d, err := docker.New(context.Background(), docker.Options{Image: image, WorkerID: worker, ExecutorPath: exe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := d.RemoveOrphans(context.Background(), func(w string) bool { return w != worker }); err != nil {
+		if _, err := d.RemoveOrphans(context.Background(), func(_ context.Context, w string) (bool, error) { return w != worker, nil }); err != nil {
 			t.Errorf("remove the test's sandboxes: %v", err)
 		}
 		d.Close()
@@ -185,7 +186,7 @@ func NewDriver(t testing.TB) *sandbox.Driver {
 
 // Start starts a container for spec, filling in a TaskID and a WorkTree
 // when they are empty, and closes it when the test ends.
-func Start(t testing.TB, d *sandbox.Driver, spec sandbox.Spec) *sandbox.Container {
+func Start(t testing.TB, d *docker.Driver, spec docker.Spec) *docker.Container {
 	t.Helper()
 	if spec.TaskID == "" {
 		spec.TaskID = "task-" + RandomID()
@@ -230,7 +231,7 @@ func RandomID() string {
 
 // MustRun runs cmd in c and fails the test when the sandbox (not the
 // command) fails.
-func MustRun(t testing.TB, c *sandbox.Container, cmd sandbox.Cmd) sandbox.Result {
+func MustRun(t testing.TB, c *docker.Container, cmd sandbox.Cmd) sandbox.Result {
 	t.Helper()
 	// The command's own timeout bounds the wait.
 	res, err := c.Run(t.Context(), cmd)

@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,8 +19,14 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The container runs "/agentbot sandbox-exec"; the argument is ignored.
-	err := sandbox.Serve(ctx, os.Stdin, os.Stdout, sandbox.ExecOptions{Root: sandbox.WorkDir, Env: os.Environ()})
+	// The container runs "/agentbot sandbox-exec --contain", as it would
+	// the agentbot binary.
+	fs := flag.NewFlagSet("sandbox-exec", flag.ExitOnError)
+	contain := fs.Bool("contain", false, "run commands as the sandbox user and kill what they leave behind")
+	if len(os.Args) > 1 {
+		fs.Parse(os.Args[2:])
+	}
+	err := sandbox.Serve(ctx, os.Stdin, os.Stdout, sandbox.ExecOptions{Root: sandbox.WorkDir, Env: os.Environ(), Contain: *contain})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "sandbox-exec:", err)
 		os.Exit(1)

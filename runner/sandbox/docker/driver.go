@@ -1,26 +1,33 @@
-// Package sandbox runs the agent's commands in hardened, network-less Docker
-// containers. It is the only package of agentbot that imports Docker.
+// Package docker runs the agent's commands in hardened, network-less Docker
+// containers. It is the only package of agentbot that imports Docker;
+// the protocol it speaks to the executor is runner/sandbox.
 //
 // A Driver talks to the engine on behalf of one worker. Driver.Start creates
 // a Container for a task over the task's work tree, with the design's
 // defaults: no network (a bridge only for the setup phase), a read-only root
 // filesystem, the work tree as the only writable bind mount (at /workspace),
-// size-limited tmpfs for /tmp and $HOME, a non-root user, every capability
-// dropped, no-new-privileges, default seccomp, pids, memory (= memory+swap)
-// and CPU limits, an init process, and an environment holding only what the
-// driver sets, so no credential of the host can leak in.
+// size-limited tmpfs for /tmp and $HOME, commands under a non-root user,
+// every capability dropped but the executor's three, no-new-privileges,
+// default seccomp, pids, memory (= memory+swap) and CPU limits, an init
+// process, and an environment holding only what the driver sets, so no
+// credential of the host can leak in.
 //
 // The container's command is the agentbot binary itself, mounted read-only,
-// running "agentbot sandbox-exec" (Serve): a long-lived executor that reads
-// one JSON Cmd per line from the attached stdin and answers one JSON Result
-// per line on stdout. A call costs a pipe round trip instead of the tens of
-// milliseconds of "docker exec", and every process a command starts stays
-// under the container's pids limit, which exec'd processes escape.
+// running "agentbot sandbox-exec --contain" (sandbox.Serve): a long-lived
+// executor that reads one JSON Cmd per line from the attached stdin and
+// answers one JSON Result per line on stdout. A call costs a pipe round trip
+// instead of the tens of milliseconds of "docker exec", and every process a
+// command starts stays under the container's pids limit, which exec'd
+// processes escape. The executor is the container's root with only
+// CAP_SETUID, CAP_SETGID and CAP_KILL, and runs every command as the sandbox
+// user: no process of a command can write into its pipes, read its memory
+// or signal it, and none outlives its command (see sandbox.ExecOptions).
 //
 // Container.Close stops and removes a container with a context that outlives
 // the task's cancellation; Driver.RemoveOrphans removes what a killed worker
-// left behind, found by the agentbot.worker label.
-package sandbox
+// left behind, found by the agentbot.worker label, once the caller knows
+// that worker dead (the worker's lease in Redis, in agentbot's workers).
+package docker
 
 import (
 	"context"
@@ -31,7 +38,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +48,8 @@ import (
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/agentbot/agentbot/runner/sandbox"
 )
 
 // Labels put on every container, so that a restarted worker finds the
@@ -49,17 +57,6 @@ import (
 const (
 	LabelTask   = "agentbot.task"
 	LabelWorker = "agentbot.worker"
-)
-
-// The user commands run as: not root, and not the uid of the worker (which
-// owns the host side). The work tree must be writable by it; the image names
-// it "sandbox" with its home at Home.
-const (
-	UID  = 65532
-	GID  = 65532
-	Home = "/home/sandbox"
-	// WorkDir is where the work tree is mounted inside the container.
-	WorkDir = "/workspace"
 )
 
 // Defaults of a Spec that leaves its limits zero, as in the design's policy.
@@ -138,7 +135,7 @@ func (d *Driver) Close() error { return d.cli.Close() }
 // Spec is one container for one task. Zero limits take the defaults.
 type Spec struct {
 	TaskID    string
-	WorkTree  string  // host directory mounted read-write at WorkDir; the UID must be able to write it
+	WorkTree  string  // host directory mounted read-write at sandbox.WorkDir; sandbox.UID must be able to write it
 	CPUs      float64 // DefaultCPUs when zero
 	Memory    int64   // bytes, memory and memory+swap; DefaultMemory when zero
 	Pids      int64   // DefaultPids when zero
@@ -156,9 +153,9 @@ type Container struct {
 	d       *Driver
 	log     *slog.Logger
 	conn    types.HijackedResponse
-	answers <-chan answer
-	done    chan struct{} // closed by Close: the listener stops delivering
-	stderr  *capture      // the executor's own stderr, for errors when it dies
+	answers <-chan sandbox.Answer
+	done    chan struct{}    // closed by Close: the listener stops delivering
+	stderr  *sandbox.Capture // the executor's own stderr, for errors when it dies
 
 	mu     sync.Mutex // one command at a time
 	broken error      // set once the executor can no longer be trusted
@@ -215,12 +212,15 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		network = "bridge"
 	}
 	cfg := &container.Config{
-		Image:      d.opts.Image,
-		User:       fmt.Sprintf("%d:%d", UID, GID),
-		Cmd:        []string{executorPath, "sandbox-exec"},
-		WorkingDir: WorkDir,
+		Image: d.opts.Image,
+		// The executor alone is root, to run every command as the sandbox
+		// user and to kill what a command leaves behind; see
+		// sandbox.ExecOptions.Contain.
+		User:       "0:0",
+		Cmd:        []string{executorPath, "sandbox-exec", "--contain"},
+		WorkingDir: sandbox.WorkDir,
 		// Only what is listed here: never the worker's own environment.
-		Env:          append([]string{"HOME=" + Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...),
+		Env:          append([]string{"HOME=" + sandbox.Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...),
 		Labels:       map[string]string{LabelTask: spec.TaskID, LabelWorker: d.opts.WorkerID},
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -232,14 +232,17 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		NetworkMode:    network,
 		ReadonlyRootfs: true,
 		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: tree, Target: WorkDir},
+			{Type: mount.TypeBind, Source: tree, Target: sandbox.WorkDir},
 			{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
 		},
 		Tmpfs: map[string]string{
-			"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
-			Home:   fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, UID, GID),
+			"/tmp":       fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
+			sandbox.Home: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, sandbox.UID, sandbox.GID),
 		},
-		CapDrop:     []string{"ALL"},
+		CapDrop: []string{"ALL"},
+		// Only what the executor needs: commands run as a non-root user
+		// under no-new-privileges, so they can never hold these.
+		CapAdd:      []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"},
 		SecurityOpt: []string{"no-new-privileges"},
 		// POSIX shared memory stays available to tools, bounded and private.
 		IpcMode: "private",
@@ -270,10 +273,10 @@ func orDefault[T comparable](v, def T) T {
 // listen demultiplexes the attach stream: answers from the executor's stdout
 // go to c.answers, which is closed when the executor's output ends.
 func (c *Container) listen() {
-	answers := make(chan answer)
+	answers := make(chan sandbox.Answer)
 	c.answers = answers
 	c.done = make(chan struct{})
-	c.stderr = newCapture(8 << 10)
+	c.stderr = sandbox.NewCapture(8 << 10)
 	pr, pw := io.Pipe()
 	go func() {
 		_, err := stdcopy.StdCopy(pw, c.stderr, c.conn.Reader)
@@ -283,7 +286,7 @@ func (c *Container) listen() {
 		defer close(answers)
 		dec := json.NewDecoder(pr)
 		for {
-			var a answer
+			var a sandbox.Answer
 			if err := dec.Decode(&a); err != nil {
 				pr.CloseWithError(err)
 				return
@@ -301,24 +304,24 @@ func (c *Container) listen() {
 // command that fails is a Result with its exit code, not an error; errors
 // mean the command was refused (ErrInvalidCmd) or the sandbox failed. If ctx
 // ends first, Run returns its error and the container is unusable: Close it.
-func (c *Container) Run(ctx context.Context, cmd Cmd) (Result, error) {
+func (c *Container) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.Result, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.broken != nil {
-		return Result{}, c.broken
+		return sandbox.Result{}, c.broken
 	}
 	select {
 	case <-c.done:
-		return Result{}, c.closedErr()
+		return sandbox.Result{}, c.closedErr()
 	default:
 	}
 	req, err := json.Marshal(cmd)
 	if err != nil {
-		return Result{}, fmt.Errorf("encode command: %w", err)
+		return sandbox.Result{}, fmt.Errorf("encode command: %w", err)
 	}
 	timeout := cmd.Timeout
 	if timeout <= 0 {
-		timeout = DefaultTimeout
+		timeout = sandbox.DefaultTimeout
 	}
 	wedged := time.NewTimer(timeout + answerGrace)
 	defer wedged.Stop()
@@ -327,31 +330,28 @@ func (c *Container) Run(ctx context.Context, cmd Cmd) (Result, error) {
 	_, err = c.conn.Conn.Write(append(req, '\n'))
 	stop()
 	if err != nil {
-		return Result{}, c.fail(ctx, fmt.Errorf("send command: %w", err))
+		return sandbox.Result{}, c.fail(ctx, fmt.Errorf("send command: %w", err))
 	}
 	select {
 	case a, ok := <-c.answers:
 		if !ok {
 			select {
 			case <-c.done:
-				return Result{}, c.closedErr()
+				return sandbox.Result{}, c.closedErr()
 			default:
 			}
-			return Result{}, c.fail(ctx, c.exited(ctx))
+			return sandbox.Result{}, c.fail(ctx, c.exited(ctx))
 		}
-		if a.Invalid {
-			return Result{}, fmt.Errorf("sandbox: %s: %w", strings.TrimPrefix(a.Error, ErrInvalidCmd.Error()+": "), ErrInvalidCmd)
-		}
-		if a.Error != "" {
-			return Result{}, fmt.Errorf("sandbox executor: %s", a.Error)
+		if err := a.Err(); err != nil {
+			return sandbox.Result{}, err
 		}
 		return a.Result, nil
 	case <-c.done:
-		return Result{}, c.closedErr()
+		return sandbox.Result{}, c.closedErr()
 	case <-ctx.Done():
-		return Result{}, c.fail(ctx, fmt.Errorf("command abandoned: %w", context.Cause(ctx)))
+		return sandbox.Result{}, c.fail(ctx, fmt.Errorf("command abandoned: %w", context.Cause(ctx)))
 	case <-wedged.C:
-		return Result{}, c.fail(ctx, fmt.Errorf("no answer %s past the command's timeout", answerGrace))
+		return sandbox.Result{}, c.fail(ctx, fmt.Errorf("no answer %s past the command's timeout", answerGrace))
 	}
 }
 
@@ -371,7 +371,7 @@ func (c *Container) closedErr() error {
 
 // exited explains why the executor's output ended, from the container's state.
 func (c *Container) exited(ctx context.Context) error {
-	out, _ := c.stderr.bytes()
+	out, _ := c.stderr.Bytes()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
 	defer cancel()
 	info, err := c.d.cli.ContainerInspect(ctx, c.ID)
@@ -415,10 +415,13 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// RemoveOrphans removes every agentbot container whose worker is not alive,
-// such as those of a worker killed with SIGKILL. It returns how many it
-// removed. alive is asked once per container; a worker should count itself.
-func (d *Driver) RemoveOrphans(ctx context.Context, alive func(workerID string) bool) (int, error) {
+// RemoveOrphans removes every agentbot container whose worker is known dead,
+// such as those of a worker killed with SIGKILL, and returns how many it
+// removed. alive is asked once per container, with the worker id of its
+// LabelWorker label; a container is removed only when alive says false
+// without error, so a worker that cannot tell (Redis unreachable) removes
+// nothing. A worker should count itself alive.
+func (d *Driver) RemoveOrphans(ctx context.Context, alive func(ctx context.Context, workerID string) (bool, error)) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	list, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelWorker))})
@@ -429,7 +432,12 @@ func (d *Driver) RemoveOrphans(ctx context.Context, alive func(workerID string) 
 	var errs []error
 	for _, c := range list {
 		worker := c.Labels[LabelWorker]
-		if alive(worker) {
+		live, err := alive(ctx, worker)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("is the worker of sandbox %s alive: %w", shortID(c.ID), err))
+			continue
+		}
+		if live {
 			continue
 		}
 		if err := d.remove(ctx, c.ID); err != nil {

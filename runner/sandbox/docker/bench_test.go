@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 	tree := sandboxtest.WorkTree(b)
 	ctx := context.Background()
 	for b.Loop() {
-		c, err := d.Start(ctx, sandbox.Spec{TaskID: "bench", WorkTree: tree})
+		c, err := d.Start(ctx, docker.Spec{TaskID: "bench", WorkTree: tree})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 // medians of a busy machine do not.
 func BenchmarkRoundTrip(b *testing.B) {
 	d := sandboxtest.NewDriver(b)
-	c := sandboxtest.Start(b, d, sandbox.Spec{})
+	c := sandboxtest.Start(b, d, docker.Spec{})
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		b.Fatal(err)
@@ -68,7 +69,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		viaExecutor = append(viaExecutor, time.Since(start))
 		inside = append(inside, res.Duration)
 		start = time.Now()
-		dockerExec(b, ctx, cli, c.ID, "true")
+		dockerExec(b, ctx, cli, c.ID, "65532:65532", "true")
 		viaDockerExec = append(viaDockerExec, time.Since(start))
 	}
 	b.ReportMetric(ms(slices.Min(viaExecutor)), "executor-min-ms")
@@ -88,10 +89,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(d50)/float64(e50), "speedup-p50-x")
 }
 
-// dockerExec runs argv with "docker exec" semantics: create, attach, wait
-// for the output to end, read the exit code.
-func dockerExec(b *testing.B, ctx context.Context, cli *client.Client, id string, argv ...string) {
-	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{User: "65532:65532", Cmd: argv, AttachStdout: true, AttachStderr: true})
+// dockerExec runs argv as user with "docker exec" semantics: create, attach,
+// wait for the output to end, read the exit code.
+func dockerExec(b testing.TB, ctx context.Context, cli *client.Client, id, user string, argv ...string) {
+	b.Helper()
+	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{User: user, Cmd: argv, AttachStdout: true, AttachStderr: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sandbox_test
+package docker_test
 
 import (
 	"bufio"
@@ -17,14 +17,20 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 
+	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
-// workerEnv turns the test binary into a worker that starts one sandbox,
-// prints its id and waits to be killed (TestOrphansOfKilledWorker).
+// workerEnv turns the test binary into a worker that holds a lease in the
+// Redis at AGENTBOT_TEST_REDIS, starts one sandbox, prints its id and waits
+// to be killed (TestOrphanSweepByLease).
 const workerEnv = "AGENTBOT_TEST_SANDBOX_WORKER"
+
+// leaseTTL is the workers' lease TTL in TestOrphanSweepByLease.
+const leaseTTL = time.Second
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(workerEnv); id != "" {
@@ -35,20 +41,33 @@ func TestMain(m *testing.M) {
 
 func runWorker(workerID string) int {
 	ctx := context.Background()
-	d, err := sandbox.New(ctx, sandbox.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
-	if err == nil {
-		var c *sandbox.Container
-		if c, err = d.Start(ctx, sandbox.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")}); err == nil {
-			fmt.Println(c.ID)
-			select {} // until SIGKILL
+	err := func() error {
+		rdb, err := queue.Connect(os.Getenv("AGENTBOT_TEST_REDIS"))
+		if err != nil {
+			return err
 		}
-	}
+		leases := queue.NewWorkerLeases(rdb, leaseTTL)
+		if err := leases.Hold(ctx, workerID, "test worker"); err != nil {
+			return err
+		}
+		go leases.Keep(ctx, workerID, "test worker", func(err error) { fmt.Fprintln(os.Stderr, err) })
+		d, err := docker.New(ctx, docker.Options{Image: os.Getenv("AGENTBOT_SANDBOX_IMAGE"), WorkerID: workerID, ExecutorPath: os.Getenv("AGENTBOT_TEST_SANDBOX_EXECUTOR")})
+		if err != nil {
+			return err
+		}
+		c, err := d.Start(ctx, docker.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")})
+		if err != nil {
+			return err
+		}
+		fmt.Println(c.ID)
+		select {} // until SIGKILL
+	}()
 	fmt.Fprintln(os.Stderr, err)
 	return 1
 }
 
 // shell runs a shell line in c and returns its result.
-func shell(t *testing.T, c *sandbox.Container, line string) sandbox.Result {
+func shell(t *testing.T, c *docker.Container, line string) sandbox.Result {
 	t.Helper()
 	return sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: line, Timeout: time.Minute})
 }
@@ -56,7 +75,7 @@ func shell(t *testing.T, c *sandbox.Container, line string) sandbox.Result {
 func TestRunBasics(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
 
 	res := shell(t, c, `echo "$GREETING from $(pwd)"; echo oops >&2; exit 7`)
 	if got := string(res.Stdout); got != "hello from /workspace\n" || string(res.Stderr) != "oops\n" || res.ExitCode != 7 {
@@ -90,11 +109,11 @@ func TestStartRefusesBadSpec(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	tests := []struct {
 		name string
-		spec sandbox.Spec
+		spec docker.Spec
 		want string
 	}{
-		{"no task", sandbox.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
-		{"missing tree", sandbox.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
+		{"no task", docker.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
+		{"missing tree", docker.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +126,7 @@ func TestStartRefusesBadSpec(t *testing.T) {
 
 func TestNewRefusesMissingImage(t *testing.T) {
 	sandboxtest.RequireDocker(t)
-	_, err := sandbox.New(context.Background(), sandbox.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
+	_, err := docker.New(context.Background(), docker.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
 	if err == nil || !strings.Contains(err.Error(), "build-offline.sh") {
 		t.Errorf("New = %v, want a hint to build the image", err)
 	}
@@ -168,12 +187,12 @@ func TestNoNetwork(t *testing.T) {
 	tree := sandboxtest.WorkTree(t)
 
 	// The probe works: the setup container, on a bridge, reaches the host.
-	setup := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Network: true})
+	setup := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Network: true})
 	if res := shell(t, setup, connect(gateway, openPort)); res.ExitCode != 0 {
 		t.Fatalf("control: the setup container cannot reach %s:%s (exit %d); the probe proves nothing", gateway, openPort, res.ExitCode)
 	}
 
-	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
 	probes := []struct{ name, line string }{
 		{"redis via 127.0.0.1", connect("127.0.0.1", redisPort)},
 		{"redis via the bridge gateway", connect(gateway, redisPort)},
@@ -197,7 +216,7 @@ func TestNoNetwork(t *testing.T) {
 
 func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{Pids: 64})
+	c := sandboxtest.Start(t, d, docker.Spec{Pids: 64})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "b() { b | b & }; b; sleep 30", Timeout: 5 * time.Second})
 	// The shell at the head fails too once no pid is left, or else the
 	// timeout stops it; either way the executor answers.
@@ -211,15 +230,34 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	if err := exec.Command("true").Run(); err != nil {
 		t.Errorf("host cannot run a process after the bomb: %v", err)
 	}
-	res = shell(t, c, "ps -e --no-headers | wc -l")
-	if n := strings.TrimSpace(string(res.Stdout)); res.ExitCode != 0 || len(n) > 1 {
-		t.Errorf("processes left after the bomb: %q (exit %d, stderr %q)", n, res.ExitCode, res.Stderr)
+	requireClean(t, c)
+	// A bomb in its own session, left running by a command that exits 0,
+	// is gone as well before the next command starts.
+	res = shell(t, c, "setsid sh -c 'b() { b | b & }; b' </dev/null >/dev/null 2>&1 & sleep 2; exit 0")
+	if res.ExitCode != 0 {
+		t.Errorf("the command that left a bomb behind: exit %d, stderr %q", res.ExitCode, res.Stderr)
+	}
+	requireClean(t, c)
+}
+
+// requireClean checks that c runs no process but its init and executor,
+// and that a command may fork as many as it likes up to the pids limit.
+func requireClean(t *testing.T, c *docker.Container) {
+	t.Helper()
+	res := shell(t, c, "ps -e --no-headers | wc -l")
+	// docker-init, the executor, sh, ps and wc.
+	if n := strings.TrimSpace(string(res.Stdout)); res.ExitCode != 0 || n != "5" {
+		t.Errorf("processes left: %q (exit %d, stderr %q)", n, res.ExitCode, res.Stderr)
+	}
+	res = shell(t, c, "for i in $(seq 40); do sleep 0.2 & done; wait; echo forked")
+	if res.ExitCode != 0 || string(res.Stdout) != "forked\n" {
+		t.Errorf("forty processes: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 
 func TestMemoryHogKilledAndReported(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 128 << 20})
+	c := sandboxtest.Start(t, d, docker.Spec{Memory: 128 << 20})
 	res := shell(t, c, "dd if=/dev/zero of=/dev/null bs=512M count=1")
 	if !res.OOMKilled || res.ExitCode != 137 {
 		t.Errorf("memory hog: exit %d oom %v stderr %q; want 137, out of memory", res.ExitCode, res.OOMKilled, res.Stderr)
@@ -232,7 +270,7 @@ func TestMemoryHogKilledAndReported(t *testing.T) {
 
 func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	c := sandboxtest.Start(t, d, docker.Spec{})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "sleep 1000 & sleep 1001 & while :; do :; done", Timeout: time.Second})
 	if !res.TimedOut || res.ExitCode != 137 {
 		t.Errorf("loop: exit %d timed out %v, want killed at its timeout", res.ExitCode, res.TimedOut)
@@ -245,7 +283,7 @@ func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
 func TestHugeOutputIsCapped(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	// The executor shares this limit: buffering the output would kill it.
-	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 256 << 20})
+	c := sandboxtest.Start(t, d, docker.Spec{Memory: 256 << 20})
 	const size = 2 << 30
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -273,10 +311,12 @@ func TestConfinement(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(tree), "credentials"), []byte(token), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
 
-	res := shell(t, c, "id -u; id -g; grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status")
-	want := fmt.Sprintf("%d\n%d\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
+	res := shell(t, c, "id -u; id -g; grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
+	// The bounding set keeps what the executor needs (setuid, setgid,
+	// kill); a non-root process under no-new-privileges can never hold it.
+	want := fmt.Sprintf("%d\n%d\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000e0\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
 	if got := string(res.Stdout); got != want {
 		t.Errorf("identity:\n%s\nwant:\n%s", got, want)
 	}
@@ -306,7 +346,7 @@ func TestConfinement(t *testing.T) {
 
 func TestCancellationRemovesContainer(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c, err := d.Start(context.Background(), sandbox.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
+	c, err := d.Start(context.Background(), docker.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,11 +368,25 @@ func TestCancellationRemovesContainer(t *testing.T) {
 	}
 }
 
-// A command that kills the executor ends the sandbox with a clear error.
+// An executor that dies ends the sandbox with a clear error. No command can
+// kill it (TestCommandCannotForgeItsResult); root outside the sandbox's
+// commands, through docker exec, can.
 func TestExecutorDeathIsAnError(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{})
-	_, err := c.Run(context.Background(), sandbox.Cmd{Shell: "kill -9 $PPID; sleep 10", Timeout: time.Minute})
+	c := sandboxtest.Start(t, d, docker.Spec{})
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	killed := make(chan struct{})
+	time.AfterFunc(500*time.Millisecond, func() {
+		defer close(killed)
+		dockerExec(t, context.Background(), cli, c.ID, "0", "sh", "-c",
+			`for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = agentbot ] && kill -9 ${p#/proc/}; done; true`)
+	})
+	_, err = c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "60"}, Timeout: time.Minute})
+	<-killed
 	if err == nil || !strings.Contains(err.Error(), "executor exited") {
 		t.Fatalf("Run = %v, want executor exited", err)
 	}
@@ -344,7 +398,7 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 // Close from elsewhere (a watchdog, a stop command) ends a waiting Run.
 func TestCloseDuringRun(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, sandbox.Spec{})
+	c := sandboxtest.Start(t, d, docker.Spec{})
 	closed := make(chan error, 1)
 	time.AfterFunc(500*time.Millisecond, func() { closed <- c.Close(context.Background()) })
 	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "600"}}); err == nil || !strings.Contains(err.Error(), "closed") {
@@ -371,11 +425,13 @@ func requireGone(t *testing.T, id string) {
 	}
 }
 
-func TestOrphansOfKilledWorker(t *testing.T) {
-	sandboxtest.RequireDocker(t)
-	dead := "test-dead-" + sandboxtest.RandomID()
+// startWorker starts a worker process (runWorker) with its lease in the
+// Redis at redisURL and returns it with the id of its sandbox.
+func startWorker(t *testing.T, id, redisURL string) (*exec.Cmd, string) {
+	t.Helper()
 	worker := exec.Command(os.Args[0], "-test.run=^$")
-	worker.Env = append(os.Environ(), workerEnv+"="+dead,
+	worker.Env = append(os.Environ(), workerEnv+"="+id,
+		"AGENTBOT_TEST_REDIS="+redisURL,
 		"AGENTBOT_SANDBOX_IMAGE="+sandboxtest.Image(t),
 		"AGENTBOT_TEST_SANDBOX_EXECUTOR="+sandboxtest.Executor(t),
 		"AGENTBOT_TEST_TREE="+sandboxtest.WorkTree(t))
@@ -387,21 +443,81 @@ func TestOrphansOfKilledWorker(t *testing.T) {
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { worker.Process.Kill(); worker.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		worker.Process.Kill()
-		t.Fatalf("worker did not start a sandbox: %v", err)
+		t.Fatalf("worker %s did not start a sandbox: %v", id, err)
 	}
-	id := strings.TrimSpace(line)
-	if err := worker.Process.Signal(os.Kill); err != nil {
+	return worker, strings.TrimSpace(line)
+}
+
+// A fresh worker's sweep removes the sandbox of a worker whose lease
+// expired (killed with SIGKILL), and leaves alone that of a live worker in
+// another process, whatever the host's pids say.
+func TestOrphanSweepByLease(t *testing.T) {
+	sandboxtest.RequireDocker(t)
+	redis := redistest.Start(t)
+	rdb, err := queue.Connect(redis.URL)
+	if err != nil {
 		t.Fatal(err)
 	}
-	worker.Wait()
+	defer rdb.Close()
+	leases := queue.NewWorkerLeases(rdb, leaseTTL)
+	live, dead := "worker/test-live-"+sandboxtest.RandomID(), "worker/test-dead-"+sandboxtest.RandomID()
+	_, liveBox := startWorker(t, live, redis.URL)
+	deadWorker, deadBox := startWorker(t, dead, redis.URL)
+	if err := deadWorker.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	deadWorker.Wait()
+	// The dead worker's lease expires; the live one's, refreshed, does not.
+	ctx := t.Context()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		held, err := leases.Held(ctx, dead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed worker's lease never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	d := sandboxtest.NewDriver(t)
-	n, err := d.RemoveOrphans(context.Background(), func(w string) bool { return w != dead })
+	// Only this test's workers: the engine is shared with other tests'.
+	alive := func(ctx context.Context, w string) (bool, error) {
+		if w != live && w != dead {
+			return true, nil
+		}
+		return leases.Held(ctx, w)
+	}
+	n, err := d.RemoveOrphans(ctx, alive)
 	if err != nil || n != 1 {
 		t.Errorf("RemoveOrphans = %d, %v; want 1 removed", n, err)
 	}
-	requireGone(t, id)
+	requireGone(t, deadBox)
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if info, err := cli.ContainerInspect(ctx, liveBox); err != nil || info.State == nil || !info.State.Running {
+		t.Errorf("the live worker's sandbox: %v, %+v", err, info.State)
+	}
+	// Redis unreachable: nobody is known dead, nothing is removed.
+	redis.Stop()
+	if n, err := d.RemoveOrphans(ctx, alive); err == nil || n != 0 {
+		t.Errorf("RemoveOrphans without Redis = %d, %v; want nothing removed and an error", n, err)
+	}
+	if _, err := cli.ContainerInspect(ctx, liveBox); err != nil {
+		t.Errorf("the live worker's sandbox without Redis: %v", err)
+	}
+	// Leave nothing behind.
+	if _, err := d.RemoveOrphans(context.Background(), func(_ context.Context, w string) (bool, error) { return w != live, nil }); err != nil {
+		t.Error(err)
+	}
 }

@@ -1,0 +1,65 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/queue/redistest"
+)
+
+func TestWorkerLease(t *testing.T) {
+	ctx := t.Context()
+	const ttl = 300 * time.Millisecond
+	l := NewWorkerLeases(connect(t, redistest.Start(t)), ttl)
+
+	if err := l.Hold(ctx, "", "me"); err == nil {
+		t.Error("an empty worker id was given a lease")
+	}
+	if held, err := l.Held(ctx, "w1"); err != nil || held {
+		t.Fatalf("Held before Hold = %v, %v", held, err)
+	}
+	if err := l.Hold(ctx, "w1", "host/1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Hold(ctx, "w1", "host/2"); !errors.Is(err, ErrLeaseHeld) {
+		t.Errorf("a second holder of w1: %v, want ErrLeaseHeld", err)
+	}
+
+	// Kept, the lease outlives its TTL several times over.
+	keepCtx, stop := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		l.Keep(keepCtx, "w1", "host/1", func(err error) { t.Errorf("keep: %v", err) })
+	}()
+	// Not kept, a lease expires after its TTL: its worker is known dead.
+	if err := l.Hold(ctx, "w2", "host/2"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		held, err := l.Held(ctx, "w2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an unrefreshed lease never expired")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3 * ttl)
+	if held, err := l.Held(ctx, "w1"); err != nil || !held {
+		t.Errorf("a kept lease after three TTLs: held %v, %v", held, err)
+	}
+	// A worker that stops cleanly releases it at once.
+	stop()
+	<-kept
+	if held, err := l.Held(ctx, "w1"); err != nil || held {
+		t.Errorf("lease after Keep returned: held %v, %v", held, err)
+	}
+}

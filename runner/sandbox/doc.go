@@ -1,0 +1,24 @@
+// Package sandbox is the protocol between the host and the executor that
+// runs the agent's commands inside a sandbox container: a Cmd, its Result,
+// the Answer that carries it on the wire, and Serve, the executor itself
+// ("agentbot sandbox-exec"). It links no Docker: the tools and the loop speak
+// it without knowing what runs the container. The Docker driver that starts
+// containers over this protocol is runner/sandbox/docker.
+//
+// The wire format is one JSON Cmd per line on the executor's stdin and one
+// JSON Answer per line on its stdout, one command at a time.
+//
+// The constants below are the contract with the sandbox image
+// (deploy/sandbox): the user commands run as and where the work tree is.
+package sandbox
+
+// The user commands run as: not root, and not the uid of the worker (which
+// owns the host side). The work tree must be writable by it; the image names
+// it "sandbox" with its home at Home.
+const (
+	UID  = 65532
+	GID  = 65532
+	Home = "/home/sandbox"
+	// WorkDir is where the work tree is mounted inside the container.
+	WorkDir = "/workspace"
+)
