@@ -171,36 +171,39 @@ func TestRunStateOperations(t *testing.T) {
 	}
 }
 
-func TestFirstRefusalOncePerIssueAndSenderPerWindow(t *testing.T) {
+func TestClaimRefusalOncePerIssueAndSenderPerWindow(t *testing.T) {
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	store := NewStore(rdb)
-	first := func(repo string, n int, who string) bool {
+	claim := func(repo string, n int, who, task string) bool {
 		t.Helper()
-		ok, err := store.FirstRefusal(ctx, repo, n, who)
+		ok, err := store.ClaimRefusal(ctx, repo, n, who, task)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ok
 	}
-	if !first("octo/hello", 3, "mallory") {
+	if !claim("octo/hello", 3, "mallory", "t1") {
 		t.Error("the first refusal is not posted")
 	}
-	if first("octo/hello", 3, "mallory") || first("Octo/Hello", 3, "MALLORY") {
+	if !claim("octo/hello", 3, "mallory", "t1") {
+		t.Error("the first refusal's task, run again, may not post it")
+	}
+	if claim("octo/hello", 3, "mallory", "t2") || claim("Octo/Hello", 3, "MALLORY", "t3") {
 		t.Error("a second refusal within the window is posted")
 	}
-	if !first("octo/hello", 4, "mallory") || !first("octo/hello", 3, "eve") {
+	if !claim("octo/hello", 4, "mallory", "t4") || !claim("octo/hello", 3, "eve", "t5") {
 		t.Error("a refusal on another issue or to another sender is withheld")
 	}
-	d, err := rdb.TTL(ctx, refusalKey("octo/hello", 3, "mallory")).Result()
+	d, err := rdb.PTTL(ctx, refusalKey("octo/hello", 3, "mallory")).Result()
 	if err != nil || d <= RefusalWindow-time.Minute || d > RefusalWindow {
-		t.Errorf("refusal mark's TTL = %s, %v; want %s", d, err, RefusalWindow)
+		t.Errorf("refusal slot's TTL = %s, %v; want %s", d, err, RefusalWindow)
 	}
 	// Once the window is over, one refusal is posted again.
 	if err := rdb.Del(ctx, refusalKey("octo/hello", 3, "mallory")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if !first("octo/hello", 3, "mallory") {
+	if !claim("octo/hello", 3, "mallory", "t6") {
 		t.Error("no refusal after the window")
 	}
 }

@@ -92,7 +92,7 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	must(store.SaveProgress(ctx, task.ID, []byte("progress")))
 	must(store.RequestStop(ctx, task.ID, "alice"))
 	must(store.RecordDecision(ctx, task.ID, []byte("approve")))
-	_, err = store.FirstRefusal(ctx, task.Repo, task.Number, "mallory")
+	_, err = store.ClaimRefusal(ctx, task.Repo, task.Number, "mallory", "t2")
 	must(err)
 	_, err = store.TasksOfIssue(ctx, task.Repo, task.Number)
 	must(err)

@@ -28,7 +28,7 @@
 //	agentbot:tasks                    zset    trimmed    task ids by received time (ms); tasks older than the retention leave it
 //	agentbot:issue:{repo}#{n}         zset    retention  ids of the tasks asked on one issue or pull request, by received time
 //	agentbot:delivery:{id}            string  72h        a webhook delivery already answered (DeliveryTTL)
-//	agentbot:refusal:{repo}#{n}:{who} string  1h         a refusal was posted to who on the issue (RefusalWindow)
+//	agentbot:refusal:{repo}#{n}:{who} string  1h         the one task that answers who a refusal on the issue (RefusalWindow)
 //	agentbot:lock:{key}               string  lock       the task holding key (an issue); the TTL its owner renews
 //	agentbot:audit:{installation}     stream  trimmed    field "e": JSON app.AuditEntry; bounded by AuditOptions
 //	agentbot:audit:installations      set     kept       installations that have an audit stream

@@ -322,7 +322,8 @@ func (s *Store) Decision(ctx context.Context, id string) ([]byte, error) {
 	return b, nil
 }
 
-// RefusalWindow is how often at most one person is refused on one issue:
+// RefusalWindow is how often at most one person is answered a refusal on
+// one issue:
 // the refusals of someone who may not command agentbot are not answered
 // more often, so that their comments cannot make it post at will.
 const RefusalWindow = time.Hour
@@ -331,16 +332,32 @@ func refusalKey(repo string, number int, login string) string {
 	return "agentbot:refusal:" + issueRef(repo, number) + ":" + strings.ToLower(login)
 }
 
-// FirstRefusal reports whether login may be told of a refusal on
-// repo#number now: true once per RefusalWindow, false (nothing to post)
-// for every other refusal within it. It is one SET NX EX, so two workers
-// refusing at once agree on which one answers.
-func (s *Store) FirstRefusal(ctx context.Context, repo string, number int, login string) (bool, error) {
-	first, err := s.rdb.SetNX(ctx, refusalKey(repo, number, login), 1, RefusalWindow).Result()
+// claimScript gives the refusal slot to a task unless another task holds
+// it, and gives it back to its holder, in one step: a task whose refusal
+// failed to post and is run again still posts it.
+//
+//	KEYS: refusal slot
+//	ARGV: task id, window in milliseconds
+var claimScript = redis.NewScript(`
+local holder = redis.call('GET', KEYS[1])
+if holder == false then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+	return 1
+end
+if holder == ARGV[1] then return 1 end
+return 0`)
+
+// ClaimRefusal reports whether the task id may tell login of a refusal on
+// repo#number: yes for the first task refused to login there in a
+// RefusalWindow (again, when that task is run again), no for every other
+// one, which ends without a word. Two workers refusing at once agree on
+// which one answers.
+func (s *Store) ClaimRefusal(ctx context.Context, repo string, number int, login, id string) (bool, error) {
+	n, err := claimScript.Run(ctx, s.rdb, []string{refusalKey(repo, number, login)}, id, RefusalWindow.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("limit refusals of %s on %s#%d: %w", login, repo, number, err)
 	}
-	return first, nil
+	return n == 1, nil
 }
 
 // get reads the string key, nil when it is missing.
