@@ -7,14 +7,27 @@ import (
 	"github.com/agentbot/agentbot/app"
 )
 
-// deny ends a task whose requester may not command agentbot. Anyone can
-// comment, so the refusal is posted once per issue and requester within
-// the Store's window; every other such task ends without a word on
-// GitHub, its refusal kept in the audit log and its record.
-func (r *Runner) deny(ctx context.Context, tk *task, reason string) error {
-	answer, err := r.cfg.Store.ClaimRefusal(ctx, tk.Repo, tk.Number, tk.Requester, tk.ID)
-	if err != nil {
-		return err
+// deny ends a task that inv's Authorize refused with reason. Anyone can
+// comment, so the refusal of someone who may not command agentbot is
+// posted once per issue and requester within the Store's window; every
+// other such task ends without a word on GitHub, its refusal kept in the
+// audit log and its record. Someone who may command but not approve is
+// always answered.
+func (r *Runner) deny(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation, reason string) error {
+	answer := false
+	if inv.Verb == app.VerbApprove || inv.Verb == app.VerbDeny {
+		inv.Verb = app.VerbFix
+		d, err := authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
+		if err != nil {
+			return err
+		}
+		answer = d.Allowed
+	}
+	if !answer {
+		var err error
+		if answer, err = r.cfg.Store.ClaimRefusal(ctx, tk.Repo, tk.Number, tk.Requester, tk.ID); err != nil {
+			return err
+		}
 	}
 	if answer {
 		return r.refuse(ctx, tk, app.Errorf(app.EUnauthorized, "%s", reason))

@@ -271,12 +271,13 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	if tk.issue.Pull != nil {
 		inv.FromFork = tk.issue.Pull.HeadRepo != tk.Repo
 	}
-	d, err := app.NewAuthorizer(tk.inst, tk.policy.Policy).Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
+	authz := app.NewAuthorizer(tk.inst, tk.policy.Policy)
+	d, err := authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
 	if err != nil {
 		return false, err
 	}
 	if !d.Allowed {
-		return false, r.deny(ctx, tk, d.Reason)
+		return false, r.deny(ctx, tk, authz, inv, d.Reason)
 	}
 	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
 	if err := r.admission(ctx, tk, true, d.Reason); err != nil {
