@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,25 @@ func TestCollaboratorIsAlwaysAnsweredWhyNotApprover(t *testing.T) {
 		if reply := w.status(id); !strings.Contains(reply, "only approvers may approve or deny") {
 			t.Errorf("reply to %s:\n%s", id, reply)
 		}
+	}
+}
+
+// TestStatusListsTheNewestTasks: a flood of commands on an issue does not
+// make its status comment grow past what GitHub takes.
+func TestStatusListsTheNewestTasks(t *testing.T) {
+	w := newWorld(t, quickPolicy, demoScript(t))
+	ctx := t.Context()
+	for i := range 25 {
+		w.command(t, fmt.Sprintf("F%02d", i), "ada", app.VerbFix)
+	}
+	if err := w.runner.ProcessTask(ctx, w.command(t, "S", "ada", app.VerbStatus)); err != nil {
+		t.Fatal(err)
+	}
+	reply := w.status("S")
+	if n := strings.Count(reply, "fix by @ada"); n != 20 {
+		t.Errorf("status lists %d tasks; want 20:\n%s", n, reply)
+	}
+	if !strings.Contains(reply, "`F24`") || strings.Contains(reply, "`F04`") || !strings.Contains(reply, "and 5 older") {
+		t.Errorf("status does not list the newest tasks and count the rest:\n%s", reply)
 	}
 }

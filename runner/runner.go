@@ -398,6 +398,10 @@ func (r *Runner) help(ctx context.Context, tk *task) error {
 	return r.finish(ctx, tk, app.StateSucceeded, helpText(tk.policy.Policy), "")
 }
 
+// statusTasks bounds the tasks "/agent status" lists: an issue may hold
+// many, and a status comment has a size limit.
+const statusTasks = 20
+
 // status answers "/agent status" with where the issue's tasks are, newest
 // first, to those who may command.
 func (r *Runner) status(ctx context.Context, tk *task) error {
@@ -409,15 +413,24 @@ func (r *Runner) status(ctx context.Context, tk *task) error {
 		return err
 	}
 	var b strings.Builder
+	listed, older := 0, 0
 	for _, t := range all {
 		if t.ID == tk.ID || t.Verb == app.VerbStatus || t.Verb == app.VerbHelp || (t.Label != "" && t.State == app.StateRefused) {
 			continue
 		}
+		if listed == statusTasks {
+			older++
+			continue
+		}
+		listed++
 		fmt.Fprintf(&b, "- `%s` %s by @%s: **%s**", t.ID, t.Verb, t.Requester, t.State)
 		if t.Step != "" && t.Step != string(t.State) {
 			fmt.Fprintf(&b, " — %s", t.Step)
 		}
 		b.WriteString("\n")
+	}
+	if older > 0 {
+		fmt.Fprintf(&b, "- and %d older; `agentbot tasks list` shows them\n", older)
 	}
 	if b.Len() == 0 {
 		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
