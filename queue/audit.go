@@ -19,12 +19,8 @@ import (
 // Audit is the append-only audit log: one Redis stream per installation,
 // written with XADD and never edited. Stream ids are Redis' own
 // (milliseconds-sequence), so entries keep the order in which Redis
-// received them, whichever worker wrote them.
-//
-// Keys:
-//
-//	agentbot:audit:{installation}   stream; field "e" holds the JSON app.AuditEntry
-//	agentbot:audit:installations    set of installations that have a stream
+// received them, whichever worker wrote them. The package doc lists its
+// keys.
 type Audit struct {
 	rdb  redis.UniversalClient
 	opts AuditOptions

@@ -21,7 +21,7 @@ const DefaultLeaseTTL = 30 * time.Second
 // TTL, by which time its tasks have been handed to other workers. Worker ids
 // must be unique per process; a lease is never taken over.
 //
-//	agentbot:worker:{id}:lease   the holder's description, with a TTL
+// Its key is listed in the package doc.
 type WorkerLeases struct {
 	rdb redis.UniversalClient
 	ttl time.Duration

@@ -12,9 +12,8 @@ import (
 // or pull request. A lock is a key holding its owner's task id with a TTL:
 // the owner renews it while it runs, a worker that dies leaves it to
 // expire, and the owner's own task — the same id, resumed on another
-// worker — takes it back at once instead of waiting for the expiry.
-//
-//	agentbot:lock:{key}   the owning task's id, with a TTL
+// worker — takes it back at once instead of waiting for the expiry. The
+// package doc lists its keys.
 type Locks struct {
 	rdb redis.UniversalClient
 }

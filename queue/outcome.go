@@ -19,13 +19,7 @@ import (
 // Outcomes keeps what became of each finished task (app.TaskOutcome), for
 // "agentbot stats". An outcome is saved when its task ends and updated,
 // in one optimistic transaction each, when its pull request is merged or
-// reverted.
-//
-// Keys:
-//
-//	agentbot:outcome:{task}           JSON app.TaskOutcome
-//	agentbot:outcomes                 sorted set of task ids by finish time (ms)
-//	agentbot:outcome:pr:{repo}#{n}    the task id whose pull request is owner/name#n
+// reverted. The package doc lists its keys.
 type Outcomes struct {
 	rdb redis.UniversalClient
 }

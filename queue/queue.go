@@ -1,7 +1,9 @@
-// Package queue is everything agentbot keeps in Redis: the task queue
-// (asynq), the task records behind "agentbot tasks", the delivery
-// de-duplication of the webhook, and the per-task state a worker resumes
-// from.
+// Package queue is everything agentbot keeps in Redis, behind typed
+// operations: the task queue (asynq), the task records behind "agentbot
+// tasks" and their per-issue index, the delivery de-duplication of the
+// webhook, the per-task state a worker resumes from (the loop's and the
+// runner's progress), stop requests, approval decisions, refusal limits,
+// the per-issue locks, traces, the audit log and outcomes.
 //
 // The webhook side uses a Client: Enqueue stores a task's record, then
 // queues it under the task's ID, so a redelivered webhook finds its task
@@ -9,18 +11,38 @@
 // to a Handler. A Store reads and updates records and state; Client and
 // Server share one Redis connection pool made by Connect.
 //
-// Keys, all under "agentbot:":
+// # Keys
 //
-//	agentbot:task:{id}       hash: task (JSON app.Task), state, step, updated_at;
-//	                         expires the retention after its last change
-//	agentbot:task:{id}:run   the worker's resumable state (opaque bytes), likewise
-//	agentbot:tasks           sorted set of task ids by received time, trimmed to
-//	                         the retention as tasks arrive
-//	agentbot:delivery:{id}   a webhook delivery already answered, for DeliveryTTL
-//	agentbot:worker:{id}:lease  a running worker's lease (WorkerLeases): its
-//	                         holder, expiring DefaultLeaseTTL after its last refresh
+// Every key queue writes, its type and its lifetime. "retention" is the
+// task retention (Store.WithRetention, DefaultTaskRetention unless set;
+// none when 0), counted from the task's last write; "kept" keys have no
+// expiry; "trimmed" ones have none either, but their length is bounded.
+// A test writes through every operation and holds Redis to this list.
 //
-// and asynq's own keys under "asynq:".
+//	agentbot:task:{id}                hash    retention  record: task (JSON app.Task), state, step, updated_at, index
+//	agentbot:task:{id}:run            string  retention  the loop's resumable state (opaque bytes)
+//	agentbot:task:{id}:progress       string  retention  the runner's own progress (opaque bytes)
+//	agentbot:task:{id}:stop           string  retention  the login that asked the running task to stop
+//	agentbot:task:{id}:decision       string  retention  an approver's decision on the paused task (opaque bytes)
+//	agentbot:task:{id}:trace          list    trace      JSON app.TraceEvent, oldest first; TTL after the last append
+//	agentbot:tasks                    zset    trimmed    task ids by received time (ms); tasks older than the retention leave it
+//	agentbot:issue:{repo}#{n}         zset    retention  ids of the tasks asked on one issue or pull request, by received time
+//	agentbot:delivery:{id}            string  72h        a webhook delivery already answered (DeliveryTTL)
+//	agentbot:refusal:{repo}#{n}:{who} string  1h         the one task that answers who a refusal on the issue (RefusalWindow)
+//	agentbot:lock:{key}               string  lock       the task holding key (an issue); the TTL its owner renews
+//	agentbot:worker:{id}:lease        string  lease      a running worker's holder (WorkerLeases); DefaultLeaseTTL after its last refresh
+//	agentbot:audit:{installation}     stream  trimmed    field "e": JSON app.AuditEntry; bounded by AuditOptions
+//	agentbot:audit:installations      set     kept       installations that have an audit stream
+//	agentbot:outcome:{task}           string  kept       JSON app.TaskOutcome
+//	agentbot:outcomes                 zset    kept       task ids by finish time (ms)
+//	agentbot:outcome:pr:{repo}#{n}    string  kept       the task whose pull request is repo#n
+//	asynq:*                           asynq   asynq      asynq's queues, task payloads and server state
+//
+// {repo} and {who} are lower-cased, as GitHub compares them. The per-issue
+// index is kept with the record in one script, so a task that has a
+// record is always found on its issue, however many other tasks arrive;
+// it expires with the last of its records, and TasksOfIssue drops the ids
+// whose records have expired.
 package queue
 
 import (

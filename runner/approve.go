@@ -11,7 +11,7 @@ import (
 )
 
 // decision is an approver's answer to the call a paused task waits on,
-// kept in the Store where the paused task's loop finds it. It applies only
+// recorded in the Store where the paused task's loop finds it. It applies only
 // to that call at that point of the task (Approvals already given), so it
 // never answers a later pause.
 type decision struct {
@@ -21,8 +21,6 @@ type decision struct {
 	By        string `json:"by"`
 	Task      string `json:"task"` // the approve or deny task that decided
 }
-
-func decisionKey(taskID string) string { return taskID + ":decision" }
 
 // decide answers "/agent approve" and "/agent deny": holding the issue's
 // lock, it records the decision for the issue's paused task and runs that
@@ -55,7 +53,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 		if err != nil {
 			return err
 		}
-		if err := r.cfg.Store.SaveState(ctx, decisionKey(paused), raw); err != nil {
+		if err := r.cfg.Store.RecordDecision(ctx, paused, raw); err != nil {
 			return fmt.Errorf("save the decision on task %s: %w", paused, err)
 		}
 		if err := r.auditDecision(ctx, tk, paused, st.Pending, d.Approve); err != nil {
@@ -155,7 +153,7 @@ func (r *Runner) pendingDecision(ctx context.Context, st *agent.State) (*decisio
 	if st.Status != app.StateAwaitingApproval || st.Pending == nil {
 		return nil, nil
 	}
-	raw, err := r.cfg.Store.LoadState(ctx, decisionKey(st.TaskID))
+	raw, err := r.cfg.Store.Decision(ctx, st.TaskID)
 	if err != nil || raw == nil {
 		return nil, err
 	}

@@ -36,6 +36,35 @@ func (s *recordStore) SetState(_ context.Context, _ string, _ app.State, step st
 	return nil
 }
 
+func (s *recordStore) SaveProgress(ctx context.Context, id string, b []byte) error {
+	return s.SaveState(ctx, id+":progress", b)
+}
+
+func (s *recordStore) LoadProgress(ctx context.Context, id string) ([]byte, error) {
+	return s.LoadState(ctx, id+":progress")
+}
+
+func (s *recordStore) RequestStop(ctx context.Context, id, login string) error {
+	return s.SaveState(ctx, id+":stop", []byte(login))
+}
+
+func (s *recordStore) StopRequested(ctx context.Context, id string) (string, error) {
+	b, err := s.LoadState(ctx, id+":stop")
+	return string(b), err
+}
+
+func (s *recordStore) RecordDecision(ctx context.Context, id string, b []byte) error {
+	return s.SaveState(ctx, id+":decision", b)
+}
+
+func (s *recordStore) Decision(ctx context.Context, id string) ([]byte, error) {
+	return s.LoadState(ctx, id+":decision")
+}
+
+func (s *recordStore) ClaimRefusal(context.Context, string, int, string, string) (bool, error) {
+	return true, nil
+}
+
 // auditMem is an audit log in memory; fail, when set, refuses the next
 // append.
 type auditMem struct {

@@ -35,12 +35,30 @@ import (
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// Store keeps tasks' records and resumable state; queue.Store satisfies it.
+// Store keeps tasks' records and what a task's workers share; queue.Store
+// satisfies it.
 type Store interface {
 	agent.StateStore
 	// SetState records where task id is, for "agentbot tasks" and
 	// "/agent status"; step says what it is doing.
 	SetState(ctx context.Context, id string, st app.State, step string) error
+	// SaveProgress and LoadProgress keep the runner's own progress on a
+	// task (nil, nil when there is none).
+	SaveProgress(ctx context.Context, id string, progress []byte) error
+	LoadProgress(ctx context.Context, id string) ([]byte, error)
+	// RequestStop asks the running task id to stop on behalf of login;
+	// StopRequested returns who did, "" while nobody did.
+	RequestStop(ctx context.Context, id, login string) error
+	StopRequested(ctx context.Context, id string) (login string, err error)
+	// RecordDecision and Decision keep an approver's decision on the
+	// call the paused task id waits on (nil, nil when there is none).
+	RecordDecision(ctx context.Context, id string, decision []byte) error
+	Decision(ctx context.Context, id string) ([]byte, error)
+	// ClaimRefusal reports whether task id may answer login a refusal on
+	// repo#number: once per issue and sender within a window, so that
+	// comments by people who may not command cannot make agentbot post
+	// at will.
+	ClaimRefusal(ctx context.Context, repo string, number int, login, id string) (bool, error)
 }
 
 // Tasks finds the tasks asked on one issue or pull request, for "/agent
@@ -148,13 +166,9 @@ type progress struct {
 	Final   app.State `json:"final,omitempty"` // set once the task's report is complete
 }
 
-// progressKey is where a task's progress is kept in the Store, apart from
-// the loop's state under the task's own id.
-func progressKey(taskID string) string { return taskID + ":runner" }
-
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
 	var p progress
-	raw, err := r.cfg.Store.LoadState(ctx, progressKey(id))
+	raw, err := r.cfg.Store.LoadProgress(ctx, id)
 	if err != nil || raw == nil {
 		return p, err
 	}
@@ -169,7 +183,7 @@ func (r *Runner) saveProgress(ctx context.Context, id string, p progress) error 
 	if err != nil {
 		return err
 	}
-	if err := r.cfg.Store.SaveState(ctx, progressKey(id), raw); err != nil {
+	if err := r.cfg.Store.SaveProgress(ctx, id, raw); err != nil {
 		return fmt.Errorf("save progress of task %s: %w", id, err)
 	}
 	return nil
@@ -226,8 +240,7 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 	case app.VerbApprove, app.VerbDeny:
 		err = r.decide(ctx, tk)
 	default:
-		err = r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server. `%s help` lists what is.",
-			app.DefaultCommand, t.Verb, app.DefaultCommand), "")
+		err = r.unavailable(ctx, tk)
 	}
 	if w, ok := errors.AsType[*waiting](err); ok {
 		log.Info("waiting behind another task on the issue", "behind", w.behind)
@@ -267,12 +280,13 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	if tk.issue.Pull != nil {
 		inv.FromFork = tk.issue.Pull.HeadRepo != tk.Repo
 	}
-	d, err := app.NewAuthorizer(tk.inst, tk.policy.Policy).Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
+	authz := app.NewAuthorizer(tk.inst, tk.policy.Policy)
+	d, err := authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
 	if err != nil {
 		return false, err
 	}
 	if !d.Allowed {
-		return false, r.refuse(ctx, tk, app.Errorf(app.EUnauthorized, "%s", d.Reason))
+		return false, r.deny(ctx, tk, authz, inv, d.Reason)
 	}
 	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
 	if err := r.admission(ctx, tk, true, d.Reason); err != nil {
@@ -384,38 +398,48 @@ func (r *Runner) saveOutcome(ctx context.Context, tk *task, st app.State) error 
 	return nil
 }
 
-// help answers "/agent help" with the grammar and the repository's policy.
+// help answers "/agent help" with the grammar and the repository's
+// policy, to those who may command.
 func (r *Runner) help(ctx context.Context, tk *task) error {
-	p, err := tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server)
-	if err != nil {
-		if _, user := errors.AsType[*app.Error](err); user {
-			if err := r.audit(ctx, tk, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
-				return err
-			}
-			return r.refuse(ctx, tk, err)
-		}
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
-	return r.finish(ctx, tk, app.StateSucceeded, helpText(p.Policy), "")
+	return r.finish(ctx, tk, app.StateSucceeded, helpText(tk.policy.Policy), "")
 }
 
+// statusTasks bounds the tasks "/agent status" lists: an issue may hold
+// many, and a status comment has a size limit.
+const statusTasks = 20
+
 // status answers "/agent status" with where the issue's tasks are, newest
-// first.
+// first, to those who may command.
 func (r *Runner) status(ctx context.Context, tk *task) error {
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+		return err
+	}
 	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
 	if err != nil {
 		return err
 	}
 	var b strings.Builder
+	listed, older := 0, 0
 	for _, t := range all {
 		if t.ID == tk.ID || t.Verb == app.VerbStatus || t.Verb == app.VerbHelp || (t.Label != "" && t.State == app.StateRefused) {
 			continue
 		}
+		if listed == statusTasks {
+			older++
+			continue
+		}
+		listed++
 		fmt.Fprintf(&b, "- `%s` %s by @%s: **%s**", t.ID, t.Verb, t.Requester, t.State)
 		if t.Step != "" && t.Step != string(t.State) {
 			fmt.Fprintf(&b, " — %s", t.Step)
 		}
 		b.WriteString("\n")
+	}
+	if older > 0 {
+		fmt.Fprintf(&b, "- and %d older; `agentbot tasks list` shows them\n", older)
 	}
 	if b.Len() == 0 {
 		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
@@ -444,10 +468,6 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
 }
 
-// stopKey is where "/agent stop" leaves, in the Store, the login of who
-// stopped a task; the task's worker watches it.
-func stopKey(taskID string) string { return taskID + ":stop" }
-
 // stopPoll is how often a running task looks for a stop: well within the
 // 10 s in which a stopped task's sandbox must be gone.
 const stopPoll = 500 * time.Millisecond
@@ -465,7 +485,7 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 		if t.ID == tk.ID || t.State.Final() || (t.Verb != app.VerbFix && t.Verb != app.VerbRetry) {
 			continue
 		}
-		if err := r.cfg.Store.SaveState(ctx, stopKey(t.ID), []byte(tk.Requester)); err != nil {
+		if err := r.cfg.Store.RequestStop(ctx, t.ID, tk.Requester); err != nil {
 			return err
 		}
 		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("Stopping task `%s`; its status comment says when it has stopped.", t.ID), "")
@@ -486,9 +506,8 @@ func (r *Runner) watchStop(ctx context.Context, id string, cancel context.Cancel
 				return
 			case <-t.C:
 			}
-			raw, err := r.cfg.Store.LoadState(ctx, stopKey(id))
-			if err == nil && raw != nil {
-				login := string(raw)
+			login, err := r.cfg.Store.StopRequested(ctx, id)
+			if err == nil && login != "" {
 				by.Store(&login)
 				cancel()
 				return

@@ -168,6 +168,46 @@ func (s *memStore) LoadState(_ context.Context, key string) ([]byte, error) {
 	return slices.Clone(s.state[key]), nil
 }
 
+// The runner's progress, stop requests and decisions are kept beside
+// the loop's state, under the task's id and a suffix.
+
+func (s *memStore) SaveProgress(ctx context.Context, id string, b []byte) error {
+	return s.SaveState(ctx, id+":progress", b)
+}
+
+func (s *memStore) LoadProgress(ctx context.Context, id string) ([]byte, error) {
+	return s.LoadState(ctx, id+":progress")
+}
+
+func (s *memStore) RequestStop(ctx context.Context, id, login string) error {
+	return s.SaveState(ctx, id+":stop", []byte(login))
+}
+
+func (s *memStore) StopRequested(ctx context.Context, id string) (string, error) {
+	b, err := s.LoadState(ctx, id+":stop")
+	return string(b), err
+}
+
+func (s *memStore) RecordDecision(ctx context.Context, id string, b []byte) error {
+	return s.SaveState(ctx, id+":decision", b)
+}
+
+func (s *memStore) Decision(ctx context.Context, id string) ([]byte, error) {
+	return s.LoadState(ctx, id+":decision")
+}
+
+// ClaimRefusal lets the first task refused to login on an issue answer.
+func (s *memStore) ClaimRefusal(_ context.Context, repo string, number int, login, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fmt.Sprintf("refusal:%s#%d:%s", repo, number, login)
+	if holder, ok := s.state[key]; ok {
+		return string(holder) == id, nil
+	}
+	s.state[key] = []byte(id)
+	return true, nil
+}
+
 func (s *memStore) SetState(_ context.Context, id string, st app.State, step string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -246,7 +286,7 @@ func TestWorkerDeadBetweenPushAndSaveRepushesTheSameCommit(t *testing.T) {
 	tk := w.task(t, "T1")
 	died := false
 	w.store.fail = func(key string, state []byte) bool {
-		if key == "T1:runner" && strings.Contains(string(state), `"pushed"`) && !died {
+		if key == "T1:progress" && strings.Contains(string(state), `"pushed"`) && !died {
 			died = true
 			return true
 		}

@@ -30,7 +30,7 @@ func cmdAudit(ctx context.Context, args []string, env Env) error {
 		}
 		q := queue.AuditQuery{Repo: *flags.repo, Since: from}
 		if *flags.json {
-			return audit.Export(ctx, env.Stdout, q)
+			return audit.Export(ctx, jsonEscaper{env.Stdout}, q)
 		}
 		entries, err := audit.Query(ctx, q)
 		if err != nil {
@@ -55,8 +55,8 @@ func printAuditTable(w io.Writer, entries []app.AuditEntry) error {
 		if e.Number != 0 {
 			where += "#" + strconv.Itoa(e.Number)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), kind,
-			dash(e.Actor), dash(where), dash(e.Task), strings.ReplaceAll(e.Detail, "\n", " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.DateTime), printable(kind),
+			printable(dash(e.Actor)), printable(dash(where)), printable(dash(e.Task)), printable(strings.ReplaceAll(e.Detail, "\n", " ")))
 	}
 	return tw.Flush()
 }

@@ -82,8 +82,9 @@ func taskViews(recs ...queue.Record) []taskView {
 	return views
 }
 
+// printJSON prints v as indented JSON, safe for a terminal.
 func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(jsonEscaper{w})
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
@@ -92,8 +93,8 @@ func printTaskTable(w io.Writer, recs []queue.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tVERB\tWHERE\tREQUESTER\tCREATED")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.Verb, where(r),
-			r.Requester, r.ReceivedAt.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", printable(r.ID), printable(string(r.State)), printable(string(r.Verb)), where(r),
+			printable(r.Requester), r.ReceivedAt.Local().Format(time.DateTime))
 	}
 	return tw.Flush()
 }
@@ -104,14 +105,14 @@ func printTask(w io.Writer, r queue.Record, asJSON bool) error {
 		return printJSON(w, taskViews(r)[0])
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "task:\t%s\n", r.ID)
-	fmt.Fprintf(tw, "state:\t%s\n", strings.TrimSpace(string(r.State)+" "+r.Step))
-	fmt.Fprintf(tw, "verb:\t%s\n", r.Verb)
+	fmt.Fprintf(tw, "task:\t%s\n", printable(r.ID))
+	fmt.Fprintf(tw, "state:\t%s\n", printable(strings.TrimSpace(string(r.State)+" "+r.Step)))
+	fmt.Fprintf(tw, "verb:\t%s\n", printable(string(r.Verb)))
 	fmt.Fprintf(tw, "where:\t%s\n", where(r))
-	fmt.Fprintf(tw, "requester:\t%s\n", r.Requester)
-	fmt.Fprintf(tw, "delivery:\t%s (%s)\n", r.Delivery, r.Event)
+	fmt.Fprintf(tw, "requester:\t%s\n", printable(r.Requester))
+	fmt.Fprintf(tw, "delivery:\t%s (%s)\n", printable(r.Delivery), printable(r.Event))
 	if rc := r.ReviewComment; rc != nil {
-		fmt.Fprintf(tw, "on line:\t%s:%d\n", rc.Path, rc.Line)
+		fmt.Fprintf(tw, "on line:\t%s:%d\n", printable(rc.Path), rc.Line)
 	}
 	fmt.Fprintf(tw, "created:\t%s\n", r.ReceivedAt.Local().Format(time.DateTime))
 	fmt.Fprintf(tw, "updated:\t%s\n", r.UpdatedAt.Local().Format(time.DateTime))
@@ -119,7 +120,7 @@ func printTask(w io.Writer, r queue.Record, asJSON bool) error {
 		return err
 	}
 	if r.Instructions != "" {
-		_, err := fmt.Fprintf(w, "instructions:\n  %s\n", strings.ReplaceAll(r.Instructions, "\n", "\n  "))
+		_, err := fmt.Fprintf(w, "instructions:\n  %s\n", strings.ReplaceAll(printableLines(r.Instructions), "\n", "\n  "))
 		return err
 	}
 	return nil
@@ -131,5 +132,5 @@ func where(r queue.Record) string {
 	if r.IsPR {
 		kind = "PR"
 	}
-	return fmt.Sprintf("%s#%d (%s)", r.Repo, r.Number, kind)
+	return fmt.Sprintf("%s#%d (%s)", printable(r.Repo), r.Number, kind)
 }

@@ -46,9 +46,9 @@ func cmdTrace(ctx context.Context, args []string, env Env) error {
 	}
 	switch {
 	case *asJSON:
-		return queue.WriteJSONLines(env.Stdout, events)
+		return queue.WriteJSONLines(jsonEscaper{env.Stdout}, events)
 	case *asMarkdown:
-		_, err := io.WriteString(env.Stdout, app.RenderTrace(id, events, app.MaxTextLength-1))
+		_, err := io.WriteString(env.Stdout, printableLines(app.RenderTrace(id, events, app.MaxTextLength-1)))
 		return err
 	}
 	return printTraceTable(env.Stdout, events)
@@ -70,8 +70,8 @@ func printTraceTable(w io.Writer, events []app.TraceEvent) error {
 		if r := []rune(detail); len(r) > 80 {
 			detail = string(r[:77]) + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.TimeOnly), e.Step, e.Kind,
-			e.Name, dash(e.Outcome), e.Duration.Round(time.Millisecond), tokens, dash(detail))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Time.Local().Format(time.TimeOnly), e.Step, printable(string(e.Kind)),
+			printable(e.Name), printable(dash(e.Outcome)), e.Duration.Round(time.Millisecond), tokens, printable(dash(detail)))
 	}
 	return tw.Flush()
 }

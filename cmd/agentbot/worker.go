@@ -198,22 +198,17 @@ func leasedWorkerAlive(self string, leases *queue.WorkerLeases) func(context.Con
 	}
 }
 
-// storeTasks finds an issue's tasks among the newest records of the store.
+// storeTasks finds an issue's tasks through the store's per-issue index.
 type storeTasks struct{ store *queue.Store }
 
-// recentTasks bounds how far back "/agent status" looks.
-const recentTasks = 1000
-
 func (s storeTasks) OnIssue(ctx context.Context, repo string, number int) ([]runner.TaskState, error) {
-	recs, err := s.store.List(ctx, recentTasks)
+	recs, err := s.store.TasksOfIssue(ctx, repo, number)
 	if err != nil {
 		return nil, err
 	}
-	var out []runner.TaskState
-	for _, r := range recs {
-		if r.Repo == repo && r.Number == number {
-			out = append(out, runner.TaskState{Task: r.Task, State: r.State, Step: r.Step})
-		}
+	out := make([]runner.TaskState, len(recs))
+	for i, r := range recs {
+		out[i] = runner.TaskState{Task: r.Task, State: r.State, Step: r.Step}
 	}
 	return out, nil
 }
