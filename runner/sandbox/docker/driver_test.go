@@ -29,8 +29,9 @@ import (
 // to be killed (TestOrphanSweepByLease).
 const workerEnv = "AGENTBOT_TEST_SANDBOX_WORKER"
 
-// leaseTTL is the workers' lease TTL in TestOrphanSweepByLease.
-const leaseTTL = time.Second
+// leaseTTL is the workers' lease TTL in TestOrphanSweepByLease: short, and
+// still three refreshes long on a loaded machine.
+const leaseTTL = 3 * time.Second
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(workerEnv); id != "" {
@@ -379,14 +380,15 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	killed := make(chan struct{})
+	killed := make(chan error, 1)
 	time.AfterFunc(500*time.Millisecond, func() {
-		defer close(killed)
-		dockerExec(t, context.Background(), cli, c.ID, "0", "sh", "-c",
+		killed <- dockerExec(context.Background(), cli, c.ID, "0", "sh", "-c",
 			`for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = agentbot ] && kill -9 ${p#/proc/}; done; true`)
 	})
 	_, err = c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "60"}, Timeout: time.Minute})
-	<-killed
+	if err := <-killed; err != nil {
+		t.Fatalf("kill the executor: %v", err)
+	}
 	if err == nil || !strings.Contains(err.Error(), "executor exited") {
 		t.Fatalf("Run = %v, want executor exited", err)
 	}
