@@ -53,30 +53,12 @@ const MaxRetry = 3
 // cancels every task after 30 minutes.
 const MaxTaskTime = 3 * time.Hour
 
-// Connect opens a connection pool to the Redis at url
-// (redis://[:password@]host:port/db). Its timeouts are short on purpose: the
-// webhook must answer 503 within two seconds when Redis is gone, never hang.
-func Connect(url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
-	}
-	opt.DialTimeout = 500 * time.Millisecond
-	opt.ReadTimeout = 500 * time.Millisecond
-	opt.WriteTimeout = 500 * time.Millisecond
-	opt.PoolTimeout = 500 * time.Millisecond
-	opt.MaxRetries = 1
-	// A burst of deliveries each holds a connection for a few round trips;
-	// the default pool (ten per CPU) makes them queue for one.
-	opt.PoolSize = max(opt.PoolSize, 128)
-	return redis.NewClient(opt), nil
-}
-
 // Client is the producer side: it enqueues tasks and remembers deliveries.
 type Client struct {
-	rdb   redis.UniversalClient
-	aq    *asynq.Client
-	store *Store
+	rdb     redis.UniversalClient
+	aq      *asynq.Client
+	store   *Store
+	durable durability // see WithMinReplicas
 }
 
 // NewClient returns a Client over rdb, which the caller closes, whose
@@ -122,19 +104,6 @@ func (c *Client) enqueue(ctx context.Context, task *asynq.Task, id, queue string
 		return false, fmt.Errorf("enqueue %s %s: %w", task.Type(), id, err)
 	}
 	return false, nil
-}
-
-// MarkSeen remembers delivery for DeliveryTTL and reports whether it was
-// already remembered, in one atomic step. Call it only once the delivery's
-// work is durably done (its task enqueued): a delivery marked before a
-// failed enqueue would make GitHub's redelivery look like a duplicate and
-// the command would be lost.
-func (c *Client) MarkSeen(ctx context.Context, delivery string) (already bool, err error) {
-	fresh, err := c.rdb.SetNX(ctx, deliveryKey(delivery), 1, DeliveryTTL).Result()
-	if err != nil {
-		return false, fmt.Errorf("mark delivery %s: %w", delivery, err)
-	}
-	return !fresh, nil
 }
 
 // Ping checks that Redis answers.
