@@ -50,13 +50,22 @@ type ServerConfig struct {
 	// 0. It is how long a queued command may wait for an idle worker, and
 	// costs one cheap Redis call per worker each time.
 	PollInterval time.Duration
+	// MaxPerInstallation is how many tasks of one installation run at
+	// once across all the servers sharing the Redis (see Slots); no limit
+	// when 0. A task over the limit is tried again after SlotRetry
+	// (DefaultSlotRetry when 0) without using up a retry.
+	MaxPerInstallation int
+	SlotRetry          time.Duration
 }
 
 // Server is the consumer side: it takes queued tasks and hands each to a
 // Handler.
 type Server struct {
-	srv *asynq.Server
-	h   Handler
+	srv   *asynq.Server
+	h     Handler
+	slots *Slots // nil without a per-installation limit
+	retry time.Duration
+	log   *slog.Logger
 }
 
 // NewServer returns a Server over rdb, which the caller closes after Run
@@ -76,7 +85,17 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 	// A deferred task waits in asynq's retry set; this is how late it may be
 	// moved back to the queue after its delay.
 	ac.DelayedTaskCheckInterval = time.Second
-	return &Server{srv: asynq.NewServerFromRedisClient(rdb, ac), h: h}
+	s := &Server{srv: asynq.NewServerFromRedisClient(rdb, ac), h: h, retry: cfg.SlotRetry, log: cfg.Logger}
+	if cfg.MaxPerInstallation > 0 {
+		s.slots = NewSlots(rdb, cfg.MaxPerInstallation)
+	}
+	if s.retry <= 0 {
+		s.retry = DefaultSlotRetry
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
 }
 
 // asynqConfig is cfg, with its defaults, as asynq's configuration of a
@@ -108,7 +127,12 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := json.Unmarshal(at.Payload(), &t); err != nil {
 			return fmt.Errorf("decode task: %w: %w", err, asynq.SkipRetry)
 		}
-		return s.h.ProcessTask(ctx, t)
+		if s.slots == nil {
+			return s.h.ProcessTask(ctx, t)
+		}
+		return s.slots.withSlot(ctx, t, s.retry, s.log, func(ctx context.Context) error {
+			return s.h.ProcessTask(ctx, t)
+		})
 	}))
 	if err != nil {
 		return fmt.Errorf("start queue server: %w", err)
