@@ -80,6 +80,12 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 		if d, ok := deferral(err); ok {
 			return d
 		}
+		if errors.Is(err, asynq.ErrLeaseExpired) {
+			// The task's worker died; the task resumes from its saved
+			// state at once on another. asynq has already waited out the
+			// lease (a minute or two) before it says so.
+			return time.Second
+		}
 		return asynq.DefaultRetryDelayFunc(n, err, t)
 	}
 	// A deferred task waits in asynq's retry set; this is how late it may be
