@@ -114,4 +114,3 @@ recovered:
 		t.Fatal(err)
 	}
 }
-

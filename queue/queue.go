@@ -7,7 +7,8 @@
 // queues it under the task's ID, so a redelivered webhook finds its task
 // already there. The worker side runs a Server that hands each queued task
 // to a Handler. A Store reads and updates records and state; Client and
-// Server share one Redis connection pool made by Connect.
+// Server share one Redis connection pool made by Connect, to one server or
+// through Redis Sentinel.
 //
 // Keys, all under "agentbot:":
 //
@@ -17,6 +18,9 @@
 //	agentbot:tasks           sorted set of task ids by received time, trimmed to
 //	                         the retention as tasks arrive
 //	agentbot:delivery:{id}   a webhook delivery already answered, for DeliveryTTL
+//	agentbot:installation:{id}:running
+//	                         sorted set: the tasks of an installation running,
+//	                         by lease expiry (see Slots)
 //
 // and asynq's own keys under "asynq:".
 package queue
