@@ -3,6 +3,11 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/queue/redistest"
 )
 
 func TestServeRefusesBadRedisSettings(t *testing.T) {
@@ -43,5 +48,26 @@ func TestMaxPerInstallation(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("concurrency %d, flag %d: %d, %v; want %d", tt.concurrency, tt.flag, got, err, tt.want)
 		}
+	}
+}
+
+func TestTasksListThroughSentinels(t *testing.T) {
+	d := redistest.StartSentinel(t, 1)
+	rdb, err := queue.Connect(d.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	task := app.Task{ID: "s1", Delivery: "d1", Event: "issue_comment", InstallationID: 1, Repo: "octo/hello",
+		Number: 4, Verb: app.VerbFix, Requester: "alice", ReceivedAt: time.Now().UTC()}
+	if _, err := queue.NewClient(rdb).Enqueue(t.Context(), task); err != nil {
+		t.Fatal(err)
+	}
+	env, out, _ := testEnv(nil)
+	if err := run(t.Context(), []string{"tasks", "list", "--redis-url", d.URL}, env); err != nil {
+		t.Fatalf("tasks list through the sentinels: %v", err)
+	}
+	if !strings.Contains(out.String(), "s1") {
+		t.Errorf("tasks list through the sentinels:\n%s\nwant task s1", out)
 	}
 }
