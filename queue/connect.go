@@ -34,7 +34,7 @@ func Connect(rawURL string) (*redis.Client, error) {
 		if opt.MasterName == "" {
 			return nil, fmt.Errorf("parse redis sentinel url: master_name is empty")
 		}
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = shortTimeouts()
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = redisTimeout, redisTimeout, redisTimeout, redisTimeout
 		opt.MaxRetries = 1
 		opt.PoolSize = max(opt.PoolSize, poolSize)
 		return redis.NewFailoverClient(opt), nil
@@ -43,20 +43,16 @@ func Connect(rawURL string) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse redis url: %w", err)
 	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = shortTimeouts()
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = redisTimeout, redisTimeout, redisTimeout, redisTimeout
 	opt.MaxRetries = 1
 	opt.PoolSize = max(opt.PoolSize, poolSize)
 	return redis.NewClient(opt), nil
 }
 
-// poolSize is the least number of connections a pool keeps: a burst of
-// deliveries each holds a connection for a few round trips, and the default
-// pool (ten per CPU) makes them queue for one.
-const poolSize = 128
-
-// shortTimeouts returns the dial, read, write and pool timeouts of every
-// connection.
-func shortTimeouts() (dial, read, write, pool time.Duration) {
-	const d = 500 * time.Millisecond
-	return d, d, d, d
-}
+// Every pool's timeouts, and the least number of connections it keeps: a
+// burst of deliveries each holds a connection for a few round trips, and
+// the default pool (ten per CPU) makes them queue for one.
+const (
+	redisTimeout = 500 * time.Millisecond
+	poolSize     = 128
+)

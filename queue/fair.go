@@ -93,16 +93,6 @@ func (s *Slots) Release(ctx context.Context, t app.Task) error {
 	return nil
 }
 
-// Running returns the ids of the tasks holding a slot of installation,
-// expired leases included until the next Acquire drops them.
-func (s *Slots) Running(ctx context.Context, installation int64) ([]string, error) {
-	ids, err := s.rdb.ZRange(ctx, slotsKey(installation), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("slots of installation %d: %w", installation, err)
-	}
-	return ids, nil
-}
-
 // installationBusy is the deferral of a task whose installation is at its
 // limit.
 type installationBusy struct {
