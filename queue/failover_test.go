@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -19,8 +18,7 @@ func TestSentinelFailoverLosesNoAcceptedWebhook(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a Sentinel failover takes seconds")
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	ctx := t.Context()
 	// Two replicas: once one is promoted, the other follows it, and the
 	// intake can again answer 202 with one replica holding each task.
 	d := redistest.StartSentinel(t, 2)
@@ -32,8 +30,7 @@ func TestSentinelFailoverLosesNoAcceptedWebhook(t *testing.T) {
 	h := newPRHandler(time.Second)
 	// The workers have their own pool, as on another host.
 	srv := NewServer(connectURL(t, d.URL), h, ServerConfig{Concurrency: 4, ShutdownTimeout: time.Second, Logger: quiet})
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	runServer(t, srv)
 
 	client := &http.Client{Timeout: 5 * time.Second}
 	accepted := map[string]bool{}
@@ -109,8 +106,4 @@ recovered:
 		}
 	}
 	checkEveryAcceptedTaskEndsOnce(t, h, accepted, 60*time.Second)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 }

@@ -2,11 +2,14 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hibiken/asynq"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue/redistest"
@@ -100,8 +103,7 @@ func (h *timedHandler) startedAt(id string) (time.Time, bool) {
 }
 
 func TestOneInstallationsBacklogDoesNotDelayAnother(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c := NewClient(rdb)
 	const taskTime = time.Second
@@ -115,8 +117,7 @@ func TestOneInstallationsBacklogDoesNotDelayAnother(t *testing.T) {
 	h := newTimedHandler(taskTime)
 	srv := NewServer(rdb, h, ServerConfig{Concurrency: 2, MaxPerInstallation: 1, SlotRetry: 200 * time.Millisecond,
 		ShutdownTimeout: time.Second})
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
+	runServer(t, srv)
 	waitUntil(t, 10*time.Second, "the backlog to start", func() bool {
 		_, ok := h.startedAt("a00")
 		return ok
@@ -138,10 +139,6 @@ func TestOneInstallationsBacklogDoesNotDelayAnother(t *testing.T) {
 	if waited > taskTime {
 		t.Errorf("installation 2's task waited %s behind installation 1's backlog; want at most one task's time (%s)", waited, taskTime)
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.most[1] != 1 {
@@ -158,5 +155,49 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool)
 			t.Fatalf("waited %s for %s", timeout, what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A task on its last attempt is never deferred, which asynq would take for
+// a final failure: it waits for its slot instead.
+func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
+	ctx := t.Context()
+	rdb := connect(t, redistest.Start(t))
+	slots := NewSlots(rdb, 1)
+	holder := app.Task{ID: "holder", InstallationID: 5}
+	if ok, err := slots.Acquire(ctx, holder); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	last := sampleTask("last", time.Now())
+	last.InstallationID = 5
+	payload, err := json.Marshal(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aq := asynq.NewClientFromRedisClient(rdb)
+	if _, err := aq.EnqueueContext(ctx, asynq.NewTask(TaskType, payload), asynq.TaskID(last.ID), asynq.MaxRetry(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := newTimedHandler(10 * time.Millisecond)
+	srv := NewServer(rdb, h, ServerConfig{Concurrency: 2, MaxPerInstallation: 1, SlotRetry: 100 * time.Millisecond,
+		ShutdownTimeout: time.Second, Logger: quiet})
+	runServer(t, srv)
+	time.Sleep(500 * time.Millisecond)
+	if _, ok := h.startedAt(last.ID); ok {
+		t.Fatal("the task ran while its installation was at its limit")
+	}
+	if err := slots.Release(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the task to run once its slot is free", func() bool {
+		_, ok := h.startedAt(last.ID)
+		return ok
+	})
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(DefaultQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Archived != 0 {
+		t.Errorf("%d tasks archived; want none", info.Archived)
 	}
 }

@@ -153,3 +153,18 @@ func connectURL(t *testing.T, url string) *redis.Client {
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
+
+// runServer runs srv until the test ends. Its cleanup stops srv before the
+// Redis pools, whose cleanups were registered first, are closed under it.
+func runServer(t *testing.T, srv *Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run queue server: %v", err)
+		}
+	})
+}
