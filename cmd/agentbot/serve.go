@@ -71,6 +71,9 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
+	if _, err := cfg.worker.maxPerInstallation(); err != nil {
+		return err // before the intake opens its port
+	}
 	secretFile := cfg.secretFile
 	if secretFile == "" && env.Getenv("AGENTBOT_WEBHOOK_SECRET") == "" && cfg.worker.app.appDir != "" {
 		// The App directory that "agentbot setup" wrote holds the secret too.
