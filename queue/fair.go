@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
@@ -117,20 +116,8 @@ func (s *Slots) withSlot(ctx context.Context, t app.Task, retry time.Duration, l
 	if err != nil {
 		return err
 	}
-	if !ok && !lastAttempt(ctx) {
+	if !ok {
 		return &installationBusy{installation: t.InstallationID, limit: s.limit, after: retry}
-	}
-	// asynq archives a task on its last attempt whatever its error says,
-	// so a task that failed its retries already waits for its slot here.
-	for !ok {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(retry):
-		}
-		if ok, err = s.Acquire(ctx, t); err != nil {
-			return err
-		}
 	}
 	defer func() {
 		// The task's context may be cancelled already (a shutdown); the
@@ -160,11 +147,4 @@ func (s *Slots) withSlot(ctx context.Context, t app.Task, retry time.Duration, l
 		}
 	}()
 	return run(ctx)
-}
-
-// lastAttempt reports whether the task of ctx has used up its retries.
-func lastAttempt(ctx context.Context) bool {
-	n, ok := asynq.GetRetryCount(ctx)
-	most, _ := asynq.GetMaxRetry(ctx)
-	return ok && n >= most
 }

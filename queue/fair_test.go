@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,8 +159,8 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool)
 	}
 }
 
-// A task on its last attempt is never deferred, which asynq would take for
-// a final failure: it waits for its slot instead.
+// A task on its last attempt is never handed back deferred, which asynq
+// would take for a final failure: it waits for its slot instead.
 func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
@@ -199,5 +200,35 @@ func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
 	}
 	if info.Archived != 0 {
 		t.Errorf("%d tasks archived; want none", info.Archived)
+	}
+}
+
+// A task that used up its retries and is then deferred (another task holds
+// its issue's lock) runs once the lock is free, where asynq would archive
+// it.
+func TestDeferredTaskOnItsLastAttemptRuns(t *testing.T) {
+	rdb := connect(t, redistest.Start(t))
+	var calls atomic.Int32
+	ran := make(chan struct{})
+	srv := NewServer(rdb, handlerFunc(func(context.Context, app.Task) error {
+		if calls.Add(1) <= 3 {
+			return deferredErr{}
+		}
+		close(ran)
+		return nil
+	}), ServerConfig{Concurrency: 1, Logger: quiet})
+	runServer(t, srv)
+	payload, err := json.Marshal(sampleTask("w1", time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asynq.NewClientFromRedisClient(rdb).EnqueueContext(t.Context(), asynq.NewTask(TaskType, payload),
+		asynq.TaskID("w1"), asynq.MaxRetry(0)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the task was deferred %d times and never ran; want it run after 3", calls.Load())
 	}
 }

@@ -26,7 +26,8 @@ type Handler interface {
 // Deferred is what a Handler's error implements to say that the task could
 // not run yet — another task on the same issue holds its lock — and should
 // run again after RetryAfter: it neither uses up one of the task's retries
-// nor counts as a failure in the queue's statistics.
+// nor counts as a failure in the queue's statistics. A task that has used
+// up its retries already is run again on the same worker instead.
 type Deferred interface {
 	error
 	RetryAfter() time.Duration
@@ -133,12 +134,20 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := json.Unmarshal(at.Payload(), &t); err != nil {
 			return fmt.Errorf("decode task: %w: %w", err, asynq.SkipRetry)
 		}
-		if s.slots == nil {
-			return s.h.ProcessTask(ctx, t)
+		for {
+			err := s.process(ctx, t)
+			d, deferred := deferral(err)
+			if !deferred || !lastAttempt(ctx) {
+				return err
+			}
+			// asynq archives a task on its last attempt whatever its
+			// error says, so a task that used up its retries waits here.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
 		}
-		return s.slots.withSlot(ctx, t, s.retry, s.log, func(ctx context.Context) error {
-			return s.h.ProcessTask(ctx, t)
-		})
 	}))
 	if err != nil {
 		return fmt.Errorf("start queue server: %w", err)
@@ -146,6 +155,23 @@ func (s *Server) Run(ctx context.Context) error {
 	<-ctx.Done()
 	s.srv.Shutdown()
 	return nil
+}
+
+// process hands t to the Handler, within its installation's limit.
+func (s *Server) process(ctx context.Context, t app.Task) error {
+	if s.slots == nil {
+		return s.h.ProcessTask(ctx, t)
+	}
+	return s.slots.withSlot(ctx, t, s.retry, s.log, func(ctx context.Context) error {
+		return s.h.ProcessTask(ctx, t)
+	})
+}
+
+// lastAttempt reports whether the task of ctx has used up its retries.
+func lastAttempt(ctx context.Context) bool {
+	n, ok := asynq.GetRetryCount(ctx)
+	most, _ := asynq.GetMaxRetry(ctx)
+	return ok && n >= most
 }
 
 // asynqLogger sends asynq's logs to slog.
