@@ -99,6 +99,8 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	_, err = NewLocks(rdb).Lock(ctx, "octo/hello#3", task.ID, time.Minute)
 	must(err)
 	must(NewWorkerLeases(rdb, 0).Hold(ctx, "worker/h/1/ab", "h"))
+	_, err = NewSlots(rdb, 1).Acquire(ctx, task)
+	must(err)
 	audit, err := NewAudit(rdb, AuditOptions{MaxLen: 100, MaxAge: ttl})
 	must(err)
 	must(audit.Append(ctx, app.AuditEntryFor(app.AuditCommand, &task, "/agent fix")))

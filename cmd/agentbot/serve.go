@@ -32,6 +32,9 @@ const (
 	defaultAdminAddr = "127.0.0.1:8081"
 	// drainTimeout bounds how long SIGTERM waits for in-flight requests.
 	drainTimeout = 10 * time.Second
+	// replicaWait bounds the wait for --redis-min-replicas replicas: the
+	// webhook's whole Redis work has webhook.DefaultTimeout.
+	replicaWait = time.Second
 )
 
 // serveConfig is what "agentbot serve" reads from its flags and environment.
@@ -42,7 +45,10 @@ type serveConfig struct {
 	noWorkers  bool
 	adminAddr  string
 	adminToken string
-	worker     workerConfig
+	// minReplicas is how many Redis replicas must hold a delivery's task
+	// before it is answered 202.
+	minReplicas int
+	worker      workerConfig
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -50,6 +56,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.redisURL, "redis-url", defaultRedisURL, "Redis holding the queue")
 	fs.StringVar(&c.secretFile, "webhook-secret-file", "",
 		"file with the webhook secret; several, separated by commas or newlines, during a rotation (or set AGENTBOT_WEBHOOK_SECRET)")
+	fs.IntVar(&c.minReplicas, "redis-min-replicas", 0,
+		"answer a webhook 202 only once this many Redis replicas hold its task, else 503 so GitHub redelivers (0: do not wait; 1 with Sentinel)")
 	fs.BoolVar(&c.noWorkers, "no-workers", false, "serve the webhook intake only, no workers")
 	fs.StringVar(&c.adminAddr, "admin-addr", defaultAdminAddr, `address of the read-only admin pages (task list, traces); "off" for none; off loopback, a token is required`)
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token the admin pages require; prefer AGENTBOT_ADMIN_TOKEN, which ps does not show")
@@ -62,6 +70,9 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	cfg.register(fs)
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
+	}
+	if _, err := cfg.worker.maxPerInstallation(); err != nil {
+		return err // before the intake opens its port
 	}
 	secretFile := cfg.secretFile
 	if secretFile == "" && env.Getenv("AGENTBOT_WEBHOOK_SECRET") == "" && cfg.worker.app.appDir != "" {
@@ -184,7 +195,10 @@ func newIntake(rdb redis.UniversalClient, reg *prometheus.Registry, secrets [][]
 	if err != nil {
 		return nil, err
 	}
-	q := cfg.worker.retention.client(rdb)
+	q, err := cfg.worker.retention.client(rdb).WithMinReplicas(cfg.minReplicas, replicaWait)
+	if err != nil {
+		return nil, fmt.Errorf("--redis-min-replicas: %w", err)
+	}
 	h, err := webhook.NewHandler(webhook.Config{
 		Secrets: secrets, Queue: q, Deliveries: q, Metrics: metrics, Logger: log,
 	})

@@ -44,6 +44,9 @@ type workerConfig struct {
 	telemetry   telemetryFlags
 	models      app.Models
 	app         *appFlags
+
+	// perInstallation is --max-per-installation: 0 for half of concurrency.
+	perInstallation int
 }
 
 func (c *workerConfig) register(fs *flag.FlagSet) {
@@ -55,6 +58,8 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
+	fs.IntVar(&c.perInstallation, "max-per-installation", 0,
+		"tasks of one installation run at once by all workers sharing the Redis, so that one installation's backlog never holds up another's (0: half of --concurrency, at least 1)")
 	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
 	fs.StringVar(&c.label, "trigger-label", "", "the issue label that asks for a fix where neither the server config's policy nor the repository's names one (default agent:fix)")
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
@@ -87,6 +92,10 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 // hands back what is running. Outcomes are counted in metrics when the
 // process exports them (serve); nil otherwise.
 func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
+	perInstallation, err := cfg.maxPerInstallation()
+	if err != nil {
+		return err
+	}
 	id, err := cfg.app.identity()
 	if err != nil {
 		return err
@@ -165,8 +174,22 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
-	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run,
+	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{
+		Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log, MaxPerInstallation: perInstallation,
+	}).Run,
 		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
+}
+
+// maxPerInstallation is the limit of one installation's running tasks:
+// --max-per-installation, or half of --concurrency.
+func (c *workerConfig) maxPerInstallation() (int, error) {
+	switch {
+	case c.perInstallation < 0:
+		return 0, fmt.Errorf("--max-per-installation %d: must not be negative", c.perInstallation)
+	case c.perInstallation == 0:
+		return max(c.concurrency/2, 1), nil
+	}
+	return c.perInstallation, nil
 }
 
 // workerIDPrefix starts the id of every worker that holds a lease. Other
