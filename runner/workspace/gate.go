@@ -40,6 +40,9 @@ type GateReport struct {
 	FilesChanged int
 	LinesAdded   int
 	LinesDeleted int
+	// Tampering lists the changed tests, check inputs and CI files, for
+	// reviewers; it is computed whether or not the gate passes.
+	Tampering app.Tampering
 }
 
 // Gate recomputes the change on the host and checks it against policy:
@@ -70,6 +73,7 @@ func (w *Workspace) Gate(ctx context.Context, policy app.Policy) (GateReport, er
 	if err != nil {
 		return rep, fmt.Errorf("gate: parse diff: %w", err)
 	}
+	rep.Tampering = tampering(files, policy.Checks)
 	entries, links, err := w.treeEntries(ctx, tree)
 	if err != nil {
 		return rep, fmt.Errorf("gate: %w", err)
