@@ -27,15 +27,15 @@ func TestGateReportsTampering(t *testing.T) {
 	w := e.checkout(t, "octo/tamper", "main")
 	writeFiles(t, w.Dir(), map[string]string{
 		// TestAdd removed; TestMoved reformatted, not removed.
-		"calc_test.go":       "package calc\n\nimport \"testing\"\n\nfunc TestMoved(t *testing.T) {\n\tt.Skip(\"flaky\")\n}\n",
-		"tests/test_api.py":  "import pytest\n\n@pytest.mark.skip(reason=\"later\")\ndef test_get():\n    assert True\n",
-		"web/app.spec.ts":    "describe('app', () => {\n  it.skip('renders', () => {});\n  xit('new', () => {});\n});\n",
-		"scripts/check.sh*":  "#!/bin/sh\nexit 0\n",
-		"Makefile":           "test:\n\ttrue\n",
-		".GitHub/CODEOWNERS": "* @someone\n",
-		"docs/readme.md":     "more docs\n",
+		"calc_test.go":      "package calc\n\nimport \"testing\"\n\nfunc TestMoved(t *testing.T) {\n\tt.Skip(\"flaky\")\n}\n",
+		"tests/test_api.py": "import pytest\n\n@pytest.mark.skip(reason=\"later\")\ndef test_get():\n    assert True\n",
+		"web/app.spec.ts":   "describe('app', () => {\n  it.skip('renders', () => {});\n  xit('new', () => {});\n});\n",
+		"scripts/check.sh*": "#!/bin/sh\nexit 0\n",
+		"Makefile":          "test:\n\ttrue\n",
+		"CODEOWNERS":        "* @someone\n",
+		"docs/readme.md":    "more docs\n",
 	})
-	policy := app.Policy{Paths: app.Paths{Allow: []string{"**"}},
+	policy := app.Policy{Paths: app.Paths{Allow: []string{"**", "CODEOWNERS"}},
 		Checks: []app.Check{{Name: "test", Run: "sh ./scripts/check.sh && make test"}}}
 	rep, err := w.Gate(t.Context(), policy)
 	if err != nil {
@@ -49,12 +49,12 @@ func TestGateReportsTampering(t *testing.T) {
 		t.Error("docs/readme.md is reported, but it is neither a test, a check input nor CI")
 	}
 	want := map[string][]app.TamperKind{
-		"calc_test.go":       {app.TamperTest},
-		"tests/test_api.py":  {app.TamperTest},
-		"web/app.spec.ts":    {app.TamperTest},
-		"scripts/check.sh":   {app.TamperCheck},
-		"Makefile":           {app.TamperCheck},
-		".GitHub/CODEOWNERS": {app.TamperCI},
+		"calc_test.go":      {app.TamperTest},
+		"tests/test_api.py": {app.TamperTest},
+		"web/app.spec.ts":   {app.TamperTest},
+		"scripts/check.sh":  {app.TamperCheck},
+		"Makefile":          {app.TamperCheck},
+		"CODEOWNERS":        {app.TamperCI},
 	}
 	for p, kinds := range want {
 		f, ok := got[p]
