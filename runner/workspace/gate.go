@@ -43,15 +43,22 @@ type GateReport struct {
 	Tampering app.Tampering
 }
 
-// Gate recomputes the change on the host and checks it against policy:
-// every touched path (both sides of a rename) against Paths, the number of
-// files and of lines changed against Limits (a zero limit is no limit), no
-// protected path (.github/, CODEOWNERS, the policy file) unless paths.allow
-// names it explicitly (see app.Paths.Check), no symlink at or above a
-// denied path and no change reached through one, no submodule (gitlink or .gitmodules) and no nested repository, no symlink
-// that is absolute or leads outside the tree, and no file over the
-// Manager's size cap. Executable regular files are allowed; git records no
-// other mode bits.
+// Gate recomputes the change on the host and checks it against policy.
+// Before git reads the tree, the tree scan (see snapshot) refuses FIFOs,
+// sockets and devices, names git refuses, oversize files and too many new
+// files. Then, over the diff: every touched path (both sides of a rename)
+// against Paths, deny globs regardless of case; no protected path
+// (.github/, CODEOWNERS, the policy file) unless paths.allow names it
+// explicitly (see app.Paths.Check); no symlink at or above a denied path
+// and no change reached through one; the number of files and of lines
+// changed against Limits (a zero limit is no limit); no submodule (gitlink
+// or .gitmodules) and no nested repository; no symlink that is absolute or
+// leads outside the tree; no file over the Manager's size cap. Executable
+// regular files are allowed; git records no other mode bits.
+//
+// The report also lists, in Tampering, every changed test, check input and
+// CI file, with the tests removed and the skips added, for the pull
+// request and the check run to show.
 //
 // A violation is an *app.Error with code app.EPolicy naming each path and
 // rule; the report is returned either way. Only a passing Gate lets Commit
