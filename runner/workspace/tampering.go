@@ -111,7 +111,7 @@ func sensitiveKinds(name string, named map[string]bool) []app.TamperKind {
 	if testFileRE.MatchString(base) || slices.ContainsFunc(dirs, func(d string) bool { return slices.Contains(testDirs, d) }) {
 		kinds = append(kinds, app.TamperTest)
 	}
-	if named[lower] || slices.Contains(checkFiles, base) || checkConfigRE.MatchString(base) {
+	if namedBy(named, lower) || slices.Contains(checkFiles, base) || checkConfigRE.MatchString(base) {
 		kinds = append(kinds, app.TamperCheck)
 	}
 	top, _, _ := strings.Cut(lower, "/")
@@ -119,6 +119,17 @@ func sensitiveKinds(name string, named map[string]bool) []app.TamperKind {
 		kinds = append(kinds, app.TamperCI)
 	}
 	return kinds
+}
+
+// namedBy reports whether a check names the file or a directory holding it
+// ("pytest tests/" runs every file under tests/).
+func namedBy(named map[string]bool, lower string) bool {
+	for p := lower; p != "."; p = path.Dir(p) {
+		if named[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // checkInputs returns the tree-relative paths, lowered, that the checks'

@@ -34,9 +34,10 @@ func TestGateReportsTampering(t *testing.T) {
 		"Makefile":          "test:\n\ttrue\n",
 		"CODEOWNERS":        "* @someone\n",
 		"docs/readme.md":    "more docs\n",
+		"lint/rules.toml":   "strict = false\n",
 	})
 	policy := app.Policy{Paths: app.Paths{Allow: []string{"**", "CODEOWNERS"}},
-		Checks: []app.Check{{Name: "test", Run: "sh ./scripts/check.sh && make test"}}}
+		Checks: []app.Check{{Name: "test", Run: "sh ./scripts/check.sh && make test"}, {Name: "lint", Run: "ruff lint/"}}}
 	rep, err := w.Gate(t.Context(), policy)
 	if err != nil {
 		t.Fatal(err)
