@@ -3,8 +3,6 @@ package app
 import (
 	"fmt"
 	"time"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // PolicyPath is where a repository keeps its policy, on the default branch.
@@ -65,26 +63,11 @@ type SandboxSpec struct {
 	Timeout time.Duration // wall clock for the whole agent phase
 }
 
-// Paths says which files the agent may write. Deny wins over Allow.
+// Paths says which files the agent may write. Deny wins over Allow, and a
+// protected path (see Protected) needs an allow glob that names it.
 type Paths struct {
 	Allow []string
 	Deny  []string
-}
-
-// Check returns nil when the slash-separated, tree-relative path may be
-// written, or an *Error that names the rule refusing it.
-func (p Paths) Check(path string) error {
-	for _, g := range p.Deny {
-		if doublestar.MatchUnvalidated(g, path) {
-			return Errorf(EPolicy, "%s matches the denied path %q", path, g)
-		}
-	}
-	for _, g := range p.Allow {
-		if doublestar.MatchUnvalidated(g, path) {
-			return nil
-		}
-	}
-	return Errorf(EPolicy, "%s is outside the allowed paths %q", path, p.Allow)
 }
 
 // Limits are the task's budgets.

@@ -32,7 +32,7 @@ setup: {network: false, run: [], timeout: 10m}
 sandbox: {cpus: 2, memory: 4GiB, pids: 512, timeout: 45m}
 paths:
   allow: ["**"]
-  deny: [".github/workflows/**", "**/*.pem", "**/.env*"]
+  deny: [".github/**", ".github/agent.yml", "**/CODEOWNERS", "**/*.pem", "**/.env*"]
 limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h}
 tools: {write: auto, shell: auto}
 pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment}

@@ -259,6 +259,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
+	var tamper app.Tampering
 	if tk.prog.Pushed == "" {
 		if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "gate and push"); err != nil {
 			return err
@@ -272,6 +273,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			}
 			return err
 		}
+		tamper = report.Tampering
 		// The commit's date is kept before the commit is made, so that a
 		// worker that dies between the push and the save below makes the
 		// same commit again on resume and finds the branch already there.
@@ -305,7 +307,11 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			return err
 		}
 		r.phase(ctx, tk, "push")
+	} else {
+		// Resumed after the push: the pushed tree is the saved diff's.
+		tamper = savedTampering(tk, st)
 	}
+	body += tamperingSection(tamper)
 	if err := r.auditPush(ctx, tk); err != nil {
 		return err
 	}
@@ -327,7 +333,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return r.fail(ctx, tk, st, *failed)
 	}
 	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: r.checkText(ctx, tk, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}

@@ -523,3 +523,26 @@ func TestOrphanSweepByLease(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A command cannot land a huge file on the worker's disk through the work
+// tree: a write past the file size limit fails.
+func TestHugeFileStoppedByFileSizeLimit(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	tree := sandboxtest.WorkTree(t)
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
+	res := shell(t, c, "dd if=/dev/zero of=/workspace/huge.bin bs=1M count=512")
+	if res.ExitCode == 0 {
+		t.Errorf("dd of 512 MiB exited 0; stderr %q", res.Stderr)
+	}
+	fi, err := os.Stat(filepath.Join(tree, "huge.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > docker.DefaultMaxFileSize {
+		t.Errorf("huge.bin is %d bytes on the host, over the limit of %d", fi.Size(), docker.DefaultMaxFileSize)
+	}
+	// The sandbox goes on; a file within the limit is written whole.
+	if res := shell(t, c, "rm huge.bin && dd if=/dev/zero of=ok.bin bs=1M count=8 2>/dev/null && stat -c %s ok.bin"); strings.TrimSpace(string(res.Stdout)) != "8388608" {
+		t.Errorf("after the refused write: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
