@@ -17,6 +17,8 @@
 //	agentbot:tasks           sorted set of task ids by received time, trimmed to
 //	                         the retention as tasks arrive
 //	agentbot:delivery:{id}   a webhook delivery already answered, for DeliveryTTL
+//	agentbot:body:{sha256}   the delivery id that first carried a queued webhook
+//	                         body (hex SHA-256 of the body), for DeliveryTTL
 //
 // and asynq's own keys under "asynq:".
 package queue

@@ -18,6 +18,7 @@ type nopQueue struct{}
 func (nopQueue) Enqueue(context.Context, app.Task) (bool, error)              { return false, nil }
 func (nopQueue) EnqueueEvent(context.Context, app.OutcomeEvent) (bool, error) { return false, nil }
 func (nopQueue) MarkSeen(context.Context, string) (bool, error)               { return false, nil }
+func (nopQueue) ClaimBody(_ context.Context, _, d string) (string, error)     { return d, nil }
 func (nopQueue) Ping(context.Context) error                                   { return nil }
 
 func main() {
