@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,10 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
 )
@@ -103,12 +101,13 @@ func flood(t testing.TB, client *http.Client, url string, n int, size int64, sig
 }
 
 // TestUnsignedFloodKeepsHeapFlat sends 32 forged 25 MiB bodies at once: the
-// heap may grow by the bodies in flight the budget allows (64 MiB) and the
-// garbage the collector has not yet taken, never by 32 bodies (800 MiB).
-// Each is refused, as forged (401) or over the budget (503, Retry-After).
+// heap may grow by the bodies in flight the budget allows (64 MiB) and some
+// slack, never by 32 bodies (800 MiB), nor by the garbage of bodies read
+// one after another. Each is refused, as forged (401) or over the budget
+// (503, Retry-After); one without a signature is refused unread.
 func TestUnsignedFloodKeepsHeapFlat(t *testing.T) {
 	in := startIntake(t, nil)
-	const limit = 150 << 20
+	const limit = webhook.DefaultBodyBudget + 36<<20
 	for _, sig := range []string{forged, ""} {
 		statuses, retry, peak := flood(t, in.http, in.url+"/webhook", 32, webhook.MaxBody, sig)
 		t.Logf("signature %q: answers %v, %d with Retry-After, heap grew %.1f MiB at its peak", sig, statuses, retry, float64(peak)/(1<<20))
@@ -146,108 +145,69 @@ func BenchmarkUnsignedFlood(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 }
 
-// gatedBody is a body that sends its first byte and then waits for open
-// to be closed before it ends.
-type gatedBody struct {
-	sent bool
-	open chan struct{}
-}
-
-func (g *gatedBody) Read(p []byte) (int, error) {
-	if !g.sent {
-		g.sent = true
-		p[0] = '{'
-		return 1, nil
-	}
-	<-g.open
-	return 0, io.EOF
-}
-
-// TestBodyBudget holds the whole budget with one slow body: a signed
-// delivery that arrives meanwhile is refused at once with 503 and
-// Retry-After, and accepted when redelivered after.
+// TestBodyBudget holds most of the budget with two 25 MiB bodies that
+// stop short of their end: a signed 15 MiB delivery that arrives meanwhile
+// is refused at once with 503 and Retry-After, and accepted when
+// redelivered after they are gone.
 func TestBodyBudget(t *testing.T) {
-	rs := redistest.Start(t)
-	rdb, err := queue.Connect(rs.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	reg := prometheus.NewRegistry()
-	m, err := webhook.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := queue.NewClient(rdb)
-	cfg := webhook.Config{Secrets: [][]byte{secret}, Queue: c, Deliveries: c, Metrics: m,
-		Logger: slog.New(slog.DiscardHandler), BodyBudget: webhook.MaxBody}
-	h, err := webhook.NewHandler(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(webhook.NewServer(h, c, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
-	t.Cleanup(srv.Close)
-
-	slow := &gatedBody{open: make(chan struct{})}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/webhook", slow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = webhook.MaxBody
-	req.Header.Set("X-Hub-Signature-256", forged)
-	slowDone := make(chan error, 1)
-	go func() {
-		resp, err := srv.Client().Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		slowDone <- err
-	}()
-
-	payload := webhooktest.IssueComment("/agent fix")
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	deadline := time.Now().Add(10 * time.Second)
-	delivery := ""
-	for i := 0; ; i++ {
-		delivery = fmt.Sprint("while-full-", i)
-		resp, err := post(ctx, srv.Client(), srv.URL+"/webhook", delivery, payload)
+	in := startIntake(t, nil)
+	var conns []net.Conn
+	for range 2 {
+		// Written by hand, so that the bytes are on the wire while the
+		// end never comes.
+		conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			if resp.Header.Get("Retry-After") == "" {
-				t.Error("503 without Retry-After")
-			}
-			break
+		defer conn.Close()
+		conns = append(conns, conn)
+		fmt.Fprintf(conn, "POST /webhook HTTP/1.1\r\nHost: intake\r\nX-Hub-Signature-256: %s\r\nContent-Length: %d\r\n\r\n", forged, webhook.MaxBody)
+		if _, err := io.Copy(conn, io.LimitReader(filler{}, webhook.MaxBody-1)); err != nil {
+			t.Fatal(err)
 		}
-		// The slow body may not have reached the handler yet.
-		if resp.StatusCode != http.StatusAccepted || time.Now().After(deadline) {
-			t.Fatalf("with the budget held: %d; want 503", resp.StatusCode)
-		}
-		payload = webhooktest.IssueComment("/agent fix")
-		time.Sleep(20 * time.Millisecond)
 	}
-	close(slow.open)
-	<-slowDone // the short body ends the request: the budget is given back once the server sees it end
 
+	payload := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) {
+		m["padding"] = strings.Repeat(" ", 15<<20)
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	resp, err := post(ctx, in.http, in.url+"/webhook", "while-full", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("with the budget held: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := post(ctx, srv.Client(), srv.URL+"/webhook", delivery, payload)
+		resp, err := post(ctx, in.http, in.url+"/webhook", "while-full", payload)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if resp.StatusCode == http.StatusAccepted {
 			break
 		}
+		// The server gives the budget back once it sees the bodies end.
 		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
 			t.Fatalf("redelivery with the budget free: %d; want 202", resp.StatusCode)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	if _, err := webhook.NewHandler(webhook.Config{Secrets: cfg.Secrets, Queue: c, Deliveries: c, Metrics: m,
-		BodyBudget: webhook.MaxBody - 1}); err == nil || !strings.Contains(err.Error(), "budget") {
-		t.Errorf("a budget below MaxBody: %v; want an error naming the budget", err)
+	rdb := redis.NewClient(&redis.Options{Addr: in.redis.Addr})
+	defer rdb.Close()
+	c := queue.NewClient(rdb)
+	m, err := webhook.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := webhook.NewHandler(webhook.Config{Secrets: [][]byte{secret}, Queue: c, Deliveries: c, Metrics: m,
+		BodyBudget: 2 * webhook.MaxBody}); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("a budget below twice MaxBody: %v; want an error naming the budget", err)
 	}
 }
 

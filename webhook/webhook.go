@@ -78,8 +78,9 @@ type Config struct {
 	Command    string        // the command word; app.DefaultCommand when empty
 	Timeout    time.Duration // DefaultTimeout when 0
 	// BodyBudget bounds the bytes of request bodies held at once by all
-	// deliveries in flight; DefaultBodyBudget when 0. It must be at least
-	// MaxBody, or the largest payloads could never be read.
+	// deliveries in flight; DefaultBodyBudget when 0. It must hold the
+	// largest payload twice (read, then in one piece), or that could never
+	// be accepted.
 	BodyBudget int64
 }
 
@@ -115,8 +116,9 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.BodyBudget == 0 {
 		cfg.BodyBudget = DefaultBodyBudget
 	}
-	if cfg.BodyBudget < MaxBody {
-		return nil, fmt.Errorf("webhook: body budget %d bytes is below the %d of the largest payload", cfg.BodyBudget, MaxBody)
+	// The largest payload is held twice, read and then in one piece.
+	if least := int64(2*MaxBody + chunkSize); cfg.BodyBudget < least {
+		return nil, fmt.Errorf("webhook: body budget %d bytes is below the %d the largest payload needs", cfg.BodyBudget, least)
 	}
 	return &Handler{cfg: cfg, budget: &byteBudget{limit: cfg.BodyBudget}}, nil
 }
@@ -194,24 +196,29 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 		return tooLarge
 	}
 	digest := sha256.New()
-	body, held, err := h.readBody(http.MaxBytesReader(w, r.Body, MaxBody), r.ContentLength, io.MultiWriter(v, digest))
+	in := &body{budget: h.budget}
 	// The body is given back to the budget once answered: until then the
 	// task's fields may still be read out of it.
-	defer h.budget.give(held)
+	defer in.release()
+	err := in.readFrom(http.MaxBytesReader(w, r.Body, MaxBody), io.MultiWriter(v, digest))
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		tooLarge.err = err
 		return tooLarge
 	}
+	busy := fail(http.StatusServiceUnavailable, "busy", "too many deliveries in flight, redeliver later", errBusy)
+	busy.retry = true
 	if errors.Is(err, errBusy) {
-		a := fail(http.StatusServiceUnavailable, "busy", "too many deliveries in flight, redeliver later", err)
-		a.retry = true
-		return a
+		return busy
 	}
 	if err != nil {
 		return fail(http.StatusBadRequest, "invalid", "cannot read the body", err)
 	}
 	if !v.valid() {
 		return unauthorized
+	}
+	body, err := in.bytes()
+	if err != nil {
+		return busy
 	}
 	if event == "" || delivery == "" || len(delivery) > 128 {
 		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
