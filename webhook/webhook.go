@@ -197,8 +197,8 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 	}
 	digest := sha256.New()
 	in := &body{budget: h.budget}
-	// The body is given back to the budget once answered: until then the
-	// task's fields may still be read out of it.
+	// Its pieces, and the copy of an authentic body, are given back to the
+	// budget once the delivery is answered.
 	defer in.release()
 	err := in.readFrom(http.MaxBytesReader(w, r.Body, MaxBody), io.MultiWriter(v, digest))
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -216,7 +216,7 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 	if !v.valid() {
 		return unauthorized
 	}
-	body, err := in.bytes()
+	payload, err := in.bytes()
 	if err != nil {
 		return busy
 	}
@@ -226,9 +226,9 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 
 	var a answer
 	if isOutcomeEvent(event) {
-		a = h.interpretOutcome(event, delivery, body)
+		a = h.interpretOutcome(event, delivery, payload)
 	} else {
-		a = h.interpret(event, delivery, body)
+		a = h.interpret(event, delivery, payload)
 	}
 	if a.status == http.StatusBadRequest {
 		return a
