@@ -193,12 +193,25 @@ var entity = regexp.MustCompile(`&(#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]
 func inertProse(s string) string {
 	s = entity.ReplaceAllString(s, "&amp;$1;")
 	s = htmlStart.ReplaceAllString(s, "&lt;$1")
-	// A mention's @ may be the character before the next one's match
-	// ("@a @b"), so a second pass takes those the first left.
+	return breakMentions(s)
+}
+
+// breakMentions puts a joiner after the @ of every mention in s. A
+// mention's @ may be the character before the next one's match ("@a-@b"),
+// so a second pass takes those the first left.
+func breakMentions(s string) string {
 	for range 2 {
 		s = mention.ReplaceAllString(s, "$1@"+zwj+"$2")
 	}
 	return s
+}
+
+// InertPlain returns plain text written by the model (a pull request's
+// title, a commit message) with closing keywords that do not name own and
+// @-mentions broken: a commit that reaches the default branch closes the
+// issues its message names, whatever the pull request's body says.
+func InertPlain(s string, own IssueRef) string {
+	return breakMentions(inertClosing(s, own))
 }
 
 // CodeBlock returns text (the model's, or output its code made) as a

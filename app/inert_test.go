@@ -70,6 +70,19 @@ func TestInert(t *testing.T) {
 	}
 }
 
+func TestInertPlain(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"Fix off-by-one (fixes #12, @alice)", "Fix off-by-one (fixes\u200d #12, @\u200dalice)"},
+		{"Fixes #7 <b>&amp;</b> `x`", "Fixes #7 <b>&amp;</b> `x`"},
+		{"closes octo/hello#8\n\ncc @a-@b", "closes\u200d octo/hello#8\n\ncc @\u200da-@\u200db"},
+	}
+	for _, c := range cases {
+		if got := InertPlain(c.in, own); got != c.want {
+			t.Errorf("InertPlain(%q)\n got %q\nwant %q", c.in, got, c.want)
+		}
+	}
+}
+
 func TestCodeBlock(t *testing.T) {
 	cases := []struct{ name, in, info, want string }{
 		{"plain", "ok", "", "```\nok\n```\n"},

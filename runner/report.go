@@ -212,7 +212,7 @@ func trace(st *agent.State) string {
 // or the issue's title.
 func prTitle(tk *task, st *agent.State) string {
 	if t := firstLine(st.Summary); t != "" {
-		return head(t, 72)
+		return head(app.InertPlain(t, ownIssue(tk)), 72)
 	}
 	return head("Fix: "+tk.issue.Title, 72)
 }
@@ -220,7 +220,7 @@ func prTitle(tk *task, st *agent.State) string {
 func commitMessage(tk *task, st *agent.State) string {
 	msg := prTitle(tk, st) + "\n"
 	if s := strings.TrimSpace(st.Summary); s != "" && s != firstLine(s) {
-		msg += "\n" + s + "\n"
+		msg += "\n" + app.InertPlain(s, ownIssue(tk)) + "\n"
 	}
 	return msg + fmt.Sprintf("\nAsked by @%s on #%d.\n", tk.Requester, tk.Number)
 }

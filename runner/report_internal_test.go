@@ -88,6 +88,14 @@ func TestModelTextIsInert(t *testing.T) {
 		t.Errorf("the pull request body no longer closes its own issue:\n%s", body)
 	}
 
+	// A commit that reaches the default branch closes what its message
+	// names; a squash merge's message starts with the title.
+	for what, text := range map[string]string{"the title": prTitle(tk, &agent.State{Summary: "Fixes #99 for @mallory"}), "the commit message": commitMessage(tk, st)} {
+		if m := closing.FindString(text); m != "" || strings.Contains(text, "@mallory") {
+			t.Errorf("%s closes or mentions: %q", what, text)
+		}
+	}
+
 	st.Stop = &agent.Stop{Reason: "same_failure", Detail: hostile}
 	assertInert(t, "the failure comment", failureText(tk, st, failure{stop: st.Stop}),
 		"<summary>Partial diff</summary>", "<blockquote>\n<p>fix</p>\n</blockquote>")
