@@ -37,7 +37,8 @@ func quoteRequest(tk *task) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "@%s asked on #%d", tk.Requester, tk.Number)
 	if tk.issue.Title != "" {
-		fmt.Fprintf(&b, " (%s)", tk.issue.Title)
+		// Anyone may open an issue: its title is no safer than the model's.
+		fmt.Fprintf(&b, " (%s)", app.Inert(tk.issue.Title, ownIssue(tk)))
 	}
 	b.WriteString(":\n\n")
 	for line := range strings.SplitSeq(what, "\n") {
@@ -214,7 +215,7 @@ func prTitle(tk *task, st *agent.State) string {
 	if t := firstLine(st.Summary); t != "" {
 		return head(app.InertPlain(t, ownIssue(tk)), 72)
 	}
-	return head("Fix: "+tk.issue.Title, 72)
+	return head("Fix: "+app.InertPlain(tk.issue.Title, ownIssue(tk)), 72)
 }
 
 func commitMessage(tk *task, st *agent.State) string {

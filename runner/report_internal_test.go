@@ -68,7 +68,7 @@ func assertInert(t *testing.T, what, text string, wants ...string) {
 
 func hostileTask() (*task, *agent.State) {
 	tk := &task{Task: &app.Task{ID: "t1", Repo: "octo/hello", Number: 7, Requester: "alice", Verb: app.VerbFix}}
-	tk.issue.Title = "Off by one"
+	tk.issue.Title = "Off by one, fixes #99 @mallory <!--"
 	st := &agent.State{
 		Summary: hostile,
 		Diff:    "+" + strings.ReplaceAll(hostile, "\n", "\n+"),
@@ -90,7 +90,8 @@ func TestModelTextIsInert(t *testing.T) {
 
 	// A commit that reaches the default branch closes what its message
 	// names; a squash merge's message starts with the title.
-	for what, text := range map[string]string{"the title": prTitle(tk, &agent.State{Summary: "Fixes #99 for @mallory"}), "the commit message": commitMessage(tk, st)} {
+	for what, text := range map[string]string{"the title": prTitle(tk, &agent.State{Summary: "Fixes #99 for @mallory"}), "the commit message": commitMessage(tk, st),
+		"the title from the issue's": prTitle(tk, &agent.State{})} {
 		if m := closing.FindString(text); m != "" || strings.Contains(text, "@mallory") {
 			t.Errorf("%s closes or mentions: %q", what, text)
 		}
