@@ -64,34 +64,25 @@ func (t Tampering) Markdown() string {
 			lines += " (deleted)"
 		}
 		// A table cell ends at a pipe, even inside a code span.
-		fmt.Fprintf(&sb, "| %s | %s | %s |\n", strings.ReplaceAll(codeSpan(f.Path), "|", "\\|"), strings.Join(kinds, ", "), lines)
+		fmt.Fprintf(&sb, "| %s | %s | %s |\n", strings.ReplaceAll(inlineCode(f.Path), "|", "\\|"), strings.Join(kinds, ", "), lines)
 	}
 	for _, f := range t.Files {
 		for _, name := range f.RemovedTests {
-			fmt.Fprintf(&sb, "\n- ⚠️ test removed: %s in %s", codeSpan(name), codeSpan(f.Path))
+			fmt.Fprintf(&sb, "\n- ⚠️ test removed: %s in %s", inlineCode(name), inlineCode(f.Path))
 		}
 		for _, line := range f.AddedSkips {
-			fmt.Fprintf(&sb, "\n- ⚠️ skip added in %s: %s", codeSpan(f.Path), codeSpan(line))
+			fmt.Fprintf(&sb, "\n- ⚠️ skip added in %s: %s", inlineCode(f.Path), inlineCode(line))
 		}
 	}
 	sb.WriteString("\n")
 	return sb.String()
 }
 
-// codeSpan writes s as inline code that nothing in s can close: a fence
+// inlineCode writes s as inline code that nothing in s can close: a fence
 // longer than any run of backticks in s, and no line break.
-func codeSpan(s string) string {
+func inlineCode(s string) string {
 	s = strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
-	longest, run := 0, 0
-	for _, r := range s {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
+	fence := strings.Repeat("`", longestBacktickRun(s)+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		return fence + " " + s + " " + fence
 	}

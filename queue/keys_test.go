@@ -85,6 +85,8 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	must(err)
 	_, err = c.MarkSeen(ctx, task.Delivery)
 	must(err)
+	_, err = c.ClaimBody(ctx, strings.Repeat("ab", 32), task.Delivery)
+	must(err)
 	_, err = c.EnqueueEvent(ctx, app.OutcomeEvent{ID: "e1", Repo: task.Repo})
 	must(err)
 	must(store.SetState(ctx, task.ID, app.StateRunning, "step 1"))

@@ -29,6 +29,7 @@
 //	agentbot:tasks                      zset    trimmed    task ids by received time (ms); tasks older than the retention leave it
 //	agentbot:issue:{repo}#{n}           zset    retention  ids of the tasks asked on one issue or pull request, by received time
 //	agentbot:delivery:{id}              string  72h        a webhook delivery already answered (DeliveryTTL)
+//	agentbot:body:{digest}              string  72h        the delivery that first carried a queued webhook body (its hex SHA-256), for DeliveryTTL
 //	agentbot:refusal:{repo}#{n}:{who}   string  1h         the one task that answers who a refusal on the issue (RefusalWindow)
 //	agentbot:lock:{key}                 string  lock       the task holding key (an issue); the TTL its owner renews
 //	agentbot:installation:{id}:running  zset    slot       ids of an installation's running tasks by lease expiry (ms); expires with the last lease (Slots)

@@ -255,7 +255,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	title, body := prTitle(tk, st), prBody(tk, st)
 	if failed != nil {
 		p.PullRequest.Draft = true
-		title = head("Draft: "+tk.issue.Title, 72)
+		title = head("Draft: "+app.InertPlain(tk.issue.Title, ownIssue(tk)), 72)
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}

@@ -35,13 +35,14 @@ func cmdAdmin(ctx context.Context, args []string, env Env) error {
 	}
 	defer rdb.Close()
 	log := newLogger(env.Stderr)
-	return listenAndServe(ctx, *addr, adminHandler(rdb, *token, log), log)
+	return listenAndServe(ctx, *addr, adminHandler(rdb, *addr, *token, log), log)
 }
 
-// adminHandler returns the admin pages over the queue's stores in rdb.
-func adminHandler(rdb redis.UniversalClient, token string, log *slog.Logger) http.Handler {
+// adminHandler returns the admin pages served on addr over the queue's
+// stores in rdb.
+func adminHandler(rdb redis.UniversalClient, addr, token string, log *slog.Logger) http.Handler {
 	src := adminSource{store: queue.NewStore(rdb), traces: queue.NewTraces(rdb, 0)}
-	return admin.NewHandler(admin.Config{Source: src, Token: token, Logger: log})
+	return admin.NewHandler(admin.Config{Source: src, Token: token, Addr: addr, Logger: log})
 }
 
 // adminSource is admin.Source over the task store and the traces.

@@ -71,7 +71,6 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512},
 	}
-	payload := webhooktest.IssueComment("/agent fix the flaky test\nSee the CI log above.")
 	run := uuid.NewString()
 	n := int(duration.Seconds() * float64(rate))
 	interval := time.Second / time.Duration(rate)
@@ -92,6 +91,9 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 			}
 		}
 		res.sent++
+		// Each delivery is its own comment, as GitHub's are; the same body
+		// twice would be answered as a replay.
+		payload := webhooktest.IssueComment("/agent fix the flaky test\nSee the CI log above.")
 		wg.Go(func() {
 			t0 := time.Now()
 			r, err := webhooktest.Deliver(ctx, client, url, secret, "issue_comment", fmt.Sprintf("%s-%d", run, i), payload)

@@ -109,7 +109,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	}}
 	if adminOn {
 		parts = append(parts, func(ctx context.Context) error {
-			return listenAndServe(ctx, cfg.adminAddr, adminHandler(rdb, cfg.adminToken, log), log.With("server", "admin"))
+			return listenAndServe(ctx, cfg.adminAddr, adminHandler(rdb, cfg.adminAddr, cfg.adminToken, log), log.With("server", "admin"))
 		})
 	}
 	if !cfg.noWorkers {
