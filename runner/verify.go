@@ -109,7 +109,7 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	if v.Incident() {
 		detail := "the agent's sandbox: " + resultsLine(latestChecks(st.Checks)) + "; a fresh sandbox: " + resultsLine(v.Checks)
 		tk.log.Error("safety incident: the checks pass in the agent's sandbox and fail in a fresh one", "detail", detail)
-		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "disagrees", Detail: detail})
+		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
 		if err := r.audit(ctx, tk, app.AuditBlocked, "verification: nothing pushed as a fix; "+detail); err != nil {
 			return err
 		}

@@ -100,7 +100,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("check runs %+v; want one", runs)
 	}
-	for _, want := range []string{"### Trace of task `" + id + "`", "| model calls | 4 ", "| checks | 1 passed, 1 failed |", "`tool_call` **edit\\_file**", "**Phases:** admission"} {
+	for _, want := range []string{"### Trace of task `" + id + "`", "| model calls | 4 ", "| checks | 2 passed, 1 failed |", "`tool_call` **edit\\_file**", "**Phases:** admission"} {
 		if !strings.Contains(runs[0].Text, want) {
 			t.Errorf("check run text lacks %q:\n%s", want, runs[0].Text)
 		}
@@ -110,7 +110,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 	if err := run(ctx, []string{"tasks", "trace", id}, env); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"4 model calls", "5 tool calls", "checks 1 passed 1 failed", "model_call", "tool_call", "edit_file", "check", "phase", "push"} {
+	for _, want := range []string{"4 model calls", "5 tool calls", "checks 2 passed 1 failed", "model_call", "tool_call", "edit_file", "check", "phase", "push"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("agentbot tasks trace %s lacks %q:\n%s", id, want, out)
 		}
