@@ -83,7 +83,7 @@ func approvalText(tk *task, st *agent.State) string {
 }
 
 func doneText(tk *task, st *agent.State, pr app.PullRequest) string {
-	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, checksTable(st), usageLine(st), quoteRequest(tk))
+	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, checksSection(tk, st), usageLine(st), quoteRequest(tk))
 }
 
 // reasonLine is why a task stopped, in one line: the stop rule and its
@@ -97,6 +97,8 @@ func reasonLine(st *agent.State, f failure) string {
 		return app.Inert(f.setup.Error(), app.IssueRef{})
 	case f.gate != nil:
 		return app.Inert(firstLine(app.ErrorMessage(f.gate)), app.IssueRef{})
+	case f.verify != nil:
+		return verifyReason(f.verify)
 	case f.stop != nil:
 		return app.Inert(fmt.Sprintf("%s: %s", f.stop.Reason, f.stop.Detail), app.IssueRef{})
 	}
@@ -120,7 +122,9 @@ func failureText(tk *task, st *agent.State, f failure) string {
 	if f.gate != nil {
 		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n%s\n", app.CodeBlock(app.ErrorMessage(f.gate), "", ownIssue(tk)))
 	}
-	if c := lastFailure(st); c != nil {
+	if f.verify != nil {
+		b.WriteString(verificationText(f.verify))
+	} else if c := lastFailure(st); c != nil {
 		fmt.Fprintf(&b, "The last failing check was **%s** (`%s`, exit %d", c.Name, c.Run, c.ExitCode)
 		if c.TimedOut {
 			b.WriteString(", timed out")
@@ -130,7 +134,7 @@ func failureText(tk *task, st *agent.State, f failure) string {
 	if n := st.Counts; n.BlockedWrites+n.BlockedCommands > 0 {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
 	}
-	b.WriteString(checksTable(st) + "\n" + usageLine(st) + "\n\n")
+	b.WriteString(checksSection(tk, st) + "\n" + usageLine(st) + "\n\n")
 	diff := f.diff
 	if diff == "" {
 		diff = st.Diff
@@ -238,7 +242,7 @@ func prBody(tk *task, st *agent.State) string {
 	} else {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
-	b.WriteString("\n## Checks\n\n" + checksTable(st))
+	b.WriteString("\n## Checks\n\n" + checksSection(tk, st))
 	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
 	if tk.issue.Pull == nil {
 		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
