@@ -8,9 +8,19 @@ import (
 	"github.com/google/go-github/v62/github"
 )
 
-// maxPolicySize bounds a policy file; GitHub's contents API inlines files up
+// MaxPolicySize bounds a policy file; GitHub's contents API inlines files up
 // to 1 MB, and a policy is a few hundred bytes.
-const maxPolicySize = 256 << 10
+const MaxPolicySize = 256 << 10
+
+// CheckPolicySize refuses a policy file above MaxPolicySize; name is how
+// the message refers to the file. The worker and "agentbot config
+// validate" both call it, so that they refuse the same files.
+func CheckPolicySize(name string, size int64) error {
+	if size > MaxPolicySize {
+		return Errorf(EInvalid, "%s is %d bytes; a policy may have at most %d.", name, size, MaxPolicySize)
+	}
+	return nil
+}
 
 // LoadedPolicy is the policy that governs a task, with where it was read.
 type LoadedPolicy struct {
@@ -80,8 +90,9 @@ func (i *Installation) policyFile(ctx context.Context, repo string) (RepoInfo, s
 		return RepoInfo{}, "", nil, fmt.Errorf("read %s of %s@%s: %w", PolicyPath, repo, sha, err)
 	case file == nil || file.GetType() != "file":
 		return RepoInfo{}, "", nil, Errorf(EInvalid, "%s in %s is not a file.", PolicyPath, repo)
-	case file.GetSize() > maxPolicySize:
-		return RepoInfo{}, "", nil, Errorf(EInvalid, "%s in %s is %d bytes; a policy may have at most %d.", PolicyPath, repo, file.GetSize(), maxPolicySize)
+	}
+	if err := CheckPolicySize(PolicyPath+" in "+repo, int64(file.GetSize())); err != nil {
+		return RepoInfo{}, "", nil, err
 	}
 	data, err := file.GetContent()
 	if err != nil {

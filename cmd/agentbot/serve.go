@@ -63,6 +63,9 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	}
 	secretFile := cfg.secretFile
 	if secretFile == "" && env.Getenv("AGENTBOT_WEBHOOK_SECRET") == "" && cfg.worker.app.appDir != "" {
 		// The App directory that "agentbot setup" wrote holds the secret too.
@@ -78,16 +81,22 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 	}
+	// Everything is checked before Redis is dialled or a port opened: an
+	// intake must not take webhooks that its workers cannot run.
+	if !cfg.noWorkers {
+		if err := cfg.worker.check(env); err != nil {
+			return err
+		}
+	}
 	log := newLogger(env.Stderr)
-	// go-redis reports pool trouble through a process-wide logger; route it
-	// into the JSON log.
-	redis.SetLogger(redisLogger{log})
-
-	rdb, err := queue.Connect(cfg.redisURL)
+	rdb, err := connectRedis(ctx, cfg.redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	// go-redis reports pool trouble through a process-wide logger; once
+	// Redis has answered, what it says belongs in the JSON log.
+	redis.SetLogger(redisLogger{log})
 	reg := prometheus.NewRegistry()
 	routes, err := newIntake(rdb, reg, secrets, cfg, log)
 	if err != nil {
