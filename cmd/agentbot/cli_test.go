@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -202,5 +203,24 @@ func TestWorkerServesHealthAndMetrics(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("worker stopped with %v\n%s", err, logs)
+	}
+}
+
+func TestProbe(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	env, _, _ := testEnv(nil)
+	if err := run(t.Context(), []string{"probe", srv.URL + "/healthz"}, env); err != nil {
+		t.Errorf("probe of a healthy route: %v", err)
+	}
+	if err := run(t.Context(), []string{"probe", srv.URL + "/readyz"}, env); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("probe of a 503: %v; want the status named", err)
+	}
+	if err := run(t.Context(), []string{"probe", "http://127.0.0.1:1/healthz"}, env); err == nil || exitCode(err) != 1 {
+		t.Errorf("probe of nothing: %v", err)
 	}
 }

@@ -41,6 +41,7 @@ func commands() map[string]subcommand {
 		"tasks":        {cmdTasks, "list or show queued tasks and their state: tasks list | tasks show ID"},
 		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
+		"probe":        {cmdProbe, "ask a health route and succeed on a 2xx answer: the image's HEALTHCHECK (probe [URL])"},
 		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
 		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]"},
 		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},

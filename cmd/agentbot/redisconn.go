@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -31,6 +32,9 @@ func connectRedis(ctx context.Context, rawURL string) (*redis.Client, error) {
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
+		if _, ok := errors.AsType[redis.Error](err); ok {
+			return nil, fmt.Errorf("the Redis at %s refused the connection (%v): check the password and database in --redis-url (AGENTBOT_REDIS_URL)", redactURL(rawURL), err)
+		}
 		return nil, fmt.Errorf("no answer from Redis at %s (%v): start it, or point --redis-url (AGENTBOT_REDIS_URL) at one", redactURL(rawURL), err)
 	}
 	return rdb, nil
