@@ -19,6 +19,8 @@ func cmdConfig(_ context.Context, args []string, env Env) error {
 			return configValidate(args[1:], env)
 		case "schema":
 			return configSchema(args[1:], env)
+		case "init":
+			return configInit(args[1:], env)
 		}
 	}
 	if len(args) > 0 && isHelp(args[0]) {
@@ -33,6 +35,8 @@ func cmdConfig(_ context.Context, args []string, env Env) error {
 }
 
 const configUsage = `usage:
+  agentbot config init [--repo DIR] [--check CMD]...
+      write a starter .github/agent.yml (checks guessed from the build files)
   agentbot config validate [--config server.yaml] [FILE...]
       check .github/agent.yml files (and the server config, when given);
       exit status 1 if any is invalid

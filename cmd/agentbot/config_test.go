@@ -199,3 +199,38 @@ func TestConfigValidateRefusesWhatTheWorkerRefuses(t *testing.T) {
 		t.Errorf("worker's size check: %v", err)
 	}
 }
+
+func TestConfigInit(t *testing.T) {
+	goRepo := t.TempDir()
+	writeConfigFile(t, goRepo, "go.mod", "module example.com/x\n")
+	out, errs, code := runConfig(t, nil, "config", "init", "--repo", goRepo)
+	if code != 0 {
+		t.Fatalf("config init: exit status %d\n%s", code, errs)
+	}
+	path := filepath.Join(goRepo, ".github", "agent.yml")
+	if !strings.HasPrefix(out, "wrote "+path) {
+		t.Errorf("config init printed %q", out)
+	}
+	p, err := validatePolicyFile(path, app.ServerConfig{SetupNetwork: true})
+	if err != nil {
+		t.Fatalf("the starter policy does not validate: %v", err)
+	}
+	if len(p.Checks) != 2 || p.Checks[0].Run != "go build ./..." || p.Checks[1].Run != "go test ./..." {
+		t.Errorf("checks guessed from go.mod: %+v", p.Checks)
+	}
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", goRepo); code != 1 || !strings.Contains(errs, "exists") {
+		t.Errorf("config init over an existing file: exit status %d, %q", code, errs)
+	}
+
+	bare := t.TempDir()
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", bare); code != 2 || !strings.Contains(errs, "give them with --check") {
+		t.Errorf("config init with nothing to guess from: exit status %d, %q", code, errs)
+	}
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", bare, "--check", "./ci.sh lint", "--check", "./ci.sh test"); code != 0 {
+		t.Fatalf("config init --check: exit status %d\n%s", code, errs)
+	}
+	p, err = validatePolicyFile(filepath.Join(bare, ".github", "agent.yml"), app.ServerConfig{SetupNetwork: true})
+	if err != nil || len(p.Checks) != 2 || p.Checks[1].Run != "./ci.sh test" {
+		t.Errorf("config init --check: %+v, %v", p.Checks, err)
+	}
+}

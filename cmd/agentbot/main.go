@@ -44,7 +44,7 @@ func commands() map[string]subcommand {
 		"probe":        {cmdProbe, "ask a health route and succeed on a 2xx answer: the image's HEALTHCHECK (probe [URL])"},
 		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
 		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]"},
-		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
+		"config":       {cmdConfig, "write a starter .github/agent.yml; validate policy files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
 		"trace":        {cmdTrace, "print a task's trace: trace ID [--json | --markdown]"},
