@@ -20,9 +20,12 @@ test-deps:
 sandbox-image: deps
 	deploy/sandbox/build-offline.sh $(IMAGE)
 
+# deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
+# out of the binary's build): its chart test runs here too.
 test: test-deps sandbox-image
 	$(GO) vet ./...
 	$(GO) test $(GOFLAGS_T) ./...
+	cd deploy/helm && $(GO) vet ./... && $(GO) test $(GOFLAGS_T) ./...
 
 demo: deps sandbox-image build
 	$(BIN) demo
