@@ -185,7 +185,7 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:7: pull_request.branch_prefix: "-x" cannot start a git branch name; use letters, digits, '-', '_', '.' and '/', such as agent/`,
 			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
 		}},
-		{"syntax.yml", []string{`.github/agent.yml:1: not valid YAML: did not find expected ',' or '}'`}},
+		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}
 	files, err := filepath.Glob("testdata/policy/invalid/*.yml")
 	if err != nil {
