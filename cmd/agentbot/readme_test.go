@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -274,4 +275,43 @@ func modulePath(t *testing.T) string {
 		t.Fatal("go.mod names no module")
 	}
 	return string(m[1])
+}
+
+// envOnly are the AGENTBOT_ variables that are no flag: read by the model
+// client or serve themselves, or, for the Redis password, only spliced into
+// AGENTBOT_REDIS_URL by compose and the chart.
+var envOnly = []string{"AGENTBOT_WEBHOOK_SECRET", "AGENTBOT_LLM_BASE_URL", "AGENTBOT_LLM_API_KEY",
+	"AGENTBOT_LLM_TIMEOUT", "AGENTBOT_LLM_MAX_RETRIES", "AGENTBOT_REDIS_PASSWORD"}
+
+// TestDeployEnvNamesFlags: every AGENTBOT_ variable that compose and the
+// Helm chart set is one agentbot reads, so that a misspelt one fails here
+// instead of being ignored in production.
+func TestDeployEnvNamesFlags(t *testing.T) {
+	known := slices.Clone(envOnly)
+	for _, cmd := range []string{"serve", "worker"} {
+		for _, f := range helpFlags(t, []string{cmd}) {
+			known = append(known, "AGENTBOT_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
+		}
+	}
+	files, err := filepath.Glob("../../deploy/helm/agentbot/templates/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../deploy/docker-compose.yml", "../../deploy/helm/agentbot/values.yaml")
+	seen := 0
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range regexp.MustCompile(`AGENTBOT_[A-Z_]+[A-Z]`).FindAllString(string(text), -1) {
+			seen++
+			if !slices.Contains(known, name) {
+				t.Errorf("%s sets %s, which agentbot does not read", f, name)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Errorf("only %d AGENTBOT_ variables in the deployment files", seen)
+	}
 }
