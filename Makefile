@@ -6,7 +6,9 @@ GOFLAGS_T ?= -count=1 -timeout 25m
 
 .PHONY: build test demo deps test-deps sandbox-image bench lint eval
 
+# Static: workers mount the binary into sandbox containers as their executor.
 build:
+	@echo "building $(BIN) (static)"
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentbot
 
 # Install what the demo (deps) and the tests (test-deps) need; no-ops when
