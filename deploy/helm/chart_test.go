@@ -218,6 +218,11 @@ func TestChartDefaults(t *testing.T) {
 	if len(o.ingresses) != 0 {
 		t.Error("an Ingress by default")
 	}
+	for _, e := range o.deployments["ab-agentbot-worker"].Spec.Template.Spec.Containers[0].Env {
+		if e.Name == "AGENTBOT_CONFIG" {
+			t.Error("AGENTBOT_CONFIG set without a server config")
+		}
+	}
 }
 
 // checkPods holds every pod to the chart's rules: no service-account token,
@@ -305,6 +310,7 @@ func TestChartNonDefault(t *testing.T) {
 			"allowFrom": []any{map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "ingress-nginx"}}}},
 			"ingress":   map[string]any{"enabled": true, "className": "nginx", "host": "bot.example.com", "tlsSecret": "bot-tls"},
 		},
+		"serverConfig": "setup: {allow_network: false}\nmax: {limits: {iterations: 30}}\n",
 		"worker": map[string]any{
 			"replicas": 4, "concurrency": 3, "sandboxRuntime": "runsc",
 			"egress": map[string]any{"cidrs": []any{"140.82.112.0/20", "203.0.113.10/32"}, "ports": []any{443, 8443}},
@@ -335,10 +341,14 @@ func TestChartNonDefault(t *testing.T) {
 		"AGENTBOT_SANDBOX_RUNTIME": "runsc",
 		"AGENTBOT_CONCURRENCY":     "3",
 		"AGENTBOT_APP_ID":          "42",
+		"AGENTBOT_CONFIG":          "/etc/agentbot/config/server.yaml",
 	} {
 		if env[k] != want {
 			t.Errorf("worker %s = %q; want %q", k, env[k], want)
 		}
+	}
+	if cm := o.configMaps["ab-agentbot-worker-config"]; cm == nil || !strings.Contains(cm.Data["server.yaml"], "allow_network: false") {
+		t.Errorf("server config ConfigMap: %+v", cm)
 	}
 	if *worker.Spec.Replicas != 4 || *o.deployments["ab-agentbot-intake"].Spec.Replicas != 3 {
 		t.Error("replicas not taken from the values")
