@@ -51,6 +51,16 @@ func TestHelpPrintsOnStdoutAndSucceeds(t *testing.T) {
 	}
 }
 
+func TestHelpOfACommand(t *testing.T) {
+	env, out, _ := testEnv(nil)
+	if err := run(t.Context(), []string{"help", "worker"}, env); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "usage: agentbot worker") || !strings.Contains(out.String(), "-metrics-addr") {
+		t.Errorf("help worker printed:\n%s", out)
+	}
+}
+
 func TestHelpListsEveryCommand(t *testing.T) {
 	env, out, _ := testEnv(nil)
 	if err := run(t.Context(), []string{"help"}, env); err != nil {

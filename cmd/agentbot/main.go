@@ -118,6 +118,10 @@ func run(ctx context.Context, args []string, env Env) error {
 	if args[0] == "--version" {
 		return cmdVersion(ctx, nil, env)
 	}
+	if args[0] == "help" && len(args) > 1 {
+		// "agentbot help serve" is "agentbot serve --help".
+		return run(ctx, append(args[1:], "--help"), env)
+	}
 	if isHelp(args[0]) {
 		usage(env.Stdout, cmds)
 		return nil
