@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
 // TestDockerignoreKeepsSecretsOut builds a context shaped like this
@@ -17,11 +19,9 @@ import (
 // legacy builder (which reads only the root .dockerignore) into a FROM
 // scratch image, and lists what reached it.
 func TestDockerignoreKeepsSecretsOut(t *testing.T) {
+	sandboxtest.RequireDocker(t)
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("no docker CLI")
-	}
-	if err := exec.Command("docker", "info").Run(); err != nil {
-		t.Skip("no Docker engine")
+		t.Fatalf("the engine answers but there is no docker CLI to build with: %v", err)
 	}
 	ignore, err := os.ReadFile(".dockerignore")
 	if err != nil {
