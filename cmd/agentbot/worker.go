@@ -105,7 +105,7 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 
 // runWorkers processes queued tasks until ctx is cancelled, then saves and
 // hands back what is running. Outcomes are counted in metrics when the
-// process exports them (serve); nil otherwise.
+// process exports them (serve, and worker on --metrics-addr); nil otherwise.
 func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
 	id, err := cfg.app.identity()
 	if err != nil {
