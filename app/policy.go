@@ -8,6 +8,20 @@ import (
 // PolicyPath is where a repository keeps its policy, on the default branch.
 const PolicyPath = ".github/agent.yml"
 
+// MaxPolicySize bounds a policy file; GitHub's contents API inlines files up
+// to 1 MB, and a policy is a few hundred bytes.
+const MaxPolicySize = 256 << 10
+
+// CheckPolicySize refuses a policy file above MaxPolicySize; name is how
+// the message refers to the file. The worker and "agentbot config
+// validate" both call it, so that they refuse the same files.
+func CheckPolicySize(name string, size int64) error {
+	if size > MaxPolicySize {
+		return Errorf(EInvalid, "%s is %d bytes; a policy may have at most %d.", name, size, MaxPolicySize)
+	}
+	return nil
+}
+
 // Policy is a repository's validated .github/agent.yml, merged over the
 // built-in defaults and the organisation's defaults and bounded by the
 // server's caps. Every field is usable as is: durations are parsed, globs

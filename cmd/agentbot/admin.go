@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -24,17 +23,18 @@ func cmdAdmin(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("usage: agentbot admin [--admin-addr ADDR] [--redis-url URL]; unexpected %q", fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if err := admin.CheckAddr(*addr, *token); err != nil {
 		return err
 	}
-	rdb, err := queue.Connect(*redisURL)
+	log := newLogger(env.Stderr)
+	rdb, err := connectRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	log := newLogger(env.Stderr)
+	redis.SetLogger(redisLogger{log})
 	return listenAndServe(ctx, *addr, adminHandler(rdb, *addr, *token, log), log)
 }
 

@@ -36,7 +36,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if strings.TrimSpace(*task) == "" {
-		return errors.New("run: --task is required")
+		return usageErrorf(fs, "--task is required")
 	}
 	src, err := filepath.Abs(*repo)
 	if err != nil {

@@ -71,8 +71,14 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	}
 	if _, err := cfg.worker.maxPerInstallation(); err != nil {
 		return err // before the intake opens its port
+	}
+	if cfg.minReplicas < 0 {
+		return fmt.Errorf("--redis-min-replicas %d: must not be negative", cfg.minReplicas)
 	}
 	secretFile := cfg.secretFile
 	if secretFile == "" && env.Getenv("AGENTBOT_WEBHOOK_SECRET") == "" && cfg.worker.app.appDir != "" {
@@ -89,16 +95,22 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 	}
+	// Everything is checked before Redis is dialled or a port opened: an
+	// intake must not take webhooks that its workers cannot run.
+	if !cfg.noWorkers {
+		if err := cfg.worker.check(env); err != nil {
+			return err
+		}
+	}
 	log := newLogger(env.Stderr)
-	// go-redis reports pool trouble through a process-wide logger; route it
-	// into the JSON log.
-	redis.SetLogger(redisLogger{log})
-
-	rdb, err := queue.Connect(cfg.redisURL)
+	rdb, err := connectRedis(ctx, cfg.redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	// go-redis reports pool trouble through a process-wide logger; once
+	// Redis has answered, what it says belongs in the JSON log.
+	redis.SetLogger(redisLogger{log})
 	reg := prometheus.NewRegistry()
 	routes, err := newIntake(rdb, reg, secrets, cfg, log)
 	if err != nil {

@@ -74,23 +74,43 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 func cmdWorker(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("worker", env)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the queue")
+	metricsAddr := fs.String("metrics-addr", defaultMetricsAddr, `address of /healthz, /readyz and /metrics; "off" for none`)
 	var cfg workerConfig
 	cfg.register(fs)
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.check(env); err != nil {
+		return err
+	}
 	log := newLogger(env.Stderr)
-	rdb, err := queue.Connect(*redisURL)
+	rdb, err := connectRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	return runWorkers(ctx, rdb, cfg, env, log, nil)
+	redis.SetLogger(redisLogger{log})
+	reg, outcomes, err := workerMetrics(rdb)
+	if err != nil {
+		return err
+	}
+	parts := []func(context.Context) error{func(ctx context.Context) error {
+		return runWorkers(ctx, rdb, cfg, env, log, outcomes)
+	}}
+	if *metricsAddr != "off" {
+		parts = append(parts, func(ctx context.Context) error {
+			return listenAndServe(ctx, *metricsAddr, workerHTTP(rdb, reg), log.With("server", "metrics"))
+		})
+	}
+	return runTogether(ctx, parts...)
 }
 
 // runWorkers processes queued tasks until ctx is cancelled, then saves and
 // hands back what is running. Outcomes are counted in metrics when the
-// process exports them (serve); nil otherwise.
+// process exports them (serve, and worker on --metrics-addr); nil otherwise.
 func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
 	perInstallation, err := cfg.maxPerInstallation()
 	if err != nil {
