@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/tools/toolstest"
@@ -20,15 +21,7 @@ import (
 func tree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ostest.WriteTree(t, dir, files)
 	return dir
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -63,7 +64,7 @@ func hostile(t *testing.T, dir, marker string) {
 	for _, h := range []string{"pre-commit", "post-commit", "commit-msg", "pre-push", "reference-transaction", "post-index-change", "fsmonitor-watchman", "pre-auto-gc"} {
 		files[".git/hooks/"+h+"*"] = hook
 	}
-	writeFiles(t, dir, files)
+	ostest.WriteTree(t, dir, files)
 }
 
 // What the sandbox writes into the tree never makes the host run anything:
@@ -121,7 +122,7 @@ func TestNestedRepositoryRefused(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "MARKER")
 	w := e.checkout(t, "octo/nested", "main")
 	hostile(t, filepath.Join(w.Dir(), "sub"), marker)
-	writeFiles(t, w.Dir(), map[string]string{"gitfile/.git": "gitdir: " + w.Dir() + "/sub/.git\n"})
+	ostest.WriteTree(t, w.Dir(), map[string]string{"gitfile/.git": "gitdir: " + w.Dir() + "/sub/.git\n"})
 
 	_, err := w.Diff(t.Context())
 	if app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "nested git repository") {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -16,7 +17,7 @@ func TestFreshTreeHoldsOnlyWhatGitRecords(t *testing.T) {
 
 	// The agent's change, and what it left beside it: an ignored file and
 	// an untracked one that it removes before the gate.
-	writeFiles(t, w.Dir(), map[string]string{"a.txt": "changed\n", "new/b.txt": "b\n", "cache/marker": "planted\n"})
+	ostest.WriteTree(t, w.Dir(), map[string]string{"a.txt": "changed\n", "new/b.txt": "b\n", "cache/marker": "planted\n"})
 	if err := os.Remove(filepath.Join(w.Dir(), "gone.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func TestFreshTreeHoldsOnlyWhatGitRecords(t *testing.T) {
 	}
 	assertFiles(t, f.Dir(), map[string]string{"a.txt": "a\n", "gone.txt": "g\n", ".gitignore": "cache/\n", "run.sh": "#!/bin/sh\n"})
 	// What a setup command would produce stays across the switch.
-	writeFiles(t, f.Dir(), map[string]string{"cache/setup-output": "s\n", "a.txt": "edited by setup\n"})
+	ostest.WriteTree(t, f.Dir(), map[string]string{"cache/setup-output": "s\n", "a.txt": "edited by setup\n"})
 	if err := f.Switch(ctx, rep.Tree); err != nil {
 		t.Fatal(err)
 	}

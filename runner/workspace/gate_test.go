@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -40,7 +41,7 @@ func TestGate(t *testing.T) {
 		many[fmt.Sprintf("docs/%02d.md", i)] = "x\n"
 	}
 	write := func(files map[string]string) func(t *testing.T, w *workspace.Workspace) {
-		return func(t *testing.T, w *workspace.Workspace) { writeFiles(t, w.Dir(), files) }
+		return func(t *testing.T, w *workspace.Workspace) { ostest.WriteTree(t, w.Dir(), files) }
 	}
 	tests := []struct {
 		name   string

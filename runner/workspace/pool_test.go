@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -116,7 +117,7 @@ func TestSpareCheckoutMatchesPlain(t *testing.T) {
 		".gitignore":   "*.log\n",
 	})
 	head := e.srv.Commit(t, "octo/pool", func(dir string) {
-		writeFiles(t, dir, map[string]string{
+		ostest.WriteTree(t, dir, map[string]string{
 			"README.md":     "hello, world\n",
 			"src/new.go":    "package src // new\n",
 			"new/deep/x.go": "package deep\n",
@@ -204,9 +205,9 @@ func TestUncleanSpareIsDiscarded(t *testing.T) {
 	e.checkout(t, "octo/unclean", "main")
 
 	tamper := map[string]func(tree string){
-		"untracked file": func(tree string) { writeFiles(t, tree, map[string]string{"sub/extra.go": "package x\n"}) },
-		"ignored file":   func(tree string) { writeFiles(t, tree, map[string]string{"debug.log": "x\n"}) },
-		"modified file":  func(tree string) { writeFiles(t, tree, map[string]string{"a.txt": "b\n"}) },
+		"untracked file": func(tree string) { ostest.WriteTree(t, tree, map[string]string{"sub/extra.go": "package x\n"}) },
+		"ignored file":   func(tree string) { ostest.WriteTree(t, tree, map[string]string{"debug.log": "x\n"}) },
+		"modified file":  func(tree string) { ostest.WriteTree(t, tree, map[string]string{"a.txt": "b\n"}) },
 		"deleted file":   func(tree string) { mustDo(t, os.Remove(filepath.Join(tree, "sub/b.txt"))) },
 	}
 	for name, f := range tamper {
@@ -264,7 +265,7 @@ func TestSparesRefill(t *testing.T) {
 func TestConcurrentSpareCheckouts(t *testing.T) {
 	e := newEnv(t, workspace.Options{SpareTrees: 2})
 	old := e.repo(t, "octo/rush", map[string]string{"a.txt": "old\n"})
-	head := e.srv.Commit(t, "octo/rush", func(dir string) { writeFiles(t, dir, map[string]string{"a.txt": "new\n"}) })
+	head := e.srv.Commit(t, "octo/rush", func(dir string) { ostest.WriteTree(t, dir, map[string]string{"a.txt": "new\n"}) })
 	e.checkout(t, "octo/rush", "main")
 	e.m.WaitSpares()
 

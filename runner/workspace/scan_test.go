@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -31,10 +32,10 @@ func TestTreeScanRefusesWhatGitCannotRecord(t *testing.T) {
 			t.Cleanup(func() { l.Close() })
 		}, "sock is a socket"},
 		{"a .GIT directory", func(t *testing.T, dir string) {
-			writeFiles(t, dir, map[string]string{".GIT/x": "x\n", "sub/.Git/config": "x\n"})
+			ostest.WriteTree(t, dir, map[string]string{".GIT/x": "x\n", "sub/.Git/config": "x\n"})
 		}, ".GIT is named like .git, which git refuses to record; sub/.Git is named like .git"},
 		{"a name git refuses", func(t *testing.T, dir string) {
-			writeFiles(t, dir, map[string]string{"git~1": "x\n"})
+			ostest.WriteTree(t, dir, map[string]string{"git~1": "x\n"})
 		}, "git cannot record the work tree: invalid path 'git~1'"},
 		{"a 512 MiB file", func(t *testing.T, dir string) {
 			f, err := os.Create(filepath.Join(dir, "huge.bin"))
@@ -47,7 +48,7 @@ func TestTreeScanRefusesWhatGitCannotRecord(t *testing.T) {
 			for i := range 51 {
 				files[filepath.Join("gen", strings.Repeat("f", 1+i%5)+string(rune('a'+i/5)))] = "x"
 			}
-			writeFiles(t, dir, files)
+			ostest.WriteTree(t, dir, files)
 		}, "the work tree holds 51 files more than the base, over the limit of 50"},
 	}
 	for _, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -25,7 +26,7 @@ func TestGateReportsTampering(t *testing.T) {
 		"docs/readme.md":    "docs\n",
 	})
 	w := e.checkout(t, "octo/tamper", "main")
-	writeFiles(t, w.Dir(), map[string]string{
+	ostest.WriteTree(t, w.Dir(), map[string]string{
 		// TestAdd removed; TestMoved reformatted, not removed.
 		"calc_test.go":      "package calc\n\nimport \"testing\"\n\nfunc TestMoved(t *testing.T) {\n\tt.Skip(\"flaky\")\n}\n",
 		"tests/test_api.py": "import pytest\n\n@pytest.mark.skip(reason=\"later\")\ndef test_get():\n    assert True\n",

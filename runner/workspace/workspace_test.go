@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 	"github.com/agentbot/agentbot/runner/workspace/workspacetest"
 )
@@ -30,29 +31,12 @@ type env struct {
 	srv     *workspacetest.Server
 	m       *workspace.Manager
 	dataDir string
-	logs    *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *ostest.SyncBuffer
 }
 
 func newEnv(t *testing.T, opts workspace.Options) *env {
 	t.Helper()
-	e := &env{srv: workspacetest.NewServer(t, token), dataDir: t.TempDir(), logs: &syncBuffer{}}
+	e := &env{srv: workspacetest.NewServer(t, token), dataDir: t.TempDir(), logs: &ostest.SyncBuffer{}}
 	opts.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	// Every test runs with a spare tree unless it says otherwise, so that
 	// what holds of a checkout is seen to hold of one from a spare.
@@ -82,34 +66,9 @@ func (e *env) checkout(t *testing.T, repo, base string) *workspace.Workspace {
 	return w
 }
 
-// writeFiles writes name → content into dir; a content starting with "->"
-// makes a symlink, a name ending in "*" an executable.
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		mode := os.FileMode(0o644)
-		if n, ok := strings.CutSuffix(name, "*"); ok {
-			name, mode = n, 0o755
-		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if target, ok := strings.CutPrefix(content, "->"); ok {
-			err = os.Symlink(target, p)
-		} else {
-			err = os.WriteFile(p, []byte(content), mode)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 func (e *env) repo(t *testing.T, name string, files map[string]string) string {
 	t.Helper()
-	return e.srv.CreateRepo(t, name, func(dir string) { writeFiles(t, dir, files) })
+	return e.srv.CreateRepo(t, name, func(dir string) { ostest.WriteTree(t, dir, files) })
 }
 
 var allowAll = app.Policy{Paths: app.Paths{Allow: []string{"**"}}}

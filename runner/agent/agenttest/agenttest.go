@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentbot/agentbot/internal/ostest"
 )
 
 // Tree is a git work tree whose HEAD is the base commit.
@@ -26,15 +28,7 @@ type Tree struct {
 func NewTree(t testing.TB, files map[string]string) *Tree {
 	t.Helper()
 	dir := t.TempDir()
-	for p, c := range files {
-		full := filepath.Join(dir, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ostest.WriteTree(t, dir, files)
 	git(t, dir, "init", "-q", "-b", "main")
 	git(t, dir, "add", "-A")
 	git(t, dir, "-c", "user.name=test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "base")
