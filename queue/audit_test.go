@@ -43,6 +43,7 @@ func details(entries []app.AuditEntry) []string {
 }
 
 func TestAuditKeepsOrderAcrossInstallationsAndFilters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := newAudit(t, AuditOptions{})
 	task := &app.Task{ID: "t1", InstallationID: 7, Repo: "octo/Hello", Number: 3, Requester: "alice"}
@@ -96,6 +97,7 @@ func TestAuditKeepsOrderAcrossInstallationsAndFilters(t *testing.T) {
 }
 
 func TestAuditReadsPastOnePage(t *testing.T) {
+	t.Parallel()
 	a := newAudit(t, AuditOptions{})
 	const n = 2*auditPage + 3
 	for i := range n {
@@ -116,6 +118,7 @@ func TestAuditReadsPastOnePage(t *testing.T) {
 }
 
 func TestAuditRetention(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const n = 1000
 	fill := func(t *testing.T, a *Audit, from, to int) {
@@ -158,6 +161,7 @@ func TestAuditRetention(t *testing.T) {
 }
 
 func TestAuditRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := newAudit(t, AuditOptions{})
 	appendAll(t, a, app.AuditEntry{Kind: app.AuditPROpened, Repo: "o/r", Detail: "kept"})
@@ -182,6 +186,7 @@ func TestAuditRefusesBadInput(t *testing.T) {
 }
 
 func TestAuditExportsJSONLines(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := newAudit(t, AuditOptions{})
 	appendAll(t, a,

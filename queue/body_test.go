@@ -9,6 +9,7 @@ import (
 )
 
 func TestClaimBody(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	srv := redistest.Start(t)
 	rdb := connect(t, srv)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestConnectRefusesABadURL(t *testing.T) {
+	t.Parallel()
 	for url, want := range map[string]string{
 		"http://localhost:6379":                           "parse redis url",
 		"redis://s1:26379?master_name=m&addr=nohostport":  "parse redis sentinel url",
@@ -30,6 +31,7 @@ func TestConnectRefusesABadURL(t *testing.T) {
 }
 
 func TestConnectThroughSentinels(t *testing.T) {
+	t.Parallel()
 	d := redistest.StartSentinel(t, 1)
 	rdb, err := Connect(d.URL)
 	if err != nil {
@@ -46,6 +48,7 @@ func TestConnectThroughSentinels(t *testing.T) {
 }
 
 func TestWithMinReplicasRefusesBadSettings(t *testing.T) {
+	t.Parallel()
 	rdb := connect(t, redistest.Start(t))
 	c := NewClient(rdb)
 	if _, err := c.WithMinReplicas(-1, time.Second); err == nil || !strings.Contains(err.Error(), "negative") {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMarkSeenWaitsForReplicas(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	primary := redistest.Start(t)
 	replica := redistest.StartReplica(t, primary)

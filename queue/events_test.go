@@ -22,6 +22,7 @@ func (f eventHandlerFunc) ProcessEvent(ctx context.Context, e app.OutcomeEvent) 
 // event server and never to the task server, and that the same event
 // queued twice is queued once.
 func TestEventsReachTheirOwnServer(t *testing.T) {
+	t.Parallel()
 	rdb := connect(t, redistest.Start(t))
 	got := make(chan app.OutcomeEvent, 2)
 	events := NewEventServer(rdb, eventHandlerFunc(func(_ context.Context, e app.OutcomeEvent) error {
@@ -74,6 +75,7 @@ func TestEventsReachTheirOwnServer(t *testing.T) {
 // TestSetMergedOnce records the same merge from many workers at once:
 // exactly one of them sees it first.
 func TestSetMergedOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewOutcomes(connect(t, redistest.Start(t)))
 	if err := s.Save(ctx, app.TaskOutcome{Task: "t1", Repo: "o/api", PR: 12, Base: "b", Pushed: "p"}); err != nil {

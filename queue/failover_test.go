@@ -15,6 +15,7 @@ import (
 // failover, redelivering (as GitHub's redelivery would) what was answered
 // 503.
 func TestSentinelFailoverLosesNoAcceptedWebhook(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("a Sentinel failover takes seconds")
 	}

@@ -17,6 +17,7 @@ import (
 )
 
 func TestSlotsLimitAnInstallation(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	s := NewSlots(rdb, 2)
@@ -104,6 +105,7 @@ func (h *timedHandler) startedAt(id string) (time.Time, bool) {
 }
 
 func TestOneInstallationsBacklogDoesNotDelayAnother(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c := NewClient(rdb)
@@ -162,6 +164,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool)
 // A task on its last attempt is never handed back deferred, which asynq
 // would take for a final failure: it waits for its slot instead.
 func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	slots := NewSlots(rdb, 1)
@@ -207,6 +210,7 @@ func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
 // its issue's lock) runs once the lock is free, where asynq would archive
 // it.
 func TestDeferredTaskOnItsLastAttemptRuns(t *testing.T) {
+	t.Parallel()
 	rdb := connect(t, redistest.Start(t))
 	var calls atomic.Int32
 	ran := make(chan struct{})

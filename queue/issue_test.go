@@ -16,6 +16,7 @@ import (
 // other issues and on the same one, leave it in reach of stop, approve and
 // retry, which find an issue's tasks through TasksOfIssue.
 func TestIssueIndexOutlastsAFlood(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c, store := NewClient(rdb), NewStore(rdb)
@@ -64,6 +65,7 @@ func TestIssueIndexOutlastsAFlood(t *testing.T) {
 }
 
 func TestIssueIndexLivesWithItsRecords(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	const ttl = time.Hour
@@ -123,6 +125,7 @@ func TestIssueIndexLivesWithItsRecords(t *testing.T) {
 }
 
 func TestRunStateOperations(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	store := NewStore(rdb)
@@ -172,6 +175,7 @@ func TestRunStateOperations(t *testing.T) {
 }
 
 func TestClaimRefusalOncePerIssueAndSenderPerWindow(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	store := NewStore(rdb)

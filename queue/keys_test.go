@@ -69,6 +69,7 @@ func lookup(keys []documentedKey, key string) *documentedKey {
 // its type, and whether it expires. A key the list does not name, or a
 // listed key no operation writes, fails.
 func TestEveryKeyIsDocumented(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	const ttl = 24 * time.Hour
@@ -146,6 +147,7 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 }
 
 func TestDocumentedKeysAreFoundByTheirPatterns(t *testing.T) {
+	t.Parallel()
 	keys := documentedKeys(t)
 	for key, want := range map[string]string{
 		"agentbot:task:t1":                  "agentbot:task:{id}",

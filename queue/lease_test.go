@@ -10,6 +10,7 @@ import (
 )
 
 func TestWorkerLease(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const ttl = 300 * time.Millisecond
 	l := NewWorkerLeases(connect(t, redistest.Start(t)), ttl)

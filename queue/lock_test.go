@@ -12,6 +12,7 @@ import (
 )
 
 func TestLockHasOneOwner(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l := NewLocks(connect(t, redistest.Start(t)))
 	const key, ttl = "octo/hello#3", time.Minute
@@ -51,6 +52,7 @@ func TestLockHasOneOwner(t *testing.T) {
 }
 
 func TestLockOfADeadOwnerExpires(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	l := NewLocks(connect(t, redistest.Start(t)))
 	const key = "octo/hello#3"
@@ -81,6 +83,7 @@ func (deferredErr) Error() string             { return "waiting behind another t
 func (deferredErr) RetryAfter() time.Duration { return 10 * time.Millisecond }
 
 func TestDeferredTaskRunsAgainWithoutUsingItsRetries(t *testing.T) {
+	t.Parallel()
 	rdb := connect(t, redistest.Start(t))
 	var calls atomic.Int32
 	done := make(chan struct{})
@@ -110,6 +113,7 @@ func TestDeferredTaskRunsAgainWithoutUsingItsRetries(t *testing.T) {
 }
 
 func TestDeferralIsFoundInAWrappedError(t *testing.T) {
+	t.Parallel()
 	if d, ok := deferral(errors.Join(errors.New("fix"), deferredErr{})); !ok || d != 10*time.Millisecond {
 		t.Errorf("deferral = %v, %v; want 10ms, true", d, ok)
 	}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCountingOutcomesCountWhatWasSaved(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewOutcomes(connect(t, redistest.Start(t)))
 	m, err := NewOutcomeMetrics(prometheus.NewPedanticRegistry())

@@ -15,6 +15,7 @@ import (
 )
 
 func TestOutcomesSaveFindAndList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewOutcomes(connect(t, redistest.Start(t)))
 	t0 := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
@@ -58,6 +59,7 @@ func TestOutcomesSaveFindAndList(t *testing.T) {
 }
 
 func TestOutcomesRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewOutcomes(connect(t, redistest.Start(t)))
 	for _, o := range []app.TaskOutcome{{Repo: "o/r"}, {Task: "t1"}} {
@@ -77,6 +79,7 @@ func TestOutcomesRefuseBadInput(t *testing.T) {
 }
 
 func TestOutcomeMetrics(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewPedanticRegistry()
 	m, err := NewOutcomeMetrics(reg)
 	if err != nil {
@@ -133,6 +136,7 @@ agentbot_pr_survival_ratio_count{model="m1",repo="o/api"} 1
 }
 
 func TestOutcomesMarkReverted(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := NewOutcomes(connect(t, redistest.Start(t)))
 	const sha = "c4295bd74fb0f4fda03689c3df3f2803b658fd85"

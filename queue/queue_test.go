@@ -38,6 +38,7 @@ func sampleTask(id string, at time.Time) app.Task {
 }
 
 func TestEnqueueRecordsAndQueues(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c, store := NewClient(rdb), NewStore(rdb)
@@ -67,6 +68,7 @@ func TestEnqueueRecordsAndQueues(t *testing.T) {
 }
 
 func TestDepthBeforeAnyTask(t *testing.T) {
+	t.Parallel()
 	rdb := connect(t, redistest.Start(t))
 	if err := testutil.CollectAndCompare(NewDepthCollector(rdb), strings.NewReader(depthText(0))); err != nil {
 		t.Error(err)
@@ -88,6 +90,7 @@ agentbot_queue_depth{queue="default",state="scheduled"} 0
 }
 
 func TestConcurrentDuplicatesMakeOneTask(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c, store := NewClient(rdb), NewStore(rdb)
@@ -135,6 +138,7 @@ func pendingTasks(t *testing.T, rdb redis.UniversalClient) int {
 }
 
 func TestMarkSeen(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c, store := NewClient(rdb), NewStore(rdb)
@@ -165,6 +169,7 @@ func TestMarkSeen(t *testing.T) {
 }
 
 func TestStoreStateAndList(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	c, store := NewClient(rdb), NewStore(rdb)
@@ -221,6 +226,7 @@ type handlerFunc func(context.Context, app.Task) error
 func (f handlerFunc) ProcessTask(ctx context.Context, t app.Task) error { return f(ctx, t) }
 
 func TestServerHandsTaskToHandler(t *testing.T) {
+	t.Parallel()
 	rdb := connect(t, redistest.Start(t))
 	got := make(chan app.Task, 1)
 	srv := NewServer(rdb, handlerFunc(func(_ context.Context, t app.Task) error {
@@ -250,6 +256,7 @@ func TestServerHandsTaskToHandler(t *testing.T) {
 }
 
 func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	rdb := connect(t, srv)
 	c := NewClient(rdb)
@@ -274,6 +281,7 @@ func TestRedisDownIsAnErrorNotAHang(t *testing.T) {
 // TestProductionRedisConfig starts Redis from deploy/redis/redis.conf and
 // checks the settings the queue's durability rests on.
 func TestProductionRedisConfig(t *testing.T) {
+	t.Parallel()
 	conf, err := filepath.Abs(filepath.Join("..", "deploy", "redis", "redis.conf"))
 	if err != nil {
 		t.Fatal(err)

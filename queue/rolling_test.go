@@ -21,6 +21,7 @@ import (
 // delivery that finds it gone is sent again to the other, as GitHub's
 // redelivery would. Every delivery answered 2xx must be queued.
 func TestRollingRestartOfTheIntakeLosesNoDelivery(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	q := NewClient(rdb)

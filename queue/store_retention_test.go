@@ -9,6 +9,7 @@ import (
 )
 
 func TestTaskRetention(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	ttlOf := func(key string) time.Duration {

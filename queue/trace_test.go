@@ -13,6 +13,7 @@ import (
 )
 
 func TestTracesKeepOrderCapAndExpire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	rdb := connect(t, redistest.Start(t))
 	tr := NewTraces(rdb, time.Hour)
@@ -65,6 +66,7 @@ func TestTracesKeepOrderCapAndExpire(t *testing.T) {
 }
 
 func TestTracesRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := NewTraces(connect(t, redistest.Start(t)), 0)
 	if _, err := tr.Trace(ctx, "none"); app.ErrorCode(err) != app.ENotFound {
