@@ -98,6 +98,7 @@ func seedTask(t *testing.T, url string) {
 }
 
 func TestAdminRefusesWithoutTheToken(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	seedTask(t, rs.URL)
 	base := startAdmin(t, map[string]string{"AGENTBOT_REDIS_URL": rs.URL, "AGENTBOT_ADMIN_TOKEN": "s3cret"})
@@ -124,6 +125,7 @@ func TestAdminRefusesWithoutTheToken(t *testing.T) {
 // loopback by default, and asks for them under a name an attacker's DNS
 // points at 127.0.0.1: refused with 421, nothing shown.
 func TestAdminRefusesARebindingHost(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	seedTask(t, rs.URL)
 	base := startAdmin(t, map[string]string{"AGENTBOT_REDIS_URL": rs.URL})
@@ -149,6 +151,7 @@ func TestAdminRefusesARebindingHost(t *testing.T) {
 // Chromium: the DOM the browser built, and a screenshot that is a page,
 // not a blank.
 func TestAdminTraceInChromium(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") == "true" {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAppFlags(t *testing.T) {
+	t.Parallel()
 	keyFile := filepath.Join(t.TempDir(), "key.pem")
 	if err := os.WriteFile(keyFile, []byte("FLAG KEY"), 0o600); err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func TestAppFlags(t *testing.T) {
 }
 
 func TestWriteAppDirModesAndNoOverwrite(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "app")
 	creds := github.AppCredentials{ID: 1, ClientID: "c", ClientSecret: "s", WebhookSecret: "w", PEM: "k"}
 	if err := writeAppDir(dir, creds, github.PublicAPIURL); err != nil {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestAuditCommand(t *testing.T) {
+	t.Parallel()
 	rs, rdb := testRedis(t)
 	audit, err := queue.NewAudit(rdb, queue.AuditOptions{})
 	if err != nil {
@@ -73,6 +74,7 @@ func TestAuditCommand(t *testing.T) {
 }
 
 func TestParseSince(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
 		in   string

@@ -33,6 +33,7 @@ func helpArgs() [][]string {
 }
 
 func TestHelpPrintsOnStdoutAndSucceeds(t *testing.T) {
+	t.Parallel()
 	for _, args := range append(helpArgs(), []string{}) {
 		for _, flag := range []string{"--help", "-h"} {
 			args := append(append([]string{}, args...), flag)
@@ -52,6 +53,7 @@ func TestHelpPrintsOnStdoutAndSucceeds(t *testing.T) {
 }
 
 func TestHelpOfACommand(t *testing.T) {
+	t.Parallel()
 	env, out, _ := testEnv(nil)
 	if err := run(t.Context(), []string{"help", "worker"}, env); err != nil {
 		t.Fatal(err)
@@ -62,6 +64,7 @@ func TestHelpOfACommand(t *testing.T) {
 }
 
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	env, out, _ := testEnv(nil)
 	if err := run(t.Context(), []string{"help"}, env); err != nil {
 		t.Fatal(err)
@@ -76,6 +79,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 // TestUsageErrors: a command line agentbot cannot read exits with status 2
 // and one line that says where the help is.
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	cases := [][]string{{}, {"nope"}, {"config"}, {"config", "lint"}, {"tasks"}, {"tasks", "drop"}, {"bench"}, {"trace"}}
 	for _, args := range helpArgs() {
 		cases = append(cases, append(args, "--no-such-flag"))
@@ -95,6 +99,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	env, out, _ := testEnv(nil)
 	if err := run(t.Context(), []string{"version"}, env); err != nil {
 		t.Fatal(err)
@@ -135,6 +140,7 @@ func writeTestKey(t *testing.T) string {
 // configuration before they dial Redis (here: nothing answers there) or
 // open a port (nothing is logged as listening).
 func TestConfigCheckedBeforeListening(t *testing.T) {
+	t.Parallel()
 	key := writeTestKey(t)
 	notPEM := filepath.Join(t.TempDir(), "key.txt")
 	if err := os.WriteFile(notPEM, []byte("not a key"), 0o600); err != nil {
@@ -178,6 +184,7 @@ func TestConfigCheckedBeforeListening(t *testing.T) {
 // TestWorkerServesHealthAndMetrics starts a worker on a real Redis and the
 // Docker engine and reads its probes and metrics.
 func TestWorkerServesHealthAndMetrics(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	addr, err := freeAddr()
 	if err != nil {
@@ -217,6 +224,7 @@ func TestWorkerServesHealthAndMetrics(t *testing.T) {
 }
 
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/healthz" {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)

@@ -37,6 +37,7 @@ func writeConfigFile(t *testing.T, dir, name, content string) string {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeConfigFile(t, dir, "good.yml", "checks: [{name: test, run: make test}]\nsetup: {network: true}\nlimits: {iterations: 40}\n")
 	nochecks := writeConfigFile(t, dir, "nochecks.yml", "limits: {iterations: 5}\n")
@@ -122,6 +123,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigValidateTestdata(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../../app/testdata/policy/valid/*.yml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no valid policies: %v", err)
@@ -137,6 +139,7 @@ func TestConfigValidateTestdata(t *testing.T) {
 }
 
 func TestConfigSchema(t *testing.T) {
+	t.Parallel()
 	out, errs, code := runConfig(t, nil, "config", "schema")
 	if code != 0 {
 		t.Fatalf("exit status %d: %s", code, errs)
@@ -157,6 +160,7 @@ func TestConfigSchema(t *testing.T) {
 }
 
 func TestConfigUsage(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"config"}, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errOut})
 	if exitCode(err) != 2 || !strings.Contains(errOut.String(), "agentbot config validate") {

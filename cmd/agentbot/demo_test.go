@@ -12,6 +12,7 @@ import (
 // TestDemo runs "agentbot demo" as "make demo" does, with no Redis at the
 // URL so that it starts its own, and checks what it prints.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	rs := redistest.Start(t)
 	rs.Stop()

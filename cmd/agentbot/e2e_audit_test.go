@@ -39,6 +39,7 @@ func auditOf(t *testing.T, w *demoWorld, id string) (kinds []app.AuditKind, entr
 }
 
 func TestRunIsAuditedAndTraced(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
 	ctx := t.Context()
 	id := fixTo(t, w, app.StateSucceeded)
@@ -118,6 +119,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 }
 
 func TestUnsafeRunIsAuditedAsBlocked(t *testing.T) {
+	t.Parallel()
 	policy := quickPolicy + "limits: {iterations: 4}\ntools: {shell: {policy: allowlist, allow: [\"go vet ./...\"]}}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
 	id := fixTo(t, w, app.StateFailed)

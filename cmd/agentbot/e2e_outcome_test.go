@@ -20,7 +20,8 @@ import (
 // main, and the push is delivered twice; agentbot stats then shows one
 // merge, every line kept, and one revert.
 func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
-	w := startE2E(t, nil)
+	t.Parallel()
+	w := startE2E(t, map[string]string{app.PolicyPath: quickPolicy})
 	ctx := t.Context()
 	id := fixTo(t, w, app.StateSucceeded)
 	prs := w.sim.PullRequests(w.repo)

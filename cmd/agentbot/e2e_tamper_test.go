@@ -21,6 +21,7 @@ var tamperingModel = llmtest.Script{Steps: []llmtest.Step{
 // such: the pull request and the check run name the removed test and the
 // added skip in their own section.
 func TestTamperingIsShownInThePullRequestAndCheckRun(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: samplePolicy(t, ""), script: &tamperingModel}, nil)
 	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
 	if err != nil {

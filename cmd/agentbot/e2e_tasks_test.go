@@ -67,6 +67,7 @@ func loopState(t *testing.T, w *demoWorld, id string) agent.State {
 const humanWrites = quickPolicy + "tools: {write: human}\n"
 
 func TestApproveResumesThePausedFix(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
 	ctx := t.Context()
 	if err := w.sim.SetPermission(w.repo, "grace", "maintain"); err != nil {
@@ -133,6 +134,7 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 }
 
 func TestDeniedCallIsToldToTheModel(t *testing.T) {
+	t.Parallel()
 	// The sample's model edits (paused, then denied), then calls finish,
 	// which the failing check refuses; its four iterations are then spent.
 	policy := humanWrites + "limits: {iterations: 4}\n"
@@ -198,6 +200,7 @@ func assertCheckOnHead(t *testing.T, w *demoWorld, branch, conclusion string) {
 }
 
 func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
+	t.Parallel()
 	// The first fix plays the sample's recorded fix; the second, asked
 	// while it runs, fails on its iterations. The model answers in script
 	// order, so two tasks that ran at once would take each other's steps.
@@ -206,7 +209,7 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	script.Steps = slices.Concat(script.Steps, unsafeModel.Steps)
-	policy := strings.Replace(quickPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
+	policy := strings.Replace(slowCheckPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
 	ctx := t.Context()
 	_, first, err := w.deliverComment(ctx, demoRequester, demoComment)
@@ -258,6 +261,7 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 }
 
 func TestReviewCommentFollowUpIsAnsweredInItsThread(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
@@ -307,6 +311,7 @@ func acceptedTask(t *testing.T, resp *http.Response) string {
 }
 
 func TestTheRepositorysTriggerLabelStartsAFix(t *testing.T) {
+	t.Parallel()
 	policy := quickPolicy + "trigger: {label: \"bot:fix\"}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
 	ctx := t.Context()
@@ -339,6 +344,7 @@ func TestTheRepositorysTriggerLabelStartsAFix(t *testing.T) {
 }
 
 func TestSetupPreparesTheTreeBeforeTheAgent(t *testing.T) {
+	t.Parallel()
 	files := map[string]string{
 		".gitignore": ".cache/\n",
 		app.PolicyPath: `version: 1
@@ -368,6 +374,7 @@ paths: {allow: ["**/*.go"]}
 }
 
 func TestFailingSetupEndsTheTaskSayingWhy(t *testing.T) {
+	t.Parallel()
 	policy := `version: 1
 setup: {network: false, run: ["echo 'go: module cache unreachable' >&2; exit 3"]}
 checks:

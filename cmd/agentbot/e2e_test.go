@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -30,7 +31,13 @@ import (
 // real sandboxes on the Docker engine and the scripted model — and assert
 // on what the simulated GitHub holds afterwards.
 
-func TestMain(m *testing.M) { sandboxtest.Main(m) }
+// The tests own their Redis, simulator and sandboxes, and mostly wait on
+// them and on the sandbox's checks: they run in parallel, more at once than
+// there are cores.
+func TestMain(m *testing.M) {
+	ostest.MinParallel(4)
+	sandboxtest.Main(m)
+}
 
 // sampleDir is the demo's sample, from this package's directory.
 const sampleDir = "../../deploy/demo"
@@ -87,6 +94,7 @@ func samplePolicy(t *testing.T, extra string) map[string]string {
 }
 
 func TestFixOpensOnePullRequest(t *testing.T) {
+	t.Parallel()
 	w := startE2E(t, samplePolicy(t, sandboxedCheck))
 	ctx := t.Context()
 	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
@@ -201,6 +209,7 @@ func waitFinal(t testing.TB, w *demoWorld, id string) queue.Record {
 }
 
 func TestRefusalsAreAnsweredWithAComment(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		files map[string]string
@@ -248,6 +257,7 @@ var unsafeModel = llmtest.Script{Steps: []llmtest.Step{
 }}
 
 func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
+	t.Parallel()
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
 	w := startWorld(t, demoOptions{files: files, script: &unsafeModel}, nil)
@@ -316,16 +326,25 @@ func reactionsBy(c githubsim.Comment, login string) []string {
 	return rs
 }
 
-// quickPolicy has one check that needs no Go build, so that the durability
-// tests spend their time on what they test; its sleep leaves a window in
-// which a worker can be killed while the check runs.
+// quickPolicy has one check that needs no Go build, so that the tests
+// spend their time on what they test.
 const quickPolicy = `version: 1
+checks:
+  - {name: fixed, run: "! grep -q 'i := 1' stats.go"}
+paths: {allow: ["**/*.go"]}
+`
+
+// slowCheckPolicy is quickPolicy whose check takes three seconds: a window
+// in which a worker can be stopped, or another command asked, while the
+// check runs.
+const slowCheckPolicy = `version: 1
 checks:
   - {name: fixed, run: "sleep 3 && ! grep -q 'i := 1' stats.go"}
 paths: {allow: ["**/*.go"]}
 `
 
 func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
+	t.Parallel()
 	w := startE2E(t, map[string]string{app.PolicyPath: quickPolicy})
 	ctx := t.Context()
 	// The pull request is created but its answer is lost; an edit of the
@@ -385,16 +404,20 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 }
 
 func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
+	t.Parallel()
 	bin := buildAgentbot(t)
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
-		t.Run(sig.String(), func(t *testing.T) { testResumedByAnother(t, bin, sig) })
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			testResumedByAnother(t, bin, sig)
+		})
 	}
 }
 
 // testResumedByAnother stops a worker with sig while its sandbox runs the
 // checks, then starts another.
 func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, noWorkers: true}, nil)
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: slowCheckPolicy}, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
 	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
@@ -456,7 +479,7 @@ func startWorker(t *testing.T, w *demoWorld, bin string) *exec.Cmd {
 	for k, v := range w.workerEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	var logs syncBuffer
+	var logs ostest.SyncBuffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -490,6 +513,7 @@ func followUp(t *testing.T) *llmtest.Script {
 }
 
 func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
@@ -532,6 +556,7 @@ func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 }
 
 func TestStatusAndHelpAreAnswered(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
 	ctx := t.Context()
 	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
@@ -571,6 +596,7 @@ func TestStatusAndHelpAreAnswered(t *testing.T) {
 }
 
 func TestRetryRunsTheFailedFixAgain(t *testing.T) {
+	t.Parallel()
 	script := llmtest.Script{Steps: slices.Concat(unsafeModel.Steps, followUp(t).Steps[:4])}
 	policy := quickPolicy + "limits: {iterations: 4}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
@@ -596,6 +622,7 @@ func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 }
 
 func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
+	t.Parallel()
 	slow := "version: 1\nchecks:\n  - {name: slow, run: \"sleep 300\"}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: slow}}, nil)
 	ctx := t.Context()
@@ -636,6 +663,7 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 }
 
 func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
+	t.Parallel()
 	policy := quickPolicy + "limits: {iterations: 4}\npull_request: {on_failure: draft_pr}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
 	fixTo(t, w, app.StateFailed)

@@ -22,6 +22,7 @@ var goenvModel = llmtest.Script{Steps: []llmtest.Step{
 }}
 
 func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
+	t.Parallel()
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], `allow: ["go test ./...", "go vet ./..."]`,
 		`allow: ["go test ./...", "go env -w GOFLAGS=-run=NONE"]`, 1)

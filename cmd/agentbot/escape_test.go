@@ -28,6 +28,7 @@ func assertInert(t *testing.T, what, out string) {
 }
 
 func TestPrintable(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"stats.go":                    "stats.go",
 		"naïve/日本.go":                 "naïve/日本.go",
@@ -49,6 +50,7 @@ func TestPrintable(t *testing.T) {
 }
 
 func TestJSONEscaperKeepsTheValue(t *testing.T) {
+	t.Parallel()
 	v := map[string]string{"path": hostile, "text": "a\nb\u2029c\x7f"}
 	var out bytes.Buffer
 	if err := printJSON(&out, v); err != nil {
@@ -71,6 +73,7 @@ func TestJSONEscaperKeepsTheValue(t *testing.T) {
 // TestCommandsPrintNoEscapeSequences: tasks, trace and audit print what a
 // hijacked model or a commenter chose, escaped, in every format.
 func TestCommandsPrintNoEscapeSequences(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	rs, rdb := testRedis(t)
 	task := app.Task{ID: "t1", Delivery: "d-\x1b[2J", Event: "issue_comment", InstallationID: 1, Repo: "acme/stats",

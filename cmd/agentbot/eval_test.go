@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -37,6 +38,7 @@ func sandboxFlags(t *testing.T) []string {
 // and sandbox with the scripted model: every task is solved, with real
 // go test checks, and its hidden tests pass.
 func TestEvalShippedSuite(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite"}, sandboxFlags(t)...)...)
 	if err != nil {
@@ -82,15 +84,7 @@ func writeSuite(t *testing.T, tasks map[string]map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, files := range tasks {
-		for p, content := range files {
-			full := filepath.Join(dir, name, filepath.FromSlash(p))
-			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ostest.WriteTree(t, filepath.Join(dir, name), files)
 	}
 	return dir
 }
@@ -106,6 +100,7 @@ func greetingTask(script string) map[string]string {
 // trajectory twice each: the JSON report has each run, the broken task
 // failed, the rates and means over both runs, and the command exits 1.
 func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(goodScript), "broken": greetingTask(brokenScript)})
 	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--json"}, sandboxFlags(t)...)...)
@@ -144,6 +139,7 @@ func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 // own trajectory, broken here, is ignored, the model named by --model is
 // asked, and a task needs no trajectory at all.
 func TestEvalWithAModelIgnoresTrajectories(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	script, err := llmtest.Parse([]byte(goodScript))
 	if err != nil {
@@ -182,6 +178,7 @@ func TestEvalWithAModelIgnoresTrajectories(t *testing.T) {
 }
 
 func TestEvalRefusesMalformedSuites(t *testing.T) {
+	t.Parallel()
 	good := greetingTask(goodScript)
 	with := func(path, content string) map[string]string {
 		files := map[string]string{}

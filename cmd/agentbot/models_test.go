@@ -18,6 +18,7 @@ import (
 // built from a server config with prices: the run's cost is what the
 // prices say, and the operator's limits.cost_usd stops it.
 func TestServerPricesStopATask(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "server.yaml")
 	if err := os.WriteFile(file, []byte(`
 models:

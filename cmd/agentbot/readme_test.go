@@ -287,6 +287,7 @@ var envOnly = []string{"AGENTBOT_WEBHOOK_SECRET", "AGENTBOT_LLM_BASE_URL", "AGEN
 // Helm chart set is one agentbot reads, so that a misspelt one fails here
 // instead of being ignored in production.
 func TestDeployEnvNamesFlags(t *testing.T) {
+	t.Parallel()
 	known := slices.Clone(envOnly)
 	for _, cmd := range []string{"serve", "worker"} {
 		for _, f := range helpFlags(t, []string{cmd}) {

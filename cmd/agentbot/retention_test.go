@@ -15,6 +15,7 @@ import (
 // command does and writes through the stores serve and its workers build
 // from them: the TTLs and the trimmed audit stream are what was asked.
 func TestRetentionReachesRedis(t *testing.T) {
+	t.Parallel()
 	_, rdb := testRedis(t)
 	ctx := t.Context()
 	// Audit streams in one-entry nodes, so that Redis' approximate
@@ -84,6 +85,7 @@ func TestRetentionReachesRedis(t *testing.T) {
 }
 
 func TestRetentionFlags(t *testing.T) {
+	t.Parallel()
 	env, _, _ := testEnv(nil)
 	fs := newFlagSet("worker", env)
 	var r retention

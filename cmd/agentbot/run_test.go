@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -24,11 +25,7 @@ func calcCheckout(t *testing.T) string {
 		"build.log":    "ignored by git, so not copied\n",
 		".gitignore":   "*.log\n",
 	}
-	for p, c := range files {
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ostest.WriteTree(t, dir, files)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base"}} {
 		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
@@ -73,6 +70,7 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 // prints a line per step, the diff and the checks, and leaves the checkout
 // alone unless --apply is given.
 func TestRunInSandbox(t *testing.T) {
+	t.Parallel()
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	dir := calcCheckout(t)
 	script := filepath.Join(t.TempDir(), "fix.yaml")
@@ -116,6 +114,7 @@ func TestRunInSandbox(t *testing.T) {
 }
 
 func TestRunRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	dir := calcCheckout(t)
 	cases := []struct {
 		args []string

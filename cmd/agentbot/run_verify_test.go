@@ -29,6 +29,7 @@ const markerScript = `steps:
 // loop's checks pass through a file in its sandbox's /tmp: the fresh
 // sandbox's checks fail, so the run fails and --apply writes nothing.
 func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
+	t.Parallel()
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	dir := calcCheckout(t)
 	policy := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"

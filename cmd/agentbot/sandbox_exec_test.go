@@ -11,6 +11,7 @@ import (
 )
 
 func TestSandboxExec(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
@@ -45,6 +46,7 @@ func TestSandboxExec(t *testing.T) {
 }
 
 func TestSandboxExecRefusesBadFlag(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &stderr}
 	if err := run(context.Background(), []string{"sandbox-exec", "--no-such-flag"}, env); err == nil {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestServeRefusesBadScaleSettings(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -28,6 +29,7 @@ func TestServeRefusesBadScaleSettings(t *testing.T) {
 }
 
 func TestMaxPerInstallation(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		concurrency, flag, want int
 		err                     string
@@ -53,6 +55,7 @@ func TestMaxPerInstallation(t *testing.T) {
 }
 
 func TestTasksListThroughSentinels(t *testing.T) {
+	t.Parallel()
 	d := redistest.StartSentinel(t, 1)
 	rdb, err := queue.Connect(d.URL)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
@@ -18,14 +19,14 @@ import (
 
 // testEnv is an Env whose environment is vars and whose output the test
 // reads while the command runs.
-func testEnv(vars map[string]string) (Env, *syncBuffer, *syncBuffer) {
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+func testEnv(vars map[string]string) (Env, *ostest.SyncBuffer, *ostest.SyncBuffer) {
+	out, errOut := &ostest.SyncBuffer{}, &ostest.SyncBuffer{}
 	return Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut}, out, errOut
 }
 
 // startServe runs "agentbot serve" in-process and waits for /healthz. The
 // returned stop cancels it and returns what run returned.
-func startServe(t *testing.T, vars map[string]string, args ...string) (base string, stop func() error, logs *syncBuffer) {
+func startServe(t *testing.T, vars map[string]string, args ...string) (base string, stop func() error, logs *ostest.SyncBuffer) {
 	t.Helper()
 	addr, err := freeAddr()
 	if err != nil {
@@ -55,6 +56,7 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (base stri
 }
 
 func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	base, stop, logs := startServe(t, map[string]string{
 		"AGENTBOT_WEBHOOK_SECRET": "old-secret, new-secret",
@@ -137,6 +139,7 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 }
 
 func TestServeServesTheAdminPages(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	seedTask(t, rs.URL)
 	adminAddr, err := freeAddr()
@@ -158,6 +161,7 @@ func TestServeServesTheAdminPages(t *testing.T) {
 }
 
 func TestServeRefusesAdminPagesOffLoopbackWithoutAToken(t *testing.T) {
+	t.Parallel()
 	env, _, _ := testEnv(map[string]string{"AGENTBOT_WEBHOOK_SECRET": "s", "AGENTBOT_REDIS_URL": "redis://127.0.0.1:1/0"})
 	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--no-workers", "--admin-addr", "0.0.0.0:0"}, env)
 	if app.ErrorCode(err) != app.EInvalid || !strings.Contains(err.Error(), "not a loopback address") {
@@ -166,6 +170,7 @@ func TestServeRefusesAdminPagesOffLoopbackWithoutAToken(t *testing.T) {
 }
 
 func TestServeRefusesToStartWithoutSecret(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -193,6 +198,7 @@ func TestServeRefusesToStartWithoutSecret(t *testing.T) {
 }
 
 func TestWebhookSecrets(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "secret")
 	if err := os.WriteFile(file, []byte("first\r\nsecond, third\n\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -228,6 +234,7 @@ func waitFor(t *testing.T, cond func() bool) {
 }
 
 func TestServeReadsTheWebhookSecretFromTheAppDir(t *testing.T) {
+	t.Parallel()
 	rs := redistest.Start(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, appDirWebhookSecret), []byte("from-setup\n"), 0o600); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"html"
 	"io"
@@ -12,33 +11,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/internal/ostest"
 )
-
-// syncBuffer is a bytes.Buffer that a running command writes while the
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 var (
 	openLine   = regexp.MustCompile(`Open (http://\S+)/ in a browser`)
@@ -49,13 +29,14 @@ var (
 // TestSetupRegistersTheAppEndToEnd plays the user's browser through the
 // manifest flow against the simulator, then uses what setup wrote.
 func TestSetupRegistersTheAppEndToEnd(t *testing.T) {
+	t.Parallel()
 	sim, err := githubsim.New(githubsim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sim.Close()
 	out := filepath.Join(t.TempDir(), "app")
-	stdout := &syncBuffer{}
+	stdout := &ostest.SyncBuffer{}
 	env := Env{Getenv: func(string) string { return "" }, Stdout: stdout, Stderr: io.Discard}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -186,6 +167,7 @@ func getPage(t *testing.T, u string) string {
 }
 
 func TestSetupRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	used := t.TempDir()
 	if err := os.WriteFile(filepath.Join(used, appDirPrivateKey), []byte("existing key"), 0o600); err != nil {
 		t.Fatal(err)
@@ -225,7 +207,7 @@ func TestSetupRefusesBadInput(t *testing.T) {
 // placeholder URL will receive the webhooks.
 func TestSetupOutsideTheRepository(t *testing.T) {
 	t.Chdir(t.TempDir())
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &ostest.SyncBuffer{}, &ostest.SyncBuffer{}
 	env := Env{Getenv: func(string) string { return "" }, Stdout: stdout, Stderr: stderr}
 	err := run(t.Context(), []string{"setup", "--out", filepath.Join(t.TempDir(), "app"), "--timeout", "200ms"}, env)
 	if err == nil || !strings.Contains(err.Error(), "deadline") {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestStatsCommand(t *testing.T) {
+	t.Parallel()
 	rs, rdb := testRedis(t)
 	store := queue.NewOutcomes(rdb)
 	now := time.Now().UTC()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestTasksListAndShow(t *testing.T) {
+	t.Parallel()
 	rs, rdb := testRedis(t)
 	c := queue.NewClient(rdb)
 	now := time.Now().UTC().Truncate(time.Second)

@@ -18,6 +18,7 @@ import (
 // --otlp-endpoint, as runWorkers does, and checks that an event reaches
 // both Redis and a collector on loopback.
 func TestOTLPEndpointExportsTraces(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var names []string
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +68,7 @@ func TestOTLPEndpointExportsTraces(t *testing.T) {
 }
 
 func TestNoOTLPEndpointNoExport(t *testing.T) {
+	t.Parallel()
 	_, rdb := testRedis(t)
 	env, _, logs := testEnv(nil)
 	inner := (retention{traces: time.Hour}).traceStore(rdb)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestTraceCommand(t *testing.T) {
+	t.Parallel()
 	rs, rdb := testRedis(t)
 	tr := queue.NewTraces(rdb, time.Hour)
 	for _, e := range []app.TraceEvent{

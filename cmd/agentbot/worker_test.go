@@ -15,6 +15,7 @@ import (
 // A sandbox's worker is judged dead only by its lease: never itself, never
 // a user of the engine that holds no lease (agentbot run, eval).
 func TestLeasedWorkerAlive(t *testing.T) {
+	t.Parallel()
 	rdb, err := queue.Connect(redistest.Start(t).URL)
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +50,7 @@ func TestLeasedWorkerAlive(t *testing.T) {
 // after an issue's tasks, leave those tasks where stop (a running fix),
 // approve (a paused one) and retry (a failed one) look for them.
 func TestIssueTasksOutlastAFlood(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	_, rdb := testRedis(t)
 	c, store := queue.NewClient(rdb), queue.NewStore(rdb)
