@@ -102,6 +102,8 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	_, err = NewLocks(rdb).Lock(ctx, "octo/hello#3", task.ID, time.Minute)
 	must(err)
 	must(NewWorkerLeases(rdb, 0).Hold(ctx, "worker/h/1/ab", "h"))
+	_, err = NewWorkerLeases(rdb, 0).Deployment(ctx)
+	must(err)
 	_, err = NewSlots(rdb, 1).Acquire(ctx, task)
 	must(err)
 	audit, err := NewAudit(rdb, AuditOptions{MaxLen: 100, MaxAge: ttl})

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -91,4 +92,24 @@ func (l *WorkerLeases) Held(ctx context.Context, worker string) (bool, error) {
 		return false, fmt.Errorf("read lease of worker %s: %w", worker, err)
 	}
 	return n == 1, nil
+}
+
+// deploymentKey names the deployment that uses this Redis.
+const deploymentKey = "agentbot:deployment"
+
+// Deployment returns the id of the deployment that uses this Redis, made
+// at random by the first worker to ask. Workers put it in their ids, so
+// that a worker judges by its leases only the sandboxes of its own
+// deployment: the workers of another one, on another Redis but the same
+// Docker engine, hold leases it cannot see.
+func (l *WorkerLeases) Deployment(ctx context.Context) (string, error) {
+	id := rand.Text()[:12]
+	if err := l.rdb.SetNX(ctx, deploymentKey, id, 0).Err(); err != nil {
+		return "", fmt.Errorf("name the deployment: %w", err)
+	}
+	id, err := l.rdb.Get(ctx, deploymentKey).Result()
+	if err != nil {
+		return "", fmt.Errorf("read the deployment's name: %w", err)
+	}
+	return id, nil
 }

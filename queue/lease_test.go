@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,25 @@ func TestWorkerLease(t *testing.T) {
 	<-kept
 	if held, err := l.Held(ctx, "w1"); err != nil || held {
 		t.Errorf("lease after Keep returned: held %v, %v", held, err)
+	}
+}
+
+// Every worker on one Redis is told the same deployment, and a worker on
+// another Redis another.
+func TestDeployment(t *testing.T) {
+	t.Parallel()
+	a1 := NewWorkerLeases(connect(t, redistest.Start(t)), 0)
+	rs := redistest.Start(t)
+	b1, b2 := NewWorkerLeases(connect(t, rs), 0), NewWorkerLeases(connect(t, rs), 0)
+	var ids []string
+	for _, l := range []*WorkerLeases{a1, b1, b2, b1} {
+		id, err := l.Deployment(t.Context())
+		if err != nil || id == "" || strings.ContainsAny(id, ":/") {
+			t.Fatalf("Deployment = %q, %v; want an id without : or /", id, err)
+		}
+		ids = append(ids, id)
+	}
+	if ids[0] == ids[1] || ids[1] != ids[2] || ids[2] != ids[3] {
+		t.Errorf("deployments %v; want the first apart, the others one", ids)
 	}
 }

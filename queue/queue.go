@@ -34,6 +34,7 @@
 //	agentbot:lock:{key}                 string  lock       the task holding key (an issue); the TTL its owner renews
 //	agentbot:installation:{id}:running  zset    slot       ids of an installation's running tasks by lease expiry (ms); expires with the last lease (Slots)
 //	agentbot:worker:{id}:lease          string  lease      a running worker's holder (WorkerLeases); DefaultLeaseTTL after its last refresh
+//	agentbot:deployment                 string  kept       the random id of the deployment using this Redis, in every worker's id (WorkerLeases.Deployment)
 //	agentbot:audit:{installation}       stream  trimmed    field "e": JSON app.AuditEntry; bounded by AuditOptions
 //	agentbot:audit:installations        set     kept       installations that have an audit stream
 //	agentbot:outcome:{task}             string  kept       JSON app.TaskOutcome
