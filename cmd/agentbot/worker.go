@@ -140,8 +140,12 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 			return fmt.Errorf("find this binary for the sandbox: %w", err)
 		}
 	}
-	workerID := newWorkerID()
 	leases := queue.NewWorkerLeases(rdb, 0)
+	deployment, err := leases.Deployment(ctx)
+	if err != nil {
+		return err
+	}
+	workerID := newWorkerID(deployment)
 	host, _ := os.Hostname()
 	holder := host + " pid " + strconv.Itoa(os.Getpid())
 	if err := leases.Hold(ctx, workerID, holder); err != nil {
@@ -160,7 +164,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return fmt.Errorf("connect to Docker: %w", err)
 	}
 	defer drv.Close()
-	if n, err := drv.RemoveOrphans(ctx, leasedWorkerAlive(workerID, leases)); err != nil {
+	if n, err := drv.RemoveOrphans(ctx, leasedWorkerAlive(workerID, deployment, leases)); err != nil {
 		log.Warn("remove orphaned sandboxes", "err", err)
 	} else if n > 0 {
 		log.Info("removed orphaned sandboxes", "count", n)
@@ -217,24 +221,27 @@ func (c *workerConfig) maxPerInstallation() (int, error) {
 // with ids that do not, and are never judged by a lease.
 const workerIDPrefix = "worker/"
 
-// newWorkerID names this worker uniquely: "worker/HOST/PID/RANDOM". The
-// host and pid are for people; the random part keeps two workers of one
-// pid (in two containers of one machine) apart.
-func newWorkerID() string {
+// newWorkerID names a worker of deployment uniquely:
+// "worker/DEPLOYMENT/HOST/PID/RANDOM". The host and pid are for people;
+// the random part keeps two workers of one pid (in two containers of one
+// machine, or two in one process) apart.
+func newWorkerID(deployment string) string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	rand.Read(b)
-	return fmt.Sprintf("%s%s/%d/%x", workerIDPrefix, host, os.Getpid(), b)
+	return fmt.Sprintf("%s%s/%s/%d/%x", workerIDPrefix, deployment, host, os.Getpid(), b)
 }
 
 // leasedWorkerAlive tells whether the worker that labelled a sandbox may
-// still run: itself, any user of the engine that is not a leased worker,
-// and a worker whose lease is still in Redis. Only a worker whose lease is
-// gone is known dead; the liveness of a pid on this host proves nothing
-// (another pid namespace, a reused pid).
-func leasedWorkerAlive(self string, leases *queue.WorkerLeases) func(context.Context, string) (bool, error) {
+// still run: itself, any user of the engine that is not a leased worker, a
+// worker of another deployment (its leases are in another Redis), and a
+// worker whose lease is still in Redis. Only a worker of this deployment
+// whose lease is gone is known dead; the liveness of a pid on this host
+// proves nothing (another pid namespace, a reused pid).
+func leasedWorkerAlive(self, deployment string, leases *queue.WorkerLeases) func(context.Context, string) (bool, error) {
+	ours := workerIDPrefix + deployment + "/"
 	return func(ctx context.Context, id string) (bool, error) {
-		if id == self || !strings.HasPrefix(id, workerIDPrefix) {
+		if id == self || !strings.HasPrefix(id, ours) {
 			return true, nil
 		}
 		return leases.Held(ctx, id)

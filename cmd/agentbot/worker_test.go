@@ -12,8 +12,9 @@ import (
 	"github.com/agentbot/agentbot/queue/redistest"
 )
 
-// A sandbox's worker is judged dead only by its lease: never itself, never
-// a user of the engine that holds no lease (agentbot run, eval).
+// A sandbox's worker is judged dead only by its lease: never itself, nor a
+// worker of another deployment (its leases are in another Redis), nor a
+// user of the engine that holds no lease (agentbot run, eval).
 func TestLeasedWorkerAlive(t *testing.T) {
 	t.Parallel()
 	rdb, err := queue.Connect(redistest.Start(t).URL)
@@ -22,14 +23,19 @@ func TestLeasedWorkerAlive(t *testing.T) {
 	}
 	defer rdb.Close()
 	leases := queue.NewWorkerLeases(rdb, 0)
-	self, other, gone := newWorkerID(), newWorkerID(), newWorkerID()
-	if self == other || !strings.HasPrefix(self, workerIDPrefix) {
+	deployment, err := leases.Deployment(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, other, gone := newWorkerID(deployment), newWorkerID(deployment), newWorkerID(deployment)
+	elsewhere := newWorkerID("another")
+	if self == other || !strings.HasPrefix(self, workerIDPrefix+deployment+"/") {
 		t.Fatalf("worker ids %q and %q", self, other)
 	}
 	if err := leases.Hold(t.Context(), other, "other"); err != nil {
 		t.Fatal(err)
 	}
-	alive := leasedWorkerAlive(self, leases)
+	alive := leasedWorkerAlive(self, deployment, leases)
 	for _, tt := range []struct {
 		id   string
 		want bool
@@ -37,6 +43,7 @@ func TestLeasedWorkerAlive(t *testing.T) {
 		{self, true},
 		{other, true},
 		{gone, false},
+		{elsewhere, true},
 		{"task-1234", true},
 		{"eval-99", true},
 	} {
