@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"strings"
 
 	gh "github.com/google/go-github/v62/github"
 
@@ -95,6 +96,9 @@ func (i *Installation) CreateCommit(ctx context.Context, repo string, c NewCommi
 	tctx, cancel := i.parent.withTimeout(ctx)
 	tree, _, err := i.api.Git.CreateTree(tctx, owner, name, parent.Tree, entries)
 	cancel()
+	if isStatus(err, http.StatusNotFound) && touchesWorkflows(c.Changes) {
+		return GitCommit{}, app.Errorf(app.EPolicy, "GitHub refuses to let agentbot change files in .github/workflows: the App has no `workflows` permission, on purpose.")
+	}
 	if err != nil {
 		return GitCommit{}, fmt.Errorf("create tree on %s in %s: %w", parent.Tree, repo, err)
 	}
@@ -109,6 +113,17 @@ func (i *Installation) CreateCommit(ctx context.Context, repo string, c NewCommi
 		return GitCommit{}, fmt.Errorf("create commit on %s in %s: %w", c.Parent, repo, err)
 	}
 	return gitCommit(made), nil
+}
+
+// touchesWorkflows reports whether changes reach .github/workflows, which
+// GitHub lets an App change only with the workflows permission.
+func touchesWorkflows(changes []TreeChange) bool {
+	for _, c := range changes {
+		if strings.HasPrefix(c.Path, ".github/workflows/") {
+			return true
+		}
+	}
+	return false
 }
 
 // entryType is the tree-entry type a mode names.

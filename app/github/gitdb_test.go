@@ -81,4 +81,11 @@ func TestCreateCommitIsTheAppsAndVerified(t *testing.T) {
 	if err := inst.MoveBranch(ctx, "acme/app", "agent/1-x", "", next.SHA); err == nil {
 		t.Error("creating an existing branch succeeded")
 	}
+
+	// The App has no workflows permission: GitHub refuses such a tree.
+	_, err = inst.CreateCommit(ctx, "acme/app", github.NewCommit{Parent: base, Message: "CI",
+		Changes: []github.TreeChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: []byte("on: push\n")}}})
+	if app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "workflows") {
+		t.Errorf("a workflow change: %v, want a policy refusal naming the permission", err)
+	}
 }

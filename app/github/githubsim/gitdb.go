@@ -167,6 +167,16 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, fieldError{Resource: "Tree", Field: "tree", Code: "missing_field"})
 		return
 	}
+	// Without workflows: write, GitHub answers a tree that touches a
+	// workflow file with a bare 404, as it does the Contents API.
+	if _, st := s.checkToken(restToken(r), rp.fullName(), "write", "workflows"); st != http.StatusOK {
+		for _, e := range req.Tree {
+			if isWorkflowPath(e.Path) {
+				writeError(w, http.StatusNotFound, "Not Found")
+				return
+			}
+		}
+	}
 	g, err := s.newScratch(rp)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
@@ -197,6 +207,11 @@ func (s *Server) createTree(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeTree(w, rp, http.StatusCreated, tree, false)
+}
+
+// isWorkflowPath reports whether p is, or is inside, .github/workflows.
+func isWorkflowPath(p string) bool {
+	return p == ".github" || p == ".github/workflows" || strings.HasPrefix(p, ".github/workflows/")
 }
 
 // applyTreeEntry applies e to g's index and says what is wrong with it,

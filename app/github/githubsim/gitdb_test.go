@@ -151,6 +151,12 @@ func TestGitDatabase(t *testing.T) {
 		t.Errorf("get tree: %v %v", got, err)
 	}
 
+	// Without workflows: write, a tree touching a workflow is a bare 404.
+	_, r, _ = c.Git.CreateTree(ctx, owner, name, base.GetTree().GetSHA(), []*github.TreeEntry{{Path: github.String(".github/workflows/ci.yml"), Mode: github.String("100644"), Type: github.String("blob"), Content: github.String("on: push\n")}})
+	if status(r) != http.StatusNotFound {
+		t.Errorf("a workflow in a tree: %d, want 404", status(r))
+	}
+
 	// A token that may only read cannot write.
 	ro := w.client(t, v, &github.InstallationTokenOptions{Permissions: &github.InstallationPermissions{Contents: github.String("read")}})
 	if _, r, _ := ro.Git.CreateBlob(ctx, owner, name, &github.Blob{Content: github.String("x")}); status(r) != http.StatusForbidden {
