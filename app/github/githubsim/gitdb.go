@@ -227,7 +227,8 @@ func (s *Server) applyTreeEntry(g *scratch, rp *repo, e treeEntryRequest) string
 	if e.Type != "" && e.Type != typ {
 		return fmt.Sprintf("type %q does not match mode %s", e.Type, e.Mode)
 	}
-	present, err := g.git("ls-files", "-z", "--", e.Path, e.Path+"/")
+	// Paths are names, not patterns: "*.md" names one file.
+	present, err := g.gitEnv([]string{"GIT_LITERAL_PATHSPECS=1"}, "ls-files", "-z", "--", e.Path, e.Path+"/")
 	if err != nil {
 		return err.Error()
 	}

@@ -45,6 +45,7 @@ func TestGitDatabase(t *testing.T) {
 		{Path: github.String("link"), Mode: github.String("120000"), Type: github.String("blob"), Content: github.String("README.md")},
 		{Path: github.String("cmd/widget/main.go"), Mode: github.String("100644"), Type: github.String("blob")}, // sha null: delete
 		{Path: github.String("README.md"), Mode: github.String("100644"), Type: github.String("blob"), Content: github.String("# widgets v2\n")},
+		{Path: github.String("*.md"), Mode: github.String("100644"), Type: github.String("blob"), Content: github.String("a name, not a pattern\n")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,7 @@ func TestGitDatabase(t *testing.T) {
 	}
 	git("fsck", "--strict", "--no-dangling")
 	ls := git("ls-tree", "-r", "agent/1-data")
-	for _, want := range []string{"100644 blob " + blob.GetSHA() + "\tpkg/new/data.bin", "100755 blob " + script.GetSHA() + "\trun.sh", "120000 blob", "\tlink", "\t.github/agent.yml"} {
+	for _, want := range []string{"100644 blob " + blob.GetSHA() + "\tpkg/new/data.bin", "100755 blob " + script.GetSHA() + "\trun.sh", "120000 blob", "\tlink", "\t.github/agent.yml", "\tREADME.md", "\t*.md"} {
 		if !strings.Contains(ls, want) {
 			t.Errorf("tree lacks %q:\n%s", want, ls)
 		}
