@@ -130,6 +130,10 @@ type PullRequestSpec struct {
 	Labels       []string
 	Reviewers    []string
 	OnFailure    string // "comment" (default) or "draft_pr"
+	// SignedCommits makes the agent's commits through GitHub's Git
+	// database API, which GitHub signs as the App's; false pushes them
+	// over git, unsigned.
+	SignedCommits bool
 }
 
 // Branch returns the deterministic branch name for a task on an issue.

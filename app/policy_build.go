@@ -35,7 +35,7 @@ paths:
   deny: [".github/**", ".github/agent.yml", "**/CODEOWNERS", "**/*.pem", "**/.env*"]
 limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h}
 tools: {write: auto, shell: auto}
-pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment}
+pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment, signed_commits: true}
 `
 
 // defaultCheckTimeout applies to a check that names no timeout.
@@ -299,6 +299,7 @@ func policySettings() []policySetting {
 		listSetting("pull_request.labels", func(r *RawPolicy) []string { return r.PullRequest.Labels }, func(p *Policy) *[]string { return &p.PullRequest.Labels }, checkNotBlank("a label")),
 		listSetting("pull_request.reviewers", func(r *RawPolicy) []string { return r.PullRequest.Reviewers }, func(p *Policy) *[]string { return &p.PullRequest.Reviewers }, checkLogin),
 		valueSetting("pull_request.on_failure", func(r *RawPolicy) *string { return r.PullRequest.OnFailure }, func(p *Policy) *string { return &p.PullRequest.OnFailure }, checkOneOf("comment", "draft_pr")),
+		valueSetting("pull_request.signed_commits", func(r *RawPolicy) *bool { return r.PullRequest.SignedCommits }, func(p *Policy) *bool { return &p.PullRequest.SignedCommits }, asIs[bool]),
 	}
 }
 

@@ -98,11 +98,12 @@ type RawModels struct {
 
 // RawPullRequest is the pull_request section of a policy file.
 type RawPullRequest struct {
-	Draft        *bool    `yaml:"draft" desc:"Open pull requests as drafts."`
-	BranchPrefix *string  `yaml:"branch_prefix" desc:"Prefix of the agent's branch names, such as agent/."`
-	Labels       []string `yaml:"labels" desc:"Labels added to the agent's pull requests."`
-	Reviewers    []string `yaml:"reviewers" desc:"Logins asked to review the agent's pull requests."`
-	OnFailure    *string  `yaml:"on_failure" desc:"When checks stay red: comment explains on the issue, draft_pr opens a draft pull request anyway." enum:"comment,draft_pr"`
+	Draft         *bool    `yaml:"draft" desc:"Open pull requests as drafts."`
+	BranchPrefix  *string  `yaml:"branch_prefix" desc:"Prefix of the agent's branch names, such as agent/."`
+	Labels        []string `yaml:"labels" desc:"Labels added to the agent's pull requests."`
+	Reviewers     []string `yaml:"reviewers" desc:"Logins asked to review the agent's pull requests."`
+	OnFailure     *string  `yaml:"on_failure" desc:"When checks stay red: comment explains on the issue, draft_pr opens a draft pull request anyway." enum:"comment,draft_pr"`
+	SignedCommits *bool    `yaml:"signed_commits" desc:"Create the agent's commits through GitHub's API, signed by the App and shown as verified; false pushes them over git, unsigned."`
 }
 
 // RawDuration is a Go duration as written, such as 90s, 15m or 1h30m.

@@ -60,7 +60,7 @@ func TestDesignExample(t *testing.T) {
 			Shell: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"go test ./...", "go vet ./...", "make lint"}},
 		},
 		Model:       Models{Edit: "plugsky-coder", Fast: "plugsky-coder-fast"},
-		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment"},
+		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment", SignedCommits: true},
 		Source:      PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -90,7 +90,7 @@ func TestEveryKeySet(t *testing.T) {
 			Shell: ToolRule{Policy: ApprovalHuman},
 		},
 		Model:       Models{Edit: "big-model", Fast: "small-model"},
-		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr"},
+		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
 		Source:      PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {

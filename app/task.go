@@ -63,6 +63,7 @@ type Task struct {
 	Verb           Verb           `json:"verb"`
 	Instructions   string         `json:"instructions,omitempty"`
 	Requester      string         `json:"requester"`
+	RequesterID    int64          `json:"requester_id,omitempty"` // the requester's numeric id, for the commit trailer's noreply address; 0 in tasks queued before it was kept
 	CommentID      int64          `json:"comment_id,omitempty"`
 	ReviewComment  *ReviewComment `json:"review_comment,omitempty"`
 	// Label is the label added to the issue, for a task from an "issues

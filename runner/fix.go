@@ -291,10 +291,10 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 				return err
 			}
 		}
-		sha, err := ws.Commit(ctx, workspace.CommitOptions{
+		_, err = ws.Commit(ctx, workspace.CommitOptions{
 			Message:   commitMessage(tk, st),
 			Author:    r.cfg.Bot,
-			CoAuthors: []workspace.Signature{{Name: tk.Requester, Email: tk.Requester + "@users.noreply.github.com"}},
+			CoAuthors: []workspace.Signature{coAuthor(tk.Task)},
 			Date:      tk.prog.CommitDate,
 		})
 		if errors.Is(err, workspace.ErrNoChanges) {
@@ -307,7 +307,8 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		if tg.existing {
 			lease = tk.prog.Base
 		}
-		if err := ws.Push(ctx, remote, tk.prog.Branch, lease); err != nil {
+		sha, err := r.push(ctx, tk, ws, remote, lease)
+		if err != nil {
 			return err
 		}
 		tk.prog.Pushed = sha

@@ -85,6 +85,8 @@ type Outcomes interface {
 type GitHub interface {
 	Installation(installationID int64, repo string) (*github.Installation, error)
 	Token(ctx context.Context, installationID int64, repo string, perms app.TokenPermissions) (app.RepoToken, error)
+	// Committer is the client that creates commits and moves branches.
+	Committer(installationID int64, repo string) (*github.Installation, error)
 }
 
 // Config is what a Runner needs. Fast, Models, Outcomes and Logger are

@@ -22,6 +22,7 @@ type payload struct {
 	} `json:"repository"`
 	Sender *struct {
 		Login string `json:"login"`
+		ID    int64  `json:"id"`
 		Type  string `json:"type"` // "User", "Bot" or "Organization"
 	} `json:"sender"`
 	Issue *struct {
@@ -152,6 +153,6 @@ func (h *Handler) classify(event, delivery string, p *payload) answer {
 	if p.Installation == nil || p.Installation.ID <= 0 {
 		return invalid("%s without installation: deliveries must come from the GitHub App", event)
 	}
-	t.Repo, t.InstallationID, t.Requester = p.Repository.FullName, p.Installation.ID, p.Sender.Login
+	t.Repo, t.InstallationID, t.Requester, t.RequesterID = p.Repository.FullName, p.Installation.ID, p.Sender.Login, p.Sender.ID
 	return answer{status: http.StatusAccepted, outcome: "accepted", task: t, body: map[string]any{"task": t.ID}}
 }

@@ -231,7 +231,7 @@ func checkTask(t *testing.T, in *intake, event, delivery string) {
 	want := app.Task{
 		ID: webhook.TaskID(delivery), Delivery: delivery, Event: event, InstallationID: 1,
 		Repo: "Codertocat/Hello-World", Verb: app.VerbFix, Instructions: "the typo\nin the README",
-		Requester: "Codertocat", ReceivedAt: rec.ReceivedAt,
+		Requester: "Codertocat", RequesterID: 21031067, ReceivedAt: rec.ReceivedAt,
 	}
 	switch event {
 	case "issue_comment":

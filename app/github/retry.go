@@ -176,12 +176,14 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // idempotent reports whether replaying req after a server error cannot make
 // GitHub do something twice. Among POSTs, those that add to a set (a
-// user's reaction, labels, requested reviewers) or mint a token are.
+// user's reaction, labels, requested reviewers), mint a token or write a
+// Git object (content-addressed blobs and trees; a commit no ref points
+// at yet) are.
 func idempotent(req *http.Request) bool {
 	if req.Method != http.MethodPost {
 		return true
 	}
-	for _, suffix := range []string{"/reactions", "/labels", "/requested_reviewers", "/access_tokens"} {
+	for _, suffix := range []string{"/reactions", "/labels", "/requested_reviewers", "/access_tokens", "/git/blobs", "/git/trees", "/git/commits"} {
 		if strings.HasSuffix(req.URL.Path, suffix) {
 			return true
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -145,8 +146,12 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 		t.Errorf("changed files %q; want stats.go only", files)
 	}
 	msg := git("log", "-1", "--format=%an%n%B", pr.Pull.Head)
-	if !strings.HasPrefix(msg, bot+"\nFix Sum dropping the first sample") || !strings.Contains(msg, "Co-authored-by: ada <ada@users.noreply.github.com>") {
+	if !strings.HasPrefix(msg, bot+"\nFix Sum dropping the first sample") || !regexp.MustCompile(`Co-authored-by: ada <[0-9]+\+ada@users\.noreply\.github\.com>`).MatchString(msg) {
 		t.Errorf("commit:\n%s", msg)
+	}
+	// Made through the Git database API, so GitHub signed it as the App's.
+	if ok, reason, err := w.sim.CommitVerification(w.repo, strings.TrimSpace(git("rev-parse", pr.Pull.Head))); err != nil || !ok {
+		t.Errorf("the agent's commit shows as verified=%v (%s, %v); want verified", ok, reason, err)
 	}
 
 	// One status comment, final, linking the pull request; one check run,

@@ -96,10 +96,14 @@ func (v *validator) check(req *http.Request, resp *http.Response, body []byte) {
 	as.URL.Scheme, as.URL.Host, as.Host = "https", "api.github.com", "api.github.com"
 	as.URL.Path = strings.TrimPrefix(as.URL.Path, "/api/v3")
 	as.URL.RawPath = ""
-	// A contents path holds slashes, which a {path} template cannot
-	// match; GitHub documents the parameter as the whole rest.
-	if before, file, ok := strings.Cut(as.URL.Path, "/contents/"); ok {
-		as.URL.Path = before + "/contents/" + strings.ReplaceAll(file, "/", "%2F")
+	// A contents path or a ref name holds slashes, which a {path} or
+	// {ref} template cannot match; GitHub documents the parameter as the
+	// whole rest.
+	for _, sep := range []string{"/contents/", "/git/ref/", "/git/refs/"} {
+		if before, rest, ok := strings.Cut(as.URL.Path, sep); ok {
+			as.URL.Path = before + sep + strings.ReplaceAll(rest, "/", "%2F")
+			break
+		}
 	}
 	route, params, err := v.router.FindRoute(as)
 	v.mu.Lock()

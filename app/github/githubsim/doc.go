@@ -24,7 +24,13 @@
 //     unchanged. Beyond the subset's 16 operations it serves what the
 //     App flows need: GET /app, installations, branches, issue labels and
 //     reactions, requested reviewers, review comments and their replies,
-//     reactions on review comments (routes.go lists them all).
+//     reactions on review comments (routes.go lists them all). The Git
+//     database operations (blobs, trees, commits, refs; gitdb.go) write
+//     real objects into the bare repository, so git reads what a client
+//     built; a commit the App makes naming no author or committer is
+//     signed with the simulator's key and its verification says "valid",
+//     as GitHub's do (CommitVerification reads it), and a tree touching
+//     .github/workflows without workflows: write is a bare 404.
 //   - /OWNER/REPO.git/...: git smart HTTP, served by `git http-backend`
 //     through net/http/cgi; this is each repository's clone_url.
 //   - /settings/apps/new (and /organizations/ORG/settings/apps/new): the

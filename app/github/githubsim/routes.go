@@ -44,6 +44,7 @@ func (s *Server) routes() http.Handler {
 
 	api("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
 	api("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", s.updateCheckRun)
+	s.gitdbRoutes(api)
 
 	mux.HandleFunc("POST /settings/apps/new", s.newApp)
 	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)

@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// push puts the workspace's commit on the task's branch and returns the
+// commit the branch now points at. By default the commit is made again
+// through GitHub's Git database API, which signs it as the App's, so the
+// pull request shows it verified; the policy's
+// pull_request.signed_commits: false pushes the local commit over git
+// instead. lease is the commit the branch is expected at, "" for a new
+// branch; either way a branch that moved is never overwritten.
+func (r *Runner) push(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, lease string) (string, error) {
+	if !tk.policy.Policy.PullRequest.SignedCommits {
+		if err := ws.Push(ctx, remote, tk.prog.Branch, lease); err != nil {
+			return "", err
+		}
+		return ws.Head(), nil
+	}
+	inst, err := r.cfg.GitHub.Committer(tk.InstallationID, tk.Repo)
+	if err != nil {
+		return "", err
+	}
+	return pushThroughAPI(ctx, inst, ws, tk.Repo, tk.prog.Branch, lease)
+}
+
+// pushThroughAPI recreates the workspace's last commit on GitHub, on the
+// same parent and with exactly its tree, and moves branch to it from
+// lease. A branch already at such a commit (a retry after the move) is
+// left as it is.
+func pushThroughAPI(ctx context.Context, inst *github.Installation, ws *workspace.Workspace, repo, branch, lease string) (string, error) {
+	ch, err := ws.Change(ctx)
+	if err != nil {
+		return "", err
+	}
+	current, err := inst.BranchHead(ctx, repo, branch)
+	if err != nil {
+		return "", err
+	}
+	if current != lease {
+		if current != "" {
+			// Made by an earlier attempt that died before saving it?
+			c, err := inst.GetCommit(ctx, repo, current)
+			if err != nil {
+				return "", err
+			}
+			if c.Tree == ch.Tree && len(c.Parents) == 1 && c.Parents[0] == ch.Parent {
+				return current, nil
+			}
+		}
+		return "", app.Errorf(app.EConflict, "branch %s moved (expected %s, found %s): it was not overwritten, and nothing was pushed",
+			branch, orNoBranch(lease), orNoBranch(current))
+	}
+	changes := make([]github.TreeChange, 0, len(ch.Files))
+	for _, f := range ch.Files {
+		tc := github.TreeChange{Path: f.Path, Mode: f.Mode, Deleted: f.Deleted}
+		switch {
+		case f.Deleted:
+		case f.Mode == "160000":
+			tc.Commit = f.Object
+		default:
+			if tc.Content, err = ws.ReadBlob(ctx, f.Object); err != nil {
+				return "", err
+			}
+		}
+		changes = append(changes, tc)
+	}
+	c, err := inst.CreateCommit(ctx, repo, github.NewCommit{Parent: ch.Parent, Message: ch.Message, Changes: changes})
+	if err != nil {
+		return "", err
+	}
+	// Blobs are content-addressed: the same bytes give the same tree. A
+	// different one means the upload changed something, and the gate
+	// passed only the workspace's.
+	if c.Tree != ch.Tree {
+		return "", fmt.Errorf("push %s: GitHub built tree %s, but the gated tree is %s; the branch was not moved", branch, c.Tree, ch.Tree)
+	}
+	if err := inst.MoveBranch(ctx, repo, branch, lease, c.SHA); err != nil {
+		return "", err
+	}
+	return c.SHA, nil
+}
+
+// coAuthor is the requester as a commit trailer names them: the address
+// GitHub attributes to their account by id, and by login for a task that
+// was queued without the id.
+func coAuthor(t *app.Task) workspace.Signature {
+	if t.RequesterID > 0 {
+		return workspace.Signature{Name: t.Requester, Email: fmt.Sprintf("%d+%s@users.noreply.github.com", t.RequesterID, t.Requester)}
+	}
+	return workspace.Signature{Name: t.Requester, Email: t.Requester + "@users.noreply.github.com"}
+}
+
+func orNoBranch(sha string) string {
+	if sha == "" {
+		return "no branch"
+	}
+	return sha
+}
