@@ -13,11 +13,6 @@ import (
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// seedHome copies the image's seed of $HOME (such as a Go build cache of
-// the standard library) into a new environment, so that a task's first
-// build is warm; images without one have nothing to copy.
-const seedHome = `if [ -d /usr/local/share/agentbot/home ]; then cp -R /usr/local/share/agentbot/home/. "$HOME"/; fi`
-
 // setupProxy is the Go module proxy of a setup with network: the images
 // turn it off, since the agent phase has no network.
 const setupProxy = "GOPROXY=https://proxy.golang.org,direct"
@@ -100,7 +95,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	if spec.Network {
 		spec.Env = append(spec.Env, setupProxy)
 	}
-	if err := r.runSetup(ctx, spec, append([]string{seedHome}, s.Run...), s.Timeout); err != nil {
+	if err := r.runSetup(ctx, spec, append([]string{envcache.SeedHome}, s.Run...), s.Timeout); err != nil {
 		b.Abort()
 		return nil, err
 	}

@@ -53,6 +53,12 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
+// SeedHome is the shell line a new environment's setup runs first: it
+// copies the image's seed of $HOME (deploy/sandbox: the Go image's build
+// cache of the standard library) into the environment, so that a task's
+// first build is warm. An image without one has nothing to copy.
+const SeedHome = `if [ -d /usr/local/share/agentbot/home ]; then cp -R /usr/local/share/agentbot/home/. "$HOME"/; fi`
+
 // DefaultMaxBytes is a worker's default cap on its environments' bytes.
 const DefaultMaxBytes = 20 << 30
 
