@@ -3,6 +3,7 @@ package envcache_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +68,45 @@ func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
 	got := task(`cat "$HOME/.npm/dep" node_modules/dep/index.js; ls -A "$HOME" node_modules`)
 	if want := "cached\nmodule.exports = 1\n/home/sandbox:\n.npm\n\nnode_modules:\ndep\n"; got != want {
 		t.Fatalf("the next task sees\n%s\nwant\n%s", got, want)
+	}
+}
+
+// compiles is how many packages "go build -x testing" compiles in c.
+func compiles(t *testing.T, c *docker.Container) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, c, `go build -x testing 2>&1 | grep -c '/compile ' || true`))
+}
+
+// TestGoImageSeedsABuildCache: an environment built on the Go image
+// starts with the standard library compiled.
+func TestGoImageSeedsABuildCache(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	image := sandboxtest.ToolchainImage(t, "go")
+	c, err := envcache.Open(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := sandboxtest.WorkTree(t)
+	b, err := c.Build(envcache.Entry{Key: "00000000000000c0"}, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree, Home: b.Home()})
+	run(t, setup, envcache.SeedHome)
+	setup.Close(t.Context())
+	env, err := b.Publish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Release()
+	ov, err := env.Overlays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image, Overlays: ov})); n != "0" {
+		t.Errorf("with the seeded environment, go build compiled %s packages of the standard library; want 0", n)
+	}
+	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image})); n == "0" {
+		t.Error("without an environment nothing was compiled either: the check proves nothing")
 	}
 }
