@@ -155,56 +155,57 @@ func (m *memTraces) setupDetail(id string) string {
 	return ""
 }
 
-// TestPreparedEnvironmentReachesTheAgent: a Go repository with two
-// third-party modules, which setup downloads from a module proxy; the
-// agent phase, with no network, fixes the failing test and the checks
-// pass. The next task with the same go.sum reuses the environment without
-// a request; a changed go.sum builds a new one.
-func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
-	sandboxtest.RequireDocker(t)
-	proxy := newGoProxy(t)
-	proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
-	proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
+// envWorld is a worker with an environment cache over a Go repository with
+// two third-party modules, served by the world's module proxy.
+type envWorld struct {
+	proxy  *goProxy
+	files  map[string]string
+	sim    *githubsim.Server
+	inst   int64
+	store  *memStore
+	traces *memTraces
+	envs   *envcache.Cache
+	runner *runner.Runner
+}
 
-	files := map[string]string{}
+func newEnvWorld(t *testing.T, script llmtest.Script) *envWorld {
+	t.Helper()
+	sandboxtest.RequireDocker(t)
+	w := &envWorld{proxy: newGoProxy(t), files: map[string]string{}}
+	w.proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
+	w.proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
 	for _, name := range []string{"stats.go", "stats_test.go", "go.mod"} {
 		b, err := os.ReadFile(filepath.Join("../deploy/demo/repo", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		files[name] = string(b)
+		w.files[name] = string(b)
 	}
-	files["deps.go"] = "package stats\n\nimport (\n\t\"example.com/mathx\"\n\t\"example.com/textx\"\n)\n\n" +
+	w.files["deps.go"] = "package stats\n\nimport (\n\t\"example.com/mathx\"\n\t\"example.com/textx\"\n)\n\n" +
 		"// Label names a sample twice over.\nfunc Label(s string) string { return textx.Twice(s) }\n\n" +
 		"// Add adds two samples.\nfunc Add(a, b int) int { return mathx.Add(a, b) }\n"
-	files["go.mod"], files["go.sum"] = proxy.tidy(t, files)
-	if !strings.Contains(files["go.sum"], "example.com/mathx") {
-		t.Fatalf("go.sum lacks the modules:\n%s", files["go.sum"])
+	w.files["go.mod"], w.files["go.sum"] = w.proxy.tidy(t, w.files)
+	if !strings.Contains(w.files["go.sum"], "example.com/mathx") {
+		t.Fatalf("go.sum lacks the modules:\n%s", w.files["go.sum"])
 	}
-	files[app.PolicyPath] = fmt.Sprintf(`version: 1
+	w.files[app.PolicyPath] = fmt.Sprintf(`version: 1
 checks:
   - {name: test, run: "go test ./..."}
 setup: {network: true, run: ["GOPROXY=%s GOSUMDB=off go mod download"]}
 paths: {allow: ["**/*.go"]}
-`, proxy.url)
+`, w.proxy.url)
 
-	demo := demoScript(t)
-	script := demo
-	script.Steps = nil
-	for range 3 {
-		script.Steps = append(script.Steps, demo.Steps...)
-	}
-	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir()})
-	if err != nil {
+	var err error
+	if w.sim, err = githubsim.New(githubsim.Options{Dir: t.TempDir()}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sim.Close() })
-	inst := sim.AddInstallation("acme")
-	if err := sim.AddRepo(inst, repo, files); err != nil {
+	t.Cleanup(func() { w.sim.Close() })
+	w.inst = w.sim.AddInstallation("acme")
+	if err := w.sim.AddRepo(w.inst, repo, w.files); err != nil {
 		t.Fatal(err)
 	}
-	sim.SetPermission(repo, "ada", "write")
-	gh, err := github.NewApp(github.Config{AppID: sim.App().ID, PrivateKey: sim.App().PrivateKeyPEM, APIURL: sim.APIURL()})
+	w.sim.SetPermission(repo, "ada", "write")
+	gh, err := github.NewApp(github.Config{AppID: w.sim.App().ID, PrivateKey: w.sim.App().PrivateKeyPEM, APIURL: w.sim.APIURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,75 +214,133 @@ paths: {allow: ["**/*.go"]}
 	if err != nil {
 		t.Fatal(err)
 	}
-	envs, err := envcache.Open(t.TempDir(), 0, nil)
-	if err != nil {
+	if w.envs, err = envcache.Open(t.TempDir(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	server := app.DefaultServerConfig()
 	server.SetupNetwork = true
-	store, traces := newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
-	r, err := runner.New(runner.Config{
+	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
+	w.runner, err = runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
-		Store: store, Tasks: store, Locks: &memLocks{held: map[string]string{}}, Traces: traces, Envs: envs,
-		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
+		Store: w.store, Tasks: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
+		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fix := func(id string) string {
-		t.Helper()
-		issue, err := sim.AddIssue(repo, "grace", "Sum drops the first sample "+id, "Sum([1 2 3]) is 5.")
-		if err != nil {
-			t.Fatal(err)
-		}
-		comment, err := sim.AddComment(repo, issue, "ada", "/agent fix")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: inst, Repo: repo,
-			Number: issue, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
-		store.add(tk)
-		if err := r.ProcessTask(t.Context(), tk); err != nil {
-			t.Fatalf("task %s: %v", id, err)
-		}
-		if rec := store.record(id); rec.State != app.StateSucceeded {
-			t.Fatalf("task %s ended %s (%s); trace %+v", id, rec.State, rec.Step, traces.events[id])
-		}
-		return traces.setupDetail(id)
-	}
+	return w
+}
 
-	first := fix("T1")
+// fix runs "/agent fix" by ada on issue (or pull request) number to its
+// end and returns the task's record.
+func (w *envWorld) fix(t *testing.T, id string, number int) runner.TaskState {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, number, "ada", "/agent fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
+		Number: number, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
+	w.store.add(tk)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatalf("task %s: %v", id, err)
+	}
+	return w.store.record(id)
+}
+
+// fixIssue runs a fix on a new issue, which must succeed, and returns the
+// setup phase's detail in its trace.
+func (w *envWorld) fixIssue(t *testing.T, id string) string {
+	t.Helper()
+	issue, err := w.sim.AddIssue(repo, "grace", "Sum drops the first sample "+id, "Sum([1 2 3]) is 5.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.fix(t, id, issue); rec.State != app.StateSucceeded {
+		t.Fatalf("task %s ended %s (%s); trace %+v", id, rec.State, rec.Step, w.traces.events[id])
+	}
+	return w.traces.setupDetail(id)
+}
+
+// TestPreparedEnvironmentReachesTheAgent: a Go repository with two
+// third-party modules, which setup downloads from a module proxy; the
+// agent phase, with no network, fixes the failing test and the checks
+// pass. The next task with the same go.sum reuses the environment without
+// a request; a changed go.sum builds a new one.
+func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
+	demo := demoScript(t)
+	script := demo
+	script.Steps = nil
+	for range 3 {
+		script.Steps = append(script.Steps, demo.Steps...)
+	}
+	w := newEnvWorld(t, script)
+
+	first := w.fixIssue(t, "T1")
 	key, ok := strings.CutPrefix(first, "setup: built ")
 	if !ok {
 		t.Fatalf("first task's setup: %q, want it built", first)
 	}
-	fetched := proxy.requests.Load()
+	fetched := w.proxy.requests.Load()
 	if fetched == 0 {
 		t.Fatal("setup made no request to the module proxy")
 	}
 
-	if second := fix("T2"); second != "setup: cached "+key {
+	if second := w.fixIssue(t, "T2"); second != "setup: cached "+key {
 		t.Errorf("second task's setup: %q, want %q", second, "setup: cached "+key)
 	}
-	if n := proxy.requests.Load(); n != fetched {
+	if n := w.proxy.requests.Load(); n != fetched {
 		t.Errorf("the second task made %d module proxy requests, want none", n-fetched)
 	}
 
-	if _, err := sim.Commit(repo, "main", "grace", "Record a checksum", map[string]string{
-		"go.sum": files["go.sum"] + "example.com/unused v1.0.0/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+	if _, err := w.sim.Commit(repo, "main", "grace", "Record a checksum", map[string]string{
+		"go.sum": w.files["go.sum"] + "example.com/unused v1.0.0/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
 	}); err != nil {
 		t.Fatal(err)
 	}
-	third := fix("T3")
+	third := w.fixIssue(t, "T3")
 	if !strings.HasPrefix(third, "setup: built ") || third == first {
 		t.Errorf("after go.sum changed, setup: %q, want a new environment (not %s)", third, key)
 	}
-	if proxy.requests.Load() == fetched {
+	if w.proxy.requests.Load() == fetched {
 		t.Error("the new environment was built without the module proxy")
 	}
-	list, err := envs.List()
+	list, err := w.envs.List()
 	if err != nil || len(list) != 2 {
 		t.Fatalf("environments %+v, %v; want 2", list, err)
+	}
+}
+
+// TestPullRequestSetupHasNoNetworkAndKeepsNothing: a pull request's head
+// changes go.sum, so no environment matches; its setup runs without
+// network, so the download fails, and nothing is kept for later tasks.
+func TestPullRequestSetupHasNoNetworkAndKeepsNothing(t *testing.T) {
+	w := newEnvWorld(t, llmtest.Script{})
+	main, err := w.sim.BranchSHA(repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sim.CreateBranch(repo, "agent/9-deps", main); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sim.Commit(repo, "agent/9-deps", "agentbot[bot]", "Change a checksum", map[string]string{
+		"go.sum": w.files["go.sum"] + "example.com/unused v1.0.0/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "ada", Title: "Deps", Head: "agent/9-deps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := w.fix(t, "P1", pr)
+	if rec.State != app.StateFailed || !strings.Contains(rec.Step, "go mod download") {
+		t.Fatalf("task ended %s (%s); want failed in setup", rec.State, rec.Step)
+	}
+	if n := w.proxy.requests.Load(); n != 0 {
+		t.Errorf("the pull request's setup reached the module proxy %d times", n)
+	}
+	if list, err := w.envs.List(); err != nil || len(list) != 0 {
+		t.Errorf("environments kept: %+v, %v", list, err)
 	}
 }
