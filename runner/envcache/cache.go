@@ -25,7 +25,7 @@
 //	entries/KEY/meta.json   the Entry
 //	entries/KEY/lock        flocked shared while in use
 //	entries/KEY/home/       $HOME as setup left it
-//	entries/KEY/tree/NAME/  a tree-local directory (TreeDirs) setup made
+//	entries/KEY/tree/NAME/  a top-level directory setup made in the tree
 //	build/                  environments being built, and private ones
 //	run/                    the upper and work directories of containers
 //	trash/                  entries being removed
@@ -62,10 +62,12 @@ const SeedHome = `if [ -d /usr/local/share/agentbot/home ]; then cp -R /usr/loca
 // DefaultMaxBytes is a worker's default cap on its environments' bytes.
 const DefaultMaxBytes = 20 << 30
 
-// TreeDirs are the top-level directories of a work tree that setup may
-// fill and that belong to the environment rather than to the change: when
-// setup creates one, it moves into the environment and containers see it
-// at the same path.
+// TreeDirs are the usual top-level directories of a work tree that setup
+// fills (dependencies, virtualenvs), which Key does not search for lock
+// files. Every top-level directory setup creates, these or others (a
+// build cache such as target/ or .gradle/), moves into the environment,
+// and containers see it at the same path; setup's other changes to the
+// tree are not kept.
 var TreeDirs = []string{"node_modules", ".venv", "venv", "vendor"}
 
 // Entry describes one environment.
@@ -76,7 +78,7 @@ type Entry struct {
 	Size    int64     `json:"size"` // bytes on disk
 	Created time.Time `json:"created"`
 	Used    time.Time `json:"used"`
-	// Dirs are the tree-local directories it holds (of TreeDirs).
+	// Dirs are the top-level directories of the tree it holds.
 	Dirs []string `json:"dirs,omitempty"`
 	// Files are the lock files its key was made of.
 	Files []string `json:"files,omitempty"`
@@ -190,8 +192,8 @@ type Builder struct {
 	dir   string
 	lock  *os.File
 	tree  string
-	// before holds the TreeDirs the work tree had before setup: the
-	// repository's own, which stay in the tree.
+	// before holds the top-level names the work tree had before setup:
+	// the repository's own, which stay in the tree.
 	before map[string]bool
 }
 
@@ -216,10 +218,13 @@ func (c *Cache) Build(e Entry, tree string) (*Builder, error) {
 		b.Abort()
 		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
 	}
-	for _, name := range TreeDirs {
-		if _, err := os.Lstat(filepath.Join(tree, name)); err == nil {
-			b.before[name] = true
-		}
+	list, err := os.ReadDir(tree)
+	if err != nil {
+		b.Abort()
+		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
+	}
+	for _, d := range list {
+		b.before[d.Name()] = true
 	}
 	return b, nil
 }
@@ -235,15 +240,20 @@ func (b *Builder) Abort() {
 	b.lock.Close()
 }
 
-// collect moves the tree-local directories setup created out of the work
-// tree into the build, and measures it.
+// collect moves the top-level directories setup created out of the work
+// tree into the build, and measures it. A name the engine could not mount
+// (a comma or colon in it) stays in the tree.
 func (b *Builder) collect() error {
-	for _, name := range TreeDirs {
-		src := filepath.Join(b.tree, name)
-		fi, err := os.Lstat(src)
-		if b.before[name] || err != nil || !fi.IsDir() {
+	list, err := os.ReadDir(b.tree)
+	if err != nil {
+		return fmt.Errorf("read the work tree after setup: %w", err)
+	}
+	for _, d := range list {
+		name := d.Name()
+		if b.before[name] || !d.IsDir() || name == ".git" || strings.ContainsAny(name, ",:") {
 			continue
 		}
+		src := filepath.Join(b.tree, name)
 		if err := os.Rename(src, filepath.Join(b.dir, "tree", name)); err != nil {
 			return fmt.Errorf("keep %s of the setup: %w", name, err)
 		}

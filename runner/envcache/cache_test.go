@@ -119,11 +119,14 @@ func TestBuildAndReuse(t *testing.T) {
 	}
 	// Made by setup after Build looked.
 	os.MkdirAll(filepath.Join(tree, ".venv", "bin"), 0o755)
+	os.MkdirAll(filepath.Join(tree, ".cache"), 0o755)
+	os.MkdirAll(filepath.Join(tree, "a,b"), 0o755)
+	os.WriteFile(filepath.Join(tree, "notes.txt"), nil, 0o644)
 	env, err := b.Publish()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.Cached || !slices.Equal(env.Dirs, []string{".venv"}) {
+	if env.Cached || !slices.Equal(env.Dirs, []string{".cache", ".venv"}) {
 		t.Fatalf("published %+v", env.Entry)
 	}
 	if _, err := os.Stat(filepath.Join(tree, ".venv")); err == nil {
@@ -136,7 +139,12 @@ func TestBuildAndReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ov) != 2 || ov[0].Target != "/home/sandbox" || ov[1].Target != "/workspace/.venv" {
+	for _, name := range []string{"notes.txt", "a,b"} {
+		if _, err := os.Stat(filepath.Join(tree, name)); err != nil {
+			t.Errorf("%s left the work tree: %v", name, err)
+		}
+	}
+	if len(ov) != 3 || ov[0].Target != "/home/sandbox" || ov[1].Target != "/workspace/.cache" || ov[2].Target != "/workspace/.venv" {
 		t.Fatalf("overlays %+v", ov)
 	}
 	for _, o := range ov {
@@ -151,7 +159,7 @@ func TestBuildAndReuse(t *testing.T) {
 		t.Error("the container's upper directory outlived Release")
 	}
 	again, err := c.Acquire("00000000000000aa")
-	if err != nil || again == nil || !again.Cached || !slices.Equal(again.Dirs, []string{".venv"}) {
+	if err != nil || again == nil || !again.Cached || !slices.Equal(again.Dirs, []string{".cache", ".venv"}) {
 		t.Fatalf("acquire: %+v, %v", again, err)
 	}
 	again.Release()
