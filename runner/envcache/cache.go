@@ -149,7 +149,14 @@ type Env struct {
 	dir     string
 	lock    *os.File
 	private bool // a build of its own, removed on Release
-	runs    []string
+	runs    []runDir
+}
+
+// runDir is the upper and work directories of one container, flocked while
+// it lives so that another process's sweep leaves them alone.
+type runDir struct {
+	dir  string
+	lock *os.File
 }
 
 // Acquire returns the environment of key, marked used, or nil when the
@@ -321,7 +328,12 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
 	}
-	e.runs = append(e.runs, run)
+	lock, err := tryLock(filepath.Join(run, "lock"), syscall.LOCK_EX)
+	if err != nil {
+		removeAll(run, false)
+		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
+	}
+	e.runs = append(e.runs, runDir{dir: run, lock: lock})
 	lowers := map[string]string{sandbox.Home: filepath.Join(e.dir, "home")}
 	for _, name := range e.Dirs {
 		lowers[sandbox.WorkDir+"/"+name] = filepath.Join(e.dir, "tree", name)
@@ -346,10 +358,11 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 // itself when it was private; the containers must be gone.
 func (e *Env) Release() error {
 	var errs []error
-	for _, run := range e.runs {
-		if err := removeAll(run, false); err != nil {
+	for _, r := range e.runs {
+		if err := removeAll(r.dir, false); err != nil {
 			errs = append(errs, fmt.Errorf("remove a container's environment changes: %w", err))
 		}
+		r.lock.Close()
 	}
 	e.runs = nil
 	if e.private {

@@ -255,3 +255,27 @@ func TestOpenSweepsLeftovers(t *testing.T) {
 		t.Error("an empty directory was accepted")
 	}
 }
+
+func TestOpenLeavesRunningContainersAlone(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := build(t, c, "acme/app", "00000000000000ef", 10)
+	ov, err := env.Overlays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "agentbot cache list" opens the cache while the worker's task runs.
+	if _, err := Open(dir, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ov[0].Upper); err != nil {
+		t.Fatalf("a running container's upper directory was swept: %v", err)
+	}
+	env.Release()
+	if _, err := os.Stat(ov[0].Upper); err == nil {
+		t.Fatal("Release left the upper directory")
+	}
+}
