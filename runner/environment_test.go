@@ -217,7 +217,7 @@ paths: {allow: ["**/*.go"]}
 	if w.envs, err = envcache.Open(t.TempDir(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	server := app.DefaultServerConfig()
+	server := app.DefaultServerConfig().WithDefaultImage(sandboxtest.Image(t))
 	server.SetupNetwork = true
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.runner, err = runner.New(runner.Config{
