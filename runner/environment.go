@@ -24,9 +24,13 @@ type prepared struct {
 	env   *envcache.Env
 }
 
-// spec completes s, a container of the agent phase, with the image and a
-// copy-on-write view of the environment.
+// spec completes s, a container of the agent phase or of the final
+// verification, with the image and a copy-on-write view of the
+// environment.
 func (p *prepared) spec(s docker.Spec) (docker.Spec, error) {
+	if p == nil {
+		return s, nil
+	}
 	s.Image = p.image
 	if p.env == nil {
 		return s, nil
@@ -39,6 +43,10 @@ func (p *prepared) spec(s docker.Spec) (docker.Spec, error) {
 	return s, nil
 }
 
+// kept reports whether there is an environment: the final verification
+// then runs over it instead of running setup again.
+func (p *prepared) kept() bool { return p != nil && p.env != nil }
+
 // release gives the environment back, once the containers are removed.
 func (p *prepared) release(tk *task) {
 	if p == nil || p.env == nil {
@@ -47,6 +55,7 @@ func (p *prepared) release(tk *task) {
 	if err := p.env.Release(); err != nil {
 		tk.log.Warn("release the prepared environment", "key", p.env.Key, "err", err)
 	}
+	p.env = nil
 }
 
 // prepareEnv runs the policy's setup, or reuses the environment an earlier
@@ -67,7 +76,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 			return p, nil
 		}
 		defer r.phase(ctx, tk, "setup")
-		return p, r.runSetup(ctx, spec, s.Run, s.Timeout)
+		return p, r.runSetup(ctx, tk, ws.Dir(), tk.ID+"-setup")
 	}
 	imageID, err := r.cfg.Sandbox.ImageID(ctx, p.image)
 	if err != nil {
@@ -95,7 +104,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	if spec.Network {
 		spec.Env = append(spec.Env, setupProxy)
 	}
-	if err := r.runSetup(ctx, spec, append([]string{envcache.SeedHome}, s.Run...), s.Timeout); err != nil {
+	if err := r.runSetupSpec(ctx, spec, append([]string{envcache.SeedHome}, s.Run...), s.Timeout); err != nil {
 		b.Abort()
 		return nil, err
 	}
@@ -114,9 +123,18 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	return p, nil
 }
 
-// runSetup runs lines in order in a container of spec; the first that
+// runSetup runs the policy's setup commands over the tree at dir in a
+// container of its own, named id, keeping nothing but what they write in
+// the tree: the setup of a worker without an environment cache.
+func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
+	p := tk.policy.Policy
+	return r.runSetupSpec(ctx, docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
+		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, Network: p.Setup.Network}, p.Setup.Run, p.Setup.Timeout)
+}
+
+// runSetupSpec runs lines in order in a container of spec; the first that
 // fails ends the task with a setupFailure.
-func (r *Runner) runSetup(ctx context.Context, spec docker.Spec, lines []string, timeout time.Duration) error {
+func (r *Runner) runSetupSpec(ctx context.Context, spec docker.Spec, lines []string, timeout time.Duration) error {
 	box, err := r.cfg.Sandbox.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start the setup sandbox: %w", err)

@@ -77,6 +77,9 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 		return err
 	}
 	defer ws.Close()
+	// The environment outlives the loop: the final verification runs over
+	// it too.
+	defer func() { tk.env.release(tk) }()
 	if tk.prog.Base == "" {
 		tk.prog.Base, tk.prog.Branch = ws.Base(), tg.branch
 		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
@@ -150,12 +153,11 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	env, err := r.prepareEnv(ctx, tk, ws)
-	if err != nil {
+	tk.env.release(tk) // a resumed loop's earlier one
+	if tk.env, err = r.prepareEnv(ctx, tk, ws); err != nil {
 		return nil, "", err
 	}
-	defer env.release(tk) // after the sandbox is removed
-	spec, err := env.spec(docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
+	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
 	if err != nil {
 		return nil, "", err
 	}
@@ -229,13 +231,7 @@ func (f *setupFailure) Error() string {
 func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
 	tg target, st *agent.State, failed *failure) error {
 	p := tk.policy.Policy
-	title, body := prTitle(tk, st), prBody(tk, st)
-	if failed != nil {
-		p.PullRequest.Draft = true
-		title = head("Draft: "+tk.issue.Title, 72)
-		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
-			reasonLine(st, *failed), body)
-	}
+	var tamper app.Tampering
 	if tk.prog.Pushed == "" {
 		if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "gate and push"); err != nil {
 			return err
@@ -248,6 +244,16 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
 			}
 			return err
+		}
+		tamper = report.Tampering
+		// A tree with no change is refused below; there is nothing to verify.
+		if report.Diff != "" {
+			if err := r.verify(ctx, tk, ws, report.Tree, st); err != nil {
+				return err
+			}
+		}
+		if failed = verdict(tk, failed); failed != nil && failed.verify != nil && p.PullRequest.OnFailure != "draft_pr" {
+			return r.fail(ctx, tk, st, *failed)
 		}
 		// The commit's date is kept before the commit is made, so that a
 		// worker that dies between the push and the save below makes the
@@ -282,7 +288,19 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			return err
 		}
 		r.phase(ctx, tk, "push")
+	} else {
+		// Resumed after the push: the pushed tree is the saved diff's.
+		tamper = savedTampering(tk, st)
 	}
+	failed = verdict(tk, failed)
+	title, body := prTitle(tk, st), prBody(tk, st)
+	if failed != nil {
+		p.PullRequest.Draft = true
+		title = head("Draft: "+app.InertPlain(tk.issue.Title, ownIssue(tk)), 72)
+		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
+			reasonLine(st, *failed), body)
+	}
+	body += tamperingSection(tamper)
 	if err := r.auditPush(ctx, tk); err != nil {
 		return err
 	}
@@ -304,7 +322,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return r.fail(ctx, tk, st, *failed)
 	}
 	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: r.checkText(ctx, tk, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}
@@ -340,6 +358,7 @@ type failure struct {
 	gate      error
 	diff      string        // the gate's diff, when the gate refused
 	setup     *setupFailure // a setup command failed before the agent ran
+	verify    *Verification // the checks failed in the final verification
 }
 
 // fail reports a task that ends without a pull request.

@@ -169,6 +169,10 @@ type progress struct {
 	// the command came from.
 	Replied bool      `json:"replied,omitempty"`
 	Final   app.State `json:"final,omitempty"` // set once the task's report is complete
+
+	// Verified is the final verification of the tree pushed, which the
+	// reports show once it is pushed.
+	Verified *Verification `json:"verified,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
@@ -206,6 +210,7 @@ type task struct {
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
 	since  time.Time    // when the trace's current phase began
+	env    *prepared    // the image and environment setup prepared
 	log    *slog.Logger
 }
 
@@ -393,6 +398,7 @@ func (r *Runner) saveOutcome(ctx context.Context, tk *task, st app.State) error 
 	if tk.gated {
 		o.SafetyIncidents++
 	}
+	countVerification(tk, &o)
 	if tk.prog.PR != nil {
 		o.PR = tk.prog.PR.Number
 		o.Base, o.Pushed = tk.prog.Base, tk.prog.Pushed // the agent's final diff, for survival once merged

@@ -74,13 +74,31 @@ apt_mirror() {
 	done | head -n1
 }
 
+# step prints what the build is doing after the seconds since it began: a
+# cold build takes minutes, and make demo shows where they go.
+step() { printf '[%5ds] %s\n' "$SECONDS" "$*" >&2; }
+
+# watch waits for the background job PID, printing the newest line of LOG
+# that matches PATTERN every 15 s, and returns the job's status.
+watch() {
+	local pid=$1 log=$2 pattern=$3 next=$((SECONDS + 15))
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		if [ "$SECONDS" -ge "$next" ] && kill -0 "$pid" 2>/dev/null; then
+			step "  $(grep -E "$pattern" "$log" | tail -n1 || true)"
+			next=$((SECONDS + 15))
+		fi
+	done
+	wait "$pid"
+}
+
 work=$(mktemp -d /tmp/agentbot-sandbox.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 	mirror=${MIRROR:-$(apt_mirror)}
 	mirror=${mirror:-http://deb.debian.org/debian}
-	echo "debootstrap bookworm from $mirror" >&2
+	step "debootstrap bookworm from $mirror (a few minutes on a cold cache)"
 	root=$work/rootfs
 	# Downloaded packages are kept, so a rebuild on the same machine does not
 	# fetch them again.
@@ -91,8 +109,10 @@ if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 	echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/agentbot-build"
 	debootstrap --variant=minbase --components=main --cache-dir=/var/cache/agentbot-debootstrap \
 		--include=git,ca-certificates,gcc,make,libc6-dev,ripgrep,procps \
-		bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+		bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 &
+	watch $! "$work/debootstrap.log" '^I: ' ||
 		{ tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+	step "importing the root filesystem as $base_tag"
 	# Smaller image; nothing in the sandbox runs apt.
 	rm -rf "$root/etc/dpkg/dpkg.cfg.d/agentbot-build" "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
 		"$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
@@ -118,8 +138,12 @@ if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 		--change "WORKDIR /workspace" \
 		--change 'CMD ["/bin/sh"]' \
 		- "$base_tag" >/dev/null
-	echo "base $base_tag ready after ${SECONDS}s" >&2
+	step "base $base_tag ready"
 fi
+case "$flavour" in
+go) step "adding this machine's Go toolchain ($goroot) and its standard library's build cache as $tag" ;;
+*) step "adding Debian's $flavour packages as $tag" ;;
+esac
 
 # Second layer: the toolchain, from the local base (nothing pulled). Each
 # flavour is one RUN at most: every instruction costs a layer commit, slow on
@@ -164,4 +188,4 @@ python | node)
 		{ cat "$work/build.log" >&2; exit 1; }
 	;;
 esac
-echo "built $tag ($flavour) in ${SECONDS}s" >&2
+step "built $tag ($flavour)"
