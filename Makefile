@@ -4,7 +4,7 @@ BIN       := bin/agentbot
 IMAGE     ?= agentbot-sandbox:dev
 GOFLAGS_T ?= -count=1 -timeout 25m
 
-.PHONY: build test demo deps test-deps sandbox-image bench lint eval
+.PHONY: build test demo deps test-deps sandbox-image sandbox-images bench lint eval
 
 # Static: workers mount the binary into sandbox containers as their executor.
 build:
@@ -19,8 +19,14 @@ deps:
 test-deps:
 	deploy/install-deps.sh --test
 
+# The Go image the tests and the demo run. The tests of the python and node
+# images (and of the Go image's seeded build cache) build agentbot-sandbox:env-*
+# on first use; sandbox-images builds them ahead.
 sandbox-image: deps
-	deploy/sandbox/build-offline.sh $(IMAGE)
+	deploy/sandbox/build-offline.sh go $(IMAGE)
+
+sandbox-images: sandbox-image
+	for f in go python node; do deploy/sandbox/build-offline.sh $$f agentbot-sandbox:env-$$f || exit 1; done
 
 # deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
 # out of the binary's build): its chart test runs here too.

@@ -66,6 +66,9 @@ type Setup struct {
 	Network bool
 	Run     []string
 	Timeout time.Duration
+	// CacheKeyFiles are globs of files whose content keys the prepared
+	// environment, on top of the lock files detected in every repository.
+	CacheKeyFiles []string
 }
 
 // SandboxSpec is the container the agent's commands run in.

@@ -275,6 +275,7 @@ func policySettings() []policySetting {
 		valueSetting("setup.network", func(r *RawPolicy) *bool { return r.Setup.Network }, func(p *Policy) *bool { return &p.Setup.Network }, checkSetupNetwork),
 		listSetting("setup.run", func(r *RawPolicy) []string { return r.Setup.Run }, func(p *Policy) *[]string { return &p.Setup.Run }, checkNotBlank("a command line")),
 		valueSetting("setup.timeout", func(r *RawPolicy) *RawDuration { return r.Setup.Timeout }, func(p *Policy) *time.Duration { return &p.Setup.Timeout }, checkDuration(nil)),
+		listSetting("setup.cache_key_files", func(r *RawPolicy) []string { return r.Setup.CacheKeyFiles }, func(p *Policy) *[]string { return &p.Setup.CacheKeyFiles }, checkGlob),
 		valueSetting("sandbox.image", func(r *RawPolicy) *string { return r.Sandbox.Image }, func(p *Policy) *string { return &p.Sandbox.Image }, checkImage),
 		valueSetting("sandbox.cpus", func(r *RawPolicy) *float64 { return r.Sandbox.CPUs }, func(p *Policy) *float64 { return &p.Sandbox.CPUs }, checkPositive(func(c Caps) float64 { return c.Sandbox.CPUs })),
 		valueSetting("sandbox.memory", func(r *RawPolicy) *RawSize { return r.Sandbox.Memory }, func(p *Policy) *int64 { return &p.Sandbox.Memory }, checkSize(MinSandboxMemory, func(c Caps) int64 { return c.Sandbox.Memory })),

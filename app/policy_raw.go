@@ -48,6 +48,8 @@ type RawSetup struct {
 	Network *bool        `yaml:"network" desc:"Whether setup runs with network; the server may forbid it."`
 	Run     []string     `yaml:"run" desc:"Shell lines run in order before the agent acts."`
 	Timeout *RawDuration `yaml:"timeout" desc:"How long the whole setup may run."`
+	// CacheKeyFiles add to the lock files detected in every repository.
+	CacheKeyFiles []string `yaml:"cache_key_files" desc:"Globs of files, relative to the repository, whose content keys the prepared environment on top of the lock files detected (go.sum, package-lock.json, requirements*.txt and others): when one changes, setup runs again."`
 }
 
 // RawSandbox is the sandbox section of a policy file.

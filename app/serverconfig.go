@@ -32,6 +32,8 @@ type ServerConfig struct {
 	// costs nothing.
 	Prices map[string]ModelPrice
 	Source string // the file read, or "" for the defaults
+
+	defaultImageSet bool // the file names sandbox.default_image
 }
 
 // ModelPrice is what a model costs in USD per million tokens. Cached
@@ -133,6 +135,7 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 	}
 	if raw.Sandbox.DefaultImage != nil {
 		c.DefaultImage = *raw.Sandbox.DefaultImage
+		c.defaultImageSet = true
 	}
 	if !imageAllowed(c.Images, c.DefaultImage) {
 		// Point at default_image, or at images when the default is ours.
@@ -317,6 +320,16 @@ func (c ServerConfig) WithTriggerLabel(label, source string) ServerConfig {
 		p := *c.Policy
 		p.Trigger.Label = &label
 		c.Policy = &p
+	}
+	return c
+}
+
+// WithDefaultImage returns c with image as the sandbox image of policies
+// that name none, unless the server config file names one itself
+// (sandbox.default_image): the worker's --sandbox-image.
+func (c ServerConfig) WithDefaultImage(image string) ServerConfig {
+	if image != "" && !c.defaultImageSet {
+		c.DefaultImage = image
 	}
 	return c
 }

@@ -28,7 +28,8 @@ func TestServerConfigExample(t *testing.T) {
 			"gpt-4.1":      {Prompt: 2, CachedPrompt: 0.5, Completion: 8},
 			"gpt-4.1-mini": {Prompt: 0.4, CachedPrompt: 0.1, Completion: 1.6},
 		},
-		Source: "../deploy/server.example.yaml",
+		Source:          "../deploy/server.example.yaml",
+		defaultImageSet: true,
 	}
 	if c.Policy == nil {
 		t.Fatal("the example's policy section was not read")

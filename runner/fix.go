@@ -77,6 +77,9 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 		return err
 	}
 	defer ws.Close()
+	// The environment outlives the loop: the final verification runs over
+	// it too.
+	defer func() { tk.env.release(tk) }()
 	if tk.prog.Base == "" {
 		tk.prog.Base, tk.prog.Branch = ws.Base(), tg.branch
 		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
@@ -150,13 +153,17 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	if err := r.setup(ctx, tk, ws); err != nil {
+	tk.env.release(tk) // a resumed loop's earlier one
+	if tk.env, err = r.prepareEnv(ctx, tk, ws); err != nil {
+		return nil, "", err
+	}
+	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
+	if err != nil {
 		return nil, "", err
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	box := boot(ctx, r.cfg.Sandbox, docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
-		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids}, cancel)
+	box := boot(ctx, r.cfg.Sandbox, spec, cancel)
 	defer box.Close(ctx)
 	system, text, err := renderPrompts(tk, ws)
 	if err != nil {
@@ -200,40 +207,6 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 		return a.State(), by(), nil
 	}
 	return st, "", err
-}
-
-// setup runs the policy's setup commands in their own container, with
-// network only when the policy asks and the server allows it, before the
-// agent acts.
-func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) error {
-	if len(tk.policy.Policy.Setup.Run) == 0 {
-		return nil
-	}
-	defer r.phase(ctx, tk, "setup")
-	return r.runSetup(ctx, tk, ws.Dir(), tk.ID+"-setup")
-}
-
-// runSetup runs the policy's setup commands over the tree at dir in a
-// container of its own, named id.
-func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
-	s := tk.policy.Policy.Setup
-	p := tk.policy.Policy.Sandbox
-	box, err := r.cfg.Sandbox.Start(ctx, docker.Spec{TaskID: id, WorkTree: dir,
-		CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, Network: s.Network})
-	if err != nil {
-		return fmt.Errorf("start the setup sandbox: %w", err)
-	}
-	defer box.Close(ctx)
-	for _, line := range s.Run {
-		res, err := box.Run(ctx, sandbox.Cmd{Shell: line, Timeout: s.Timeout})
-		if err != nil {
-			return fmt.Errorf("setup %q: %w", line, err)
-		}
-		if res.ExitCode != 0 || res.TimedOut {
-			return &setupFailure{run: line, exit: res.ExitCode, timedOut: res.TimedOut, output: string(res.Stderr) + string(res.Stdout)}
-		}
-	}
-	return nil
 }
 
 // setupFailure is a setup command that failed: the task ends, since the

@@ -31,6 +31,7 @@ import (
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -119,6 +120,10 @@ type Config struct {
 	// Bot is the commits' author: the App's bot identity.
 	Bot    workspace.Signature
 	Logger *slog.Logger
+	// Envs, when set, keeps the prepared environments setup builds, which
+	// the agent phase sees copy-on-write; without it, setup runs in the
+	// task's tree and only what it writes there reaches the agent.
+	Envs *envcache.Cache
 }
 
 // Runner handles queued tasks; it satisfies queue.Handler.
@@ -207,6 +212,7 @@ type task struct {
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
 	since  time.Time    // when the trace's current phase began
+	env    *prepared    // the image and environment setup prepared
 	log    *slog.Logger
 }
 

@@ -124,7 +124,7 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspace, gated string) (Verification, error) {
 	p := tk.policy.Policy
 	from := gated
-	if len(p.Setup.Run) > 0 {
+	if len(p.Setup.Run) > 0 && !tk.env.kept() {
 		// Setup runs on the tree it ran on before the agent acted, never
 		// on the agent's: its commands may have the network.
 		from = ws.Base()
@@ -158,8 +158,11 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 		}
 	}
 	s := p.Sandbox
-	return VerifyChecks(ctx, r.cfg.Sandbox, docker.Spec{TaskID: tk.ID + "-verify", WorkTree: fresh.Dir(),
-		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids}, p.Checks)
+	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID + "-verify", WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids})
+	if err != nil {
+		return Verification{}, err
+	}
+	return VerifyChecks(ctx, r.cfg.Sandbox, spec, p.Checks)
 }
 
 // verdict is why a change is not a fix: the loop's failure, or else a

@@ -89,7 +89,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"admission", "workspace", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
+	if want := []string{"admission", "workspace", "setup", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
 		t.Errorf("phases %v; want %v", phases, want)
 	}
 	if want := []string{"read_file", "read_file", "run_checks", "edit_file", "finish"}; !slices.Equal(tools, want) {
@@ -193,7 +193,7 @@ func assertApprovalAudited(t *testing.T, w *demoWorld, fix, approve string) {
 			phases = append(phases, e.Name)
 		}
 	}
-	if want := []string{"admission", "workspace", "agent", "workspace", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
+	if want := []string{"admission", "workspace", "setup", "agent", "workspace", "setup", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
 		t.Errorf("phases of the approved fix %v; want %v", phases, want)
 	}
 }

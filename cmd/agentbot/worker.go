@@ -42,6 +42,7 @@ type workerConfig struct {
 	label       string
 	retention   retention
 	telemetry   telemetryFlags
+	envs        envCacheFlags
 	models      app.Models
 	app         *appFlags
 
@@ -66,6 +67,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.models.Fast, "fast-model", "gpt-4.1-mini", "the model that digests old context when a policy names none")
 	c.retention.register(fs)
 	c.telemetry.register(fs)
+	c.envs.register(fs)
 	c.app = addAppFlags(fs)
 }
 
@@ -129,7 +131,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	server = server.WithTriggerLabel(cfg.label, "--trigger-label")
+	server = server.WithTriggerLabel(cfg.label, "--trigger-label").WithDefaultImage(cfg.image)
 	model, err := newModel(env, server, log)
 	if err != nil {
 		return err
@@ -176,6 +178,10 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	} else if n > 0 {
 		log.Info("removed orphaned work trees", "count", n)
 	}
+	envs, err := cfg.envs.open(cfg.dataDir)
+	if err != nil {
+		return err
+	}
 	store := cfg.retention.store(rdb)
 	traces, flushSpans, err := cfg.telemetry.traceLog(ctx, cfg.retention.traceStore(rdb), env, log)
 	if err != nil {
@@ -192,7 +198,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
-		Logger: log.With("worker", workerID),
+		Logger: log.With("worker", workerID), Envs: envs,
 	})
 	if err != nil {
 		return err

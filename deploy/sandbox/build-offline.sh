@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Builds the sandbox image with no registry: debootstrap a minimal Debian
-# bookworm into a temporary folder, "docker import" it as the base layer, then
-# add the host's Go toolchain in a second layer with a "docker build" whose
+# Builds the sandbox images with no container registry: debootstrap a minimal
+# Debian bookworm into a temporary folder, "docker import" it as the base
+# layer, then add one toolchain in a second layer with a "docker build" whose
 # FROM is that local image, so nothing is ever pulled.
 #
-#   deploy/sandbox/build-offline.sh [TAG]      (default agentbot-sandbox:dev)
+#   deploy/sandbox/build-offline.sh [go|python|node|all] [TAG]
+#   deploy/sandbox/build-offline.sh TAG            (the go image, as TAG)
+#
+#   go      the host's Go toolchain, and a Go build cache of the standard
+#           library the sandbox copies into each prepared environment
+#           (default tag agentbot-sandbox:dev)
+#   python  python3, venv, pip and pytest from Debian (agentbot-sandbox:python)
+#   node    nodejs and npm from Debian (agentbot-sandbox:node)
+#   all     the three, under their default tags
 #
 # Idempotent and cached by tag: when TAG exists the script exits at once; the
-# debootstrap base is cached under its own tag, so a new Go toolchain only
-# rebuilds the second layer. Needs root (debootstrap), docker and debootstrap.
+# debootstrap base is cached under its own tag, so a new toolchain only
+# rebuilds the second layer. The python and node layers install Debian's
+# packages from the same mirror as the base (a minute or two). Needs root
+# (debootstrap), docker and debootstrap.
 #
 # Environment:
 #   MIRROR      Debian mirror for debootstrap (default: the first Debian URI of
@@ -17,10 +27,29 @@
 #   REBUILD=1   rebuild even when TAG exists
 set -euo pipefail
 
-tag=${1:-agentbot-sandbox:dev}
+flavour=go
+case "${1:-}" in
+go | python | node | all)
+	flavour=$1
+	shift
+	;;
+esac
+if [ "$flavour" = all ]; then
+	[ $# -eq 0 ] || { echo "build-offline.sh all takes no tag" >&2; exit 2; }
+	for f in go python node; do "$0" "$f"; done
+	exit 0
+fi
+case "$flavour" in
+go) default_tag=agentbot-sandbox:dev ;;
+*) default_tag=agentbot-sandbox:$flavour ;;
+esac
+tag=${1:-$default_tag}
 base_tag=agentbot-sandbox-base:bookworm
 goroot=${GOROOT_SRC:-/usr/local/go}
 uid=65532 # the sandbox user; also hard-coded in runner/sandbox (DefaultUser)
+# The image's seed of $HOME, copied into every prepared environment
+# (runner/envcache.SeedHome).
+seed=/usr/local/share/agentbot/home
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
@@ -111,13 +140,52 @@ if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 		- "$base_tag" >/dev/null
 	step "base $base_tag ready"
 fi
-step "adding this machine's Go toolchain ($goroot) as $tag"
+case "$flavour" in
+go) step "adding this machine's Go toolchain ($goroot) and its standard library's build cache as $tag" ;;
+*) step "adding Debian's $flavour packages as $tag" ;;
+esac
 
-# Second layer: the host's Go toolchain, from the local base (nothing pulled).
-# The build context is streamed: the Dockerfile plus the toolchain, no copy on disk.
-printf 'FROM %s\nCOPY go /usr/local/go\n' "$base_tag" >"$work/Dockerfile"
-# GOROOT/test is Go's own test suite, which nothing in the sandbox runs.
-tar -c -C "$work" Dockerfile -C "$(dirname "$goroot")" --exclude="$(basename "$goroot")/test" --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
-	DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >"$work/build.log" 2>&1 ||
-	{ cat "$work/build.log" >&2; exit 1; }
-step "built $tag"
+# Second layer: the toolchain, from the local base (nothing pulled). Each
+# flavour is one RUN at most: every instruction costs a layer commit, slow on
+# fuse-overlayfs.
+apt_install() {
+	printf 'RUN echo force-unsafe-io >/etc/dpkg/dpkg.cfg.d/agentbot-build \\\n'
+	printf ' && apt-get update -qq && apt-get install -y -qq --no-install-recommends %s >/dev/null \\\n' "$*"
+	printf ' && rm -rf /etc/dpkg/dpkg.cfg.d/agentbot-build /var/cache/apt/* /var/lib/apt/lists/* /usr/share/doc/* /usr/share/man/*\n'
+}
+case "$flavour" in
+go)
+	# The standard library's build cache is built here, once, so that a
+	# task's first "go test" compiles only the repository's own packages.
+	{
+		printf 'FROM %s\nCOPY go /usr/local/go\nUSER 0\n' "$base_tag"
+		printf 'RUN mkdir -p %s/.cache && HOME=/tmp GOCACHE=%s/.cache/go-build /usr/local/go/bin/go build std\n' "$seed" "$seed"
+		printf 'USER %s:%s\n' "$uid" "$uid"
+	} >"$work/Dockerfile"
+	# The build context is streamed: the Dockerfile plus the toolchain, no
+	# copy on disk. GOROOT/test is Go's own test suite, which nothing in the
+	# sandbox runs.
+	tar -c -C "$work" Dockerfile -C "$(dirname "$goroot")" --exclude="$(basename "$goroot")/test" --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
+		DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >"$work/build.log" 2>&1 ||
+		{ cat "$work/build.log" >&2; exit 1; }
+	;;
+python | node)
+	{
+		printf 'FROM %s\nUSER 0\n' "$base_tag"
+		if [ "$flavour" = python ]; then
+			apt_install python3 python3-venv python3-pip python3-pytest
+			# Debian marks its Python as externally managed; the root
+			# filesystem is read-only anyway, so "pip install" goes to the
+			# user's site under $HOME, part of the prepared environment.
+			printf 'ENV PIP_BREAK_SYSTEM_PACKAGES=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PATH=/home/sandbox/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n'
+		else
+			apt_install nodejs npm
+			printf 'ENV NPM_CONFIG_UPDATE_NOTIFIER=false NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false\n'
+		fi
+		printf 'USER %s:%s\n' "$uid" "$uid"
+	} >"$work/Dockerfile"
+	tar -c -C "$work" Dockerfile | DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >"$work/build.log" 2>&1 ||
+		{ cat "$work/build.log" >&2; exit 1; }
+	;;
+esac
+step "built $tag ($flavour)"

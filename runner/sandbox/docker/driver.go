@@ -23,6 +23,11 @@
 // user: no process of a command can write into its pipes, read its memory
 // or signal it, and none outlives its command (see sandbox.ExecOptions).
 //
+// Spec.Overlays give a container copy-on-write views of host directories
+// (the prepared environment of runner/envcache): each is a volume of the
+// local driver's overlay type, created with the container and removed with
+// it.
+//
 // Container.Close stops and removes a container with a context that outlives
 // the task's cancellation; Driver.RemoveOrphans removes what a killed worker
 // left behind, found by the agentbot.worker label, once the caller knows
@@ -30,14 +35,19 @@
 package docker
 
 import (
+	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +56,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -151,6 +162,28 @@ type Spec struct {
 	// ask for it; the agent phase always runs in a fresh container without.
 	Network bool
 	Env     []string // KEY=VALUE added to the sandbox's minimal environment
+	// Image is the container's image; the Driver's Options.Image when
+	// empty.
+	Image string
+	// Home, when set, is a host directory mounted read-write at
+	// sandbox.Home instead of the tmpfs: what the setup phase writes there
+	// is kept. Only the setup phase may ask for it.
+	Home string
+	// Overlays are copy-on-write views of host directories: the container
+	// writes into each one's Upper, never into its Lower.
+	Overlays []Overlay
+}
+
+// Overlay is a copy-on-write mount: Target shows Lower, and what the
+// container writes goes to Upper (Work is overlayfs' scratch directory,
+// on Upper's filesystem). Upper and Work are the container's own; no two
+// containers may share them. The engine mounts it (the local volume
+// driver's overlay type), so the container needs no privilege for it.
+type Overlay struct {
+	Target string // absolute path in the container
+	Lower  string // host directories, read only
+	Upper  string
+	Work   string
 }
 
 // Container is a running sandbox with its executor attached.
@@ -169,6 +202,8 @@ type Container struct {
 
 	closeMu sync.Mutex // Close may run while a command is waited for
 	closed  bool
+
+	volumes []string // the overlay volumes, removed with the container
 }
 
 // Start creates the container, attaches to the executor and starts it.
@@ -177,11 +212,16 @@ func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
+	volumes, err := d.overlayVolumes(ctx, spec, host)
+	if err != nil {
+		return nil, err
+	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
+		d.removeVolumes(ctx, volumes)
 		return nil, fmt.Errorf("create sandbox for task %s: %w", spec.TaskID, err)
 	}
-	c := &Container{ID: created.ID, d: d, log: d.log.With("task", spec.TaskID, "container", shortID(created.ID))}
+	c := &Container{ID: created.ID, d: d, volumes: volumes, log: d.log.With("task", spec.TaskID, "container", shortID(created.ID))}
 	// Attach before start, so that nothing the executor writes is missed.
 	conn, err := d.cli.ContainerAttach(ctx, c.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err == nil {
@@ -220,7 +260,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		network = "bridge"
 	}
 	cfg := &container.Config{
-		Image: d.opts.Image,
+		Image: cmp.Or(spec.Image, d.opts.Image),
 		// The executor alone is root, to run every command as the sandbox
 		// user and to kill what a command leaves behind; see
 		// sandbox.ExecOptions.Contain.
@@ -235,19 +275,42 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		AttachStderr: true,
 		OpenStdin:    true,
 	}
+	tmpfsMounts := map[string]string{
+		"/tmp":       fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
+		sandbox.Home: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, sandbox.UID, sandbox.GID),
+	}
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: tree, Target: sandbox.WorkDir},
+		{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
+	}
+	if spec.Home != "" {
+		home, err := hostDir("sandbox home", spec.Home)
+		if err != nil {
+			return nil, nil, err
+		}
+		delete(tmpfsMounts, sandbox.Home)
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: home, Target: sandbox.Home})
+	}
+	for _, o := range spec.Overlays {
+		if !path.IsAbs(o.Target) || path.Clean(o.Target) != o.Target || o.Target == "/" {
+			return nil, nil, fmt.Errorf("sandbox overlay target %q is not a clean absolute path", o.Target)
+		}
+		if o.Target == sandbox.Home {
+			delete(tmpfsMounts, sandbox.Home)
+		}
+		for _, dir := range []string{o.Lower, o.Upper, o.Work} {
+			if _, err := hostDir("sandbox overlay "+o.Target, dir); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
 	withInit := true
 	host := &container.HostConfig{
 		NetworkMode:    network,
 		ReadonlyRootfs: true,
-		Mounts: []mount.Mount{
-			{Type: mount.TypeBind, Source: tree, Target: sandbox.WorkDir},
-			{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
-		},
-		Tmpfs: map[string]string{
-			"/tmp":       fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
-			sandbox.Home: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, sandbox.UID, sandbox.GID),
-		},
-		CapDrop: []string{"ALL"},
+		Mounts:         mounts,
+		Tmpfs:          tmpfsMounts,
+		CapDrop:        []string{"ALL"},
 		// Only what the executor needs: commands run as a non-root user
 		// under no-new-privileges, so they can never hold these.
 		CapAdd:      []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"},
@@ -270,6 +333,85 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 	}
 	return cfg, host, nil
 }
+
+// hostDir is dir made absolute, once it is known to be a directory.
+func hostDir(what, dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s %q: %w", what, dir, err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s %s is not a directory", what, abs)
+	}
+	return abs, nil
+}
+
+// overlayVolumes creates one local volume of the overlay type per overlay
+// of spec and mounts it in host. The volumes are the container's own and
+// go with it; on error none is left.
+func (d *Driver) overlayVolumes(ctx context.Context, spec Spec, host *container.HostConfig) ([]string, error) {
+	var names []string
+	for i, o := range spec.Overlays {
+		lower, _ := filepath.Abs(o.Lower)
+		upper, _ := filepath.Abs(o.Upper)
+		work, _ := filepath.Abs(o.Work)
+		// overlayfs takes these in one comma-separated option string.
+		if strings.ContainsAny(lower+upper+work, ",:") {
+			d.removeVolumes(ctx, names)
+			return nil, fmt.Errorf("sandbox overlay %s: a directory holds ',' or ':'", o.Target)
+		}
+		name := fmt.Sprintf("agentbot-overlay-%s-%d", randomID(), i)
+		_, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{
+			Name: name, Driver: "local",
+			DriverOpts: map[string]string{"type": "overlay", "device": "overlay",
+				"o": fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work)},
+			Labels: map[string]string{LabelTask: spec.TaskID, LabelWorker: d.opts.WorkerID},
+		})
+		if err != nil {
+			d.removeVolumes(ctx, names)
+			return nil, fmt.Errorf("create overlay %s for task %s: %w", o.Target, spec.TaskID, err)
+		}
+		names = append(names, name)
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: name, Target: o.Target,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
+	}
+	return names, nil
+}
+
+// removeVolumes removes the named volumes, once no container uses them.
+func (d *Driver) removeVolumes(ctx context.Context, names []string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
+	defer cancel()
+	for _, name := range names {
+		if err := d.cli.VolumeRemove(ctx, name, true); err != nil && !cerrdefs.IsNotFound(err) {
+			d.log.Warn("remove overlay volume", "volume", name, "err", err)
+		}
+	}
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ImageID is the id of the local image ref: what a cache keyed by image
+// must use, since a tag can be moved to another image.
+func (d *Driver) ImageID(ctx context.Context, ref string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	img, err := d.cli.ImageInspect(ctx, cmp.Or(ref, d.opts.Image))
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("sandbox image %s is missing", cmp.Or(ref, d.opts.Image))
+		}
+		return "", fmt.Errorf("inspect sandbox image %s: %w", cmp.Or(ref, d.opts.Image), err)
+	}
+	return img.ID, nil
+}
+
+// Image is the image of a Spec that names none.
+func (d *Driver) Image() string { return d.opts.Image }
 
 func orDefault[T comparable](v, def T) T {
 	var zero T
@@ -413,7 +555,11 @@ func (c *Container) Close(ctx context.Context) error {
 	if err := c.d.cli.ContainerStop(ctx, c.ID, container.StopOptions{Timeout: &grace}); err != nil && !cerrdefs.IsNotFound(err) {
 		c.log.Warn("stop sandbox", "err", err)
 	}
-	return c.d.remove(ctx, c.ID)
+	err := c.d.remove(ctx, c.ID)
+	if err == nil {
+		c.d.removeVolumes(ctx, c.volumes)
+	}
+	return err
 }
 
 func (d *Driver) remove(ctx context.Context, id string) error {
@@ -455,6 +601,19 @@ func (d *Driver) RemoveOrphans(ctx context.Context, alive func(ctx context.Conte
 		}
 		removed++
 		d.log.Info("removed orphan sandbox", "container", shortID(c.ID), "dead_worker", worker, "task", c.Labels[LabelTask])
+	}
+	// The overlay volumes of those containers, now unused.
+	vols, err := d.cli.VolumeList(ctx, volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", LabelWorker))})
+	if err != nil {
+		return removed, errors.Join(append(errs, fmt.Errorf("list overlay volumes: %w", err))...)
+	}
+	for _, v := range vols.Volumes {
+		if live, err := alive(ctx, v.Labels[LabelWorker]); err != nil || live {
+			continue
+		}
+		if err := d.cli.VolumeRemove(ctx, v.Name, true); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove overlay volume %s: %w", v.Name, err))
+		}
 	}
 	return removed, errors.Join(errs...)
 }

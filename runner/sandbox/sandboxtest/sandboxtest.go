@@ -240,3 +240,36 @@ func MustRun(t testing.TB, c *docker.Container, cmd sandbox.Cmd) sandbox.Result 
 	}
 	return res
 }
+
+// ToolchainImage returns the sandbox image of one flavour of
+// deploy/sandbox/build-offline.sh (go, python, node) to test with:
+// AGENTBOT_SANDBOX_IMAGE_<FLAVOUR> or agentbot-sandbox:env-<flavour>,
+// built when it is missing.
+func ToolchainImage(t testing.TB, flavour string) string {
+	t.Helper()
+	RequireDocker(t)
+	image := os.Getenv("AGENTBOT_SANDBOX_IMAGE_" + strings.ToUpper(flavour))
+	if image == "" {
+		image = "agentbot-sandbox:env-" + flavour
+	}
+	err := withEngine(func(ctx context.Context, cli *client.Client) error {
+		_, err := cli.ImageInspect(ctx, image)
+		return err
+	})
+	if err == nil {
+		return image
+	}
+	if !cerrdefs.IsNotFound(err) {
+		t.Fatalf("inspect sandbox image %s: %v", image, err)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("sandbox image %s is missing and the build script cannot be found: %v", image, err)
+	}
+	script := filepath.Join(root, "deploy", "sandbox", "build-offline.sh")
+	t.Logf("sandbox image %s is missing; building it with %s %s", image, script, flavour)
+	if out, err := exec.Command(script, flavour, image).CombinedOutput(); err != nil {
+		t.Fatalf("build sandbox image %s with %s (needs root and debootstrap): %v\n%s", image, script, err, out)
+	}
+	return image
+}

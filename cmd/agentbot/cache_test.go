@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/runner/envcache"
+)
+
+func runCache(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), append([]string{"cache"}, args...),
+		Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut})
+	return out.String() + errOut.String(), err
+}
+
+func TestCacheListAndPrune(t *testing.T) {
+	data := t.TempDir()
+	c, err := envcache.Open(filepath.Join(data, "envs"), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, repo := range map[string]string{"00000000000000a1": "acme/web", "00000000000000b2": "acme/api"} {
+		b, err := c.Build(envcache.Entry{Key: key, Repo: repo, Image: "agentbot-sandbox:env-go"}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(b.Home(), "x"), make([]byte, 8192), 0o644)
+		env, err := b.Publish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Release()
+	}
+	out, err := runCache(t, "list", "--data-dir", data)
+	if err != nil || !strings.Contains(out, "00000000000000a1  acme/web") || !strings.Contains(out, "2 environments") || !strings.Contains(out, "of 20GiB") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	out, err = runCache(t, "prune", "--data-dir", data, "--repo", "acme/web")
+	if err != nil || !strings.HasPrefix(out, "removed 1 environments") {
+		t.Fatalf("prune --repo: %v\n%s", err, out)
+	}
+	// Under the cap, a plain prune removes nothing.
+	if out, err = runCache(t, "prune", "--data-dir", data); err != nil || !strings.HasPrefix(out, "removed 0 environments") {
+		t.Fatalf("prune: %v\n%s", err, out)
+	}
+	if out, err = runCache(t, "prune", "--data-dir", data, "--env-cache-max", "1KiB"); err != nil || !strings.HasPrefix(out, "removed 1 environments") {
+		t.Fatalf("prune over a smaller cap: %v\n%s", err, out)
+	}
+	if out, _ := runCache(t, "list", "--data-dir", data); !strings.Contains(out, "0 environments") {
+		t.Fatalf("list after prune:\n%s", out)
+	}
+}
+
+func TestCacheRefusesBadArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "say list or prune"},
+		{[]string{"drop"}, "say list or prune"},
+		{[]string{"list", "--env-cache-max", "lots"}, `"lots" is not a size`},
+		{[]string{"list", "extra"}, `unexpected argument "extra"`},
+		{[]string{"list", "--all"}, "flag provided but not defined"},
+	} {
+		out, err := runCache(t, append(tc.args, "--data-dir", t.TempDir())...)
+		if err == nil || !strings.Contains(err.Error()+out, tc.want) {
+			t.Errorf("cache %q: %v %s; want %q", tc.args, err, out, tc.want)
+		}
+	}
+}

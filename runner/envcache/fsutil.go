@@ -1,0 +1,122 @@
+package envcache
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/agentbot/agentbot/runner/sandbox"
+)
+
+// tryLock opens (creating, unless the directory is gone) the lock file at
+// path and flocks it without waiting.
+func tryLock(path string, how int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func sameFile(f *os.File, fi fs.FileInfo) bool {
+	st, err := f.Stat()
+	return err == nil && os.SameFile(st, fi)
+}
+
+func readEntry(dir string) (Entry, error) {
+	var e Entry
+	data, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return e, fmt.Errorf("read environment: %w", err)
+	}
+	if err := json.Unmarshal(data, &e); err != nil {
+		return e, fmt.Errorf("read environment %s: %w", filepath.Base(dir), err)
+	}
+	return e, nil
+}
+
+// writeEntry replaces dir's meta.json atomically.
+func writeEntry(dir string, e Entry) error {
+	data, err := json.MarshalIndent(e, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, "meta.json."+randomID())
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write environment %s: %w", e.Key, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "meta.json")); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write environment %s: %w", e.Key, err)
+	}
+	return nil
+}
+
+// shareDir creates dir for the sandbox user: owned by it when the worker
+// runs as root, world-writable otherwise.
+func shareDir(dir string, mode os.FileMode) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Lchown(dir, sandbox.UID, sandbox.GID); err != nil {
+		mode = 0o777
+	}
+	return os.Chmod(dir, mode)
+}
+
+// removeAll removes dir, or only its contents when keepDir. Directories
+// the sandbox user made read-only (Go's module cache) are made writable
+// first, which only the owner or root may do.
+func removeAll(dir string, keepDir bool) error {
+	if err := os.RemoveAll(dir); err != nil {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+	}
+	if keepDir {
+		return os.MkdirAll(dir, 0o755)
+	}
+	return nil
+}
+
+// diskUsage is the bytes the files under dir take on disk.
+func diskUsage(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			total += st.Blocks * 512
+		} else {
+			total += fi.Size()
+		}
+		return nil
+	})
+	return total, err
+}
+
+func randomID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,346 @@
+package runner_test
+
+import (
+	"archive/zip"
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// goProxy is a Go module proxy served from a directory in the GOPROXY
+// file layout, on the address of the Docker bridge, counting requests.
+type goProxy struct {
+	dir      string
+	url      string
+	requests atomic.Int64
+}
+
+func newGoProxy(t *testing.T) *goProxy {
+	t.Helper()
+	iface, err := net.InterfaceByName("docker0")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no docker0 bridge for the test's module proxy: %v", err)
+		}
+		t.Skipf("no docker0 bridge for the test's module proxy: %v", err)
+	}
+	addrs, _ := iface.Addrs()
+	var gw string
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil {
+			gw = ip.IP.String()
+		}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
+	if err != nil {
+		t.Fatalf("listen on the bridge: %v", err)
+	}
+	p := &goProxy{dir: t.TempDir(), url: "http://" + ln.Addr().String()}
+	files := http.FileServer(http.Dir(p.dir))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		files.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return p
+}
+
+// add publishes module path at version with the given files.
+func (p *goProxy) add(t *testing.T, path, version string, files map[string]string) {
+	t.Helper()
+	dir := filepath.Join(p.dir, filepath.FromSlash(path), "@v")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mod := "module " + path + "\n\ngo 1.21\n"
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("list", version+"\n")
+	write(version+".info", fmt.Sprintf(`{"Version":%q,"Time":"2026-01-01T00:00:00Z"}`, version))
+	write(version+".mod", mod)
+	f, err := os.Create(filepath.Join(dir, version+".zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := zip.NewWriter(f)
+	files = maps.Clone(files)
+	files["go.mod"] = mod
+	for name, data := range files {
+		w, err := zw.Create(path + "@" + version + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(data))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// tidy runs the host's "go mod tidy" over files against the proxy's
+// directory and returns go.mod and go.sum as it leaves them.
+func (p *goProxy) tidy(t *testing.T, files map[string]string) (gomod, gosum string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "mod", "tidy")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOPROXY=file://"+p.dir, "GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
+		"GOMODCACHE="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go mod tidy: %v\n%s", err, out)
+	}
+	mod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
+	sum, _ := os.ReadFile(filepath.Join(dir, "go.sum"))
+	return string(mod), string(sum)
+}
+
+// memTraces keeps traces in memory.
+type memTraces struct {
+	mu     sync.Mutex
+	events map[string][]app.TraceEvent
+}
+
+func (m *memTraces) Append(_ context.Context, id string, e app.TraceEvent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events[id] = append(m.events[id], e)
+	return nil
+}
+
+func (m *memTraces) Trace(_ context.Context, id string) ([]app.TraceEvent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.events[id], nil
+}
+
+// setupDetail is the setup phase's detail in task id's trace.
+func (m *memTraces) setupDetail(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, e := range m.events[id] {
+		if e.Kind == app.TracePhase && e.Name == "setup" {
+			return e.Detail
+		}
+	}
+	return ""
+}
+
+// envWorld is a worker with an environment cache over a Go repository with
+// two third-party modules, served by the world's module proxy.
+type envWorld struct {
+	proxy  *goProxy
+	files  map[string]string
+	sim    *githubsim.Server
+	inst   int64
+	store  *memStore
+	traces *memTraces
+	envs   *envcache.Cache
+	runner *runner.Runner
+}
+
+func newEnvWorld(t *testing.T, script llmtest.Script) *envWorld {
+	t.Helper()
+	sandboxtest.RequireDocker(t)
+	w := &envWorld{proxy: newGoProxy(t), files: map[string]string{}}
+	w.proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
+	w.proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
+	for _, name := range []string{"stats.go", "stats_test.go", "go.mod"} {
+		b, err := os.ReadFile(filepath.Join("../deploy/demo/repo", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.files[name] = string(b)
+	}
+	w.files["deps.go"] = "package stats\n\nimport (\n\t\"example.com/mathx\"\n\t\"example.com/textx\"\n)\n\n" +
+		"// Label names a sample twice over.\nfunc Label(s string) string { return textx.Twice(s) }\n\n" +
+		"// Add adds two samples.\nfunc Add(a, b int) int { return mathx.Add(a, b) }\n"
+	w.files["go.mod"], w.files["go.sum"] = w.proxy.tidy(t, w.files)
+	if !strings.Contains(w.files["go.sum"], "example.com/mathx") {
+		t.Fatalf("go.sum lacks the modules:\n%s", w.files["go.sum"])
+	}
+	w.files[app.PolicyPath] = fmt.Sprintf(`version: 1
+checks:
+  - {name: test, run: "go test ./..."}
+setup: {network: true, run: ["GOPROXY=%s GOSUMDB=off go mod download"]}
+paths: {allow: ["**/*.go"]}
+`, w.proxy.url)
+
+	var err error
+	if w.sim, err = githubsim.New(githubsim.Options{Dir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.sim.Close() })
+	w.inst = w.sim.AddInstallation("acme")
+	if err := w.sim.AddRepo(w.inst, repo, w.files); err != nil {
+		t.Fatal(err)
+	}
+	w.sim.SetPermission(repo, "ada", "write")
+	gh, err := github.NewApp(github.Config{AppID: w.sim.App().ID, PrivateKey: w.sim.App().PrivateKeyPEM, APIURL: w.sim.APIURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := llmtest.NewServer(t, script)
+	client, err := llm.New(llm.Config{BaseURL: model.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.envs, err = envcache.Open(t.TempDir(), 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	server := app.DefaultServerConfig().WithDefaultImage(sandboxtest.Image(t))
+	server.SetupNetwork = true
+	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
+	w.runner, err = runner.New(runner.Config{
+		GitHub: gh, Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
+		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Store: w.store, Tasks: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
+		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// fix runs "/agent fix" by ada on issue (or pull request) number to its
+// end and returns the task's record.
+func (w *envWorld) fix(t *testing.T, id string, number int) runner.TaskState {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, number, "ada", "/agent fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
+		Number: number, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
+	w.store.add(tk)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatalf("task %s: %v", id, err)
+	}
+	return w.store.record(id)
+}
+
+// fixIssue runs a fix on a new issue, which must succeed, and returns the
+// setup phase's detail in its trace.
+func (w *envWorld) fixIssue(t *testing.T, id string) string {
+	t.Helper()
+	issue, err := w.sim.AddIssue(repo, "grace", "Sum drops the first sample "+id, "Sum([1 2 3]) is 5.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.fix(t, id, issue); rec.State != app.StateSucceeded {
+		t.Fatalf("task %s ended %s (%s); trace %+v", id, rec.State, rec.Step, w.traces.events[id])
+	}
+	return w.traces.setupDetail(id)
+}
+
+// TestPreparedEnvironmentReachesTheAgent: a Go repository with two
+// third-party modules, which setup downloads from a module proxy; the
+// agent phase, with no network, fixes the failing test and the checks
+// pass. The next task with the same go.sum reuses the environment without
+// a request; a changed go.sum builds a new one.
+func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
+	demo := demoScript(t)
+	script := demo
+	script.Steps = nil
+	for range 3 {
+		script.Steps = append(script.Steps, demo.Steps...)
+	}
+	w := newEnvWorld(t, script)
+
+	first := w.fixIssue(t, "T1")
+	key, ok := strings.CutPrefix(first, "setup: built ")
+	if !ok {
+		t.Fatalf("first task's setup: %q, want it built", first)
+	}
+	fetched := w.proxy.requests.Load()
+	if fetched == 0 {
+		t.Fatal("setup made no request to the module proxy")
+	}
+
+	if second := w.fixIssue(t, "T2"); second != "setup: cached "+key {
+		t.Errorf("second task's setup: %q, want %q", second, "setup: cached "+key)
+	}
+	if n := w.proxy.requests.Load(); n != fetched {
+		t.Errorf("the second task made %d module proxy requests, want none", n-fetched)
+	}
+
+	if _, err := w.sim.Commit(repo, "main", "grace", "Record a checksum", map[string]string{
+		"go.sum": w.files["go.sum"] + "example.com/unused v1.0.0/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	third := w.fixIssue(t, "T3")
+	if !strings.HasPrefix(third, "setup: built ") || third == first {
+		t.Errorf("after go.sum changed, setup: %q, want a new environment (not %s)", third, key)
+	}
+	if w.proxy.requests.Load() == fetched {
+		t.Error("the new environment was built without the module proxy")
+	}
+	list, err := w.envs.List()
+	if err != nil || len(list) != 2 {
+		t.Fatalf("environments %+v, %v; want 2", list, err)
+	}
+}
+
+// TestPullRequestSetupHasNoNetworkAndKeepsNothing: a pull request's head
+// changes go.sum, so no environment matches; its setup runs without
+// network, so the download fails, and nothing is kept for later tasks.
+func TestPullRequestSetupHasNoNetworkAndKeepsNothing(t *testing.T) {
+	w := newEnvWorld(t, llmtest.Script{})
+	main, err := w.sim.BranchSHA(repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sim.CreateBranch(repo, "agent/9-deps", main); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sim.Commit(repo, "agent/9-deps", "agentbot[bot]", "Change a checksum", map[string]string{
+		"go.sum": w.files["go.sum"] + "example.com/unused v1.0.0/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "ada", Title: "Deps", Head: "agent/9-deps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := w.fix(t, "P1", pr)
+	if rec.State != app.StateFailed || !strings.Contains(rec.Step, "go mod download") {
+		t.Fatalf("task ended %s (%s); want failed in setup", rec.State, rec.Step)
+	}
+	if n := w.proxy.requests.Load(); n != 0 {
+		t.Errorf("the pull request's setup reached the module proxy %d times", n)
+	}
+	if list, err := w.envs.List(); err != nil || len(list) != 0 {
+		t.Errorf("environments kept: %+v, %v", list, err)
+	}
+}
