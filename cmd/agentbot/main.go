@@ -50,6 +50,7 @@ func commands() map[string]subcommand {
 		"stats":        {cmdStats, "print task outcomes per repository and model: stats [--repo R] [--since 30d] [--json]"},
 		"admin":        {cmdAdmin, "serve the read-only admin pages: task list and traces (--admin-addr, loopback by default)"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
+		"egress-proxy": {cmdEgressProxy, "the setup phase's forward proxy, in a container beside setup (started by the worker, not by hand)"},
 	}
 }
 
