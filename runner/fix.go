@@ -203,8 +203,8 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 }
 
 // setup runs the policy's setup commands in their own container, with
-// network only when the policy asks and the server allows it, before the
-// agent acts.
+// network only when the policy asks and the server allows it, and then
+// only to the server's setup.allow_hosts, before the agent acts.
 func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) error {
 	s := tk.policy.Policy.Setup
 	if len(s.Run) == 0 {
@@ -212,8 +212,13 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) e
 	}
 	defer r.phase(ctx, tk, "setup")
 	p := tk.policy.Policy.Sandbox
-	box, err := r.cfg.Sandbox.Start(ctx, docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(),
-		CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, Network: s.Network})
+	spec := docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids}
+	closeEgress, err := r.setupEgress(ctx, tk, &spec)
+	if err != nil {
+		return err
+	}
+	defer closeEgress()
+	box, err := r.cfg.Sandbox.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start the setup sandbox: %w", err)
 	}

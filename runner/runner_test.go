@@ -50,6 +50,13 @@ type world struct {
 
 func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	t.Helper()
+	return newWorldWith(t, policy, script, func(*runner.Config) {})
+}
+
+// newWorldWith is newWorld with the runner's configuration changed by
+// configure before it is built.
+func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
+	t.Helper()
 	sandboxtest.RequireDocker(t)
 	files := map[string]string{}
 	root := "../deploy/demo/repo"
@@ -90,12 +97,14 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.runner, err = runner.New(runner.Config{
+	cfg := runner.Config{
 		GitHub: gh, Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: w.locks,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
-	})
+	}
+	configure(&cfg)
+	w.runner, err = runner.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
