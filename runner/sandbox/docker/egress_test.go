@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -128,5 +130,22 @@ func TestEgressRefusesABadAllowEntry(t *testing.T) {
 	_, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-bad", Allow: []string{"169.254.169.254"}})
 	if err == nil || !strings.Contains(err.Error(), "link-local") {
 		t.Errorf("StartEgress with the metadata address allowed = %v, want the proxy's refusal to start", err)
+	}
+}
+
+func TestCABundleIsTheContainersTrustStore(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	const pemText = "-----BEGIN CERTIFICATE-----\nb3BlcmF0b3I=\n-----END CERTIFICATE-----\n"
+	if err := os.WriteFile(bundle, []byte(pemText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := sandboxtest.Start(t, d, docker.Spec{CABundle: bundle})
+	res := shell(t, c, `exec bash -c 'for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO; do cmp "${!v}" /etc/ssl/agentbot/ca-bundle.pem || echo "$v=${!v}"; done; cat "$SSL_CERT_FILE"; echo x >> "$SSL_CERT_FILE"'`)
+	if string(res.Stdout) != pemText {
+		t.Errorf("stdout %q, stderr %q; want every variable naming the bundle, then the bundle", res.Stdout, res.Stderr)
+	}
+	if res.ExitCode == 0 {
+		t.Error("the sandbox user could append to the trust store")
 	}
 }
