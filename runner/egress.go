@@ -9,17 +9,20 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
-// setupEgress gives the setup container of tk its network: when the policy
-// asks for one, an internal network whose only way out is the egress
-// proxy, which reaches the server config's setup.allow_hosts and nothing
-// else. done removes it, once the setup container is gone, and records
-// what the proxy refused in the trace, the audit log and, through
-// tk.refused, the status comment.
+// setupEgress turns the network a setup container's spec asks for into
+// its egress: an internal network whose only way out is the egress proxy,
+// which reaches the server config's setup.allow_hosts and nothing else.
+// Call it on every setup spec just before the container starts, and done
+// once the container is removed: done removes the network and records what
+// the proxy refused in the trace, the audit log and, through tk.refused,
+// the status comment.
 func (r *Runner) setupEgress(ctx context.Context, tk *task, spec *docker.Spec) (done func(), err error) {
 	spec.CABundle = r.cfg.SetupCABundle
-	if !tk.policy.Policy.Setup.Network {
+	if !spec.Network {
 		return func() {}, nil
 	}
+	// Never the default bridge, which reaches everywhere.
+	spec.Network = false
 	allow := make([]string, len(r.cfg.Server.SetupAllowHosts))
 	for i, a := range r.cfg.Server.SetupAllowHosts {
 		allow[i] = a.String()

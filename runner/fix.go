@@ -212,7 +212,7 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) e
 	}
 	defer r.phase(ctx, tk, "setup")
 	p := tk.policy.Policy.Sandbox
-	spec := docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids}
+	spec := docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, Network: s.Network}
 	closeEgress, err := r.setupEgress(ctx, tk, &spec)
 	if err != nil {
 		return err
