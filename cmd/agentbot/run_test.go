@@ -126,6 +126,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}{
 		{[]string{"--repo", dir}, "--task is required"},
 		{[]string{"--repo", dir, "--task", "fix", "--model-script", "x.yaml"}, "defines no checks"},
+		{[]string{"--repo", dir, "--task", "fix", "--model-script", "x.yaml"}, "For this Go module (go.mod):\n\n```yaml\nchecks:\n  - {name: build"},
 		{[]string{"--repo", dir, "--task", "fix", "--check", "true"}, "no model"},
 		{[]string{"--repo", dir, "--task", "fix", "--check", "true", "--model-script", filepath.Join(dir, "missing.yaml"), "--executor", "/bin/true"}, "--model-script"},
 		{[]string{"--repo", dir, "--task", "fix", "--check", ""}, "a check may not be empty"},

@@ -54,7 +54,9 @@ func LoadPolicyFor(dir string, server app.ServerConfig, checks []string) (app.Po
 			p.Checks = append(p.Checks, app.Check{Name: fmt.Sprintf("check%d", i+1), Run: c, Timeout: DefaultCheckTimeout})
 		}
 	}
-	if err := p.RequireChecks(); err != nil {
+	// The refusal suggests the checks of the checkout's kind (go.mod…).
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	if err := p.RequireChecksIn(has); err != nil {
 		return app.Policy{}, &NoChecksError{Message: app.ErrorMessage(err)}
 	}
 	return p, nil
