@@ -229,11 +229,17 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 	tmpfs := orDefault(spec.TmpfsSize, DefaultTmpfsSize)
 	fsize := orDefault(spec.MaxFileSize, DefaultMaxFileSize)
 	network := container.NetworkMode("none")
+	var dns []string
 	env := append([]string{"HOME=" + sandbox.Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...)
 	switch {
 	case spec.Egress != nil:
 		network = container.NetworkMode(spec.Egress.Network)
 		env = append(env, spec.Egress.Env()...)
+		// The proxy resolves names; Docker's resolver on the network would
+		// otherwise forward the container's queries out, a channel past
+		// the proxy. A nameserver on the container's own loopback, where
+		// nothing listens, answers nothing.
+		dns = []string{"127.0.0.1"}
 	case spec.Network:
 		network = "bridge"
 	}
@@ -286,6 +292,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		ShmSize: 64 << 20,
 		Init:    &withInit,
 		Runtime: d.opts.Runtime,
+		DNS:     dns,
 		// Answers go over the attach stream; a log driver would keep a
 		// second copy of everything on the host's disk.
 		LogConfig: container.LogConfig{Type: "none"},
