@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
@@ -20,6 +21,12 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 	listen := fs.String("listen", ":3128", "the address to accept proxy connections on")
 	var allow allowHostFlags
 	fs.Var(&allow, "allow", "a host (host, host:port, *.domain) connections may go to; repeatable")
+	var from []netip.Prefix
+	fs.Func("accept-from", "a network (CIDR) whose peers are served; repeatable (default: any peer)", func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		from = append(from, p)
+		return err
+	})
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
@@ -28,7 +35,7 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("egress-proxy: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	if err := egress.Serve(ctx, ln, allow, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
+	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

@@ -249,3 +249,35 @@ func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.W
 	}
 	return nil
 }
+
+// OnlyFrom returns ln accepting connections from the given networks only,
+// closing others at once: the proxy serves its setup network, not every
+// container on the default bridge it also sits on. No prefixes: any peer.
+func OnlyFrom(ln net.Listener, prefixes []netip.Prefix) net.Listener {
+	if len(prefixes) == 0 {
+		return ln
+	}
+	return &filtered{Listener: ln, prefixes: prefixes}
+}
+
+type filtered struct {
+	net.Listener
+	prefixes []netip.Prefix
+}
+
+func (f *filtered) Accept() (net.Conn, error) {
+	for {
+		c, err := f.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+			for _, p := range f.prefixes {
+				if p.Contains(ap.Addr().Unmap()) {
+					return c, nil
+				}
+			}
+		}
+		c.Close()
+	}
+}

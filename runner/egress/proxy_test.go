@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -264,4 +265,42 @@ func fakeDNS(t *testing.T, ip string) *net.Resolver {
 		var d net.Dialer
 		return d.DialContext(ctx, "udp", addr)
 	}}
+}
+
+func TestOnlyFrom(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })}
+	go srv.Serve(OnlyFrom(ln, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}))
+	defer srv.Close()
+	if resp, err := http.Get("http://" + ln.Addr().String()); err == nil {
+		resp.Body.Close()
+		t.Errorf("a peer outside the accepted networks was served: %s", resp.Status)
+	}
+	if OnlyFrom(ln, nil) != ln {
+		t.Error("OnlyFrom without prefixes wraps the listener")
+	}
+}
+
+func TestOnlyFromAcceptsItsNetworks(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "served") })}
+	go srv.Serve(OnlyFrom(ln, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}))
+	defer srv.Close()
+	resp, err := http.Get("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "served" {
+		t.Errorf("body %q", body)
+	}
 }

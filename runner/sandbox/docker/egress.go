@@ -91,15 +91,30 @@ func (d *Driver) StartEgress(ctx context.Context, spec EgressSpec) (_ *Egress, e
 			}
 		}
 	}()
-	if err := e.startProxy(ctx, spec, labels); err != nil {
+	info, err := d.cli.NetworkInspect(ctx, created.ID, network.InspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect the setup network: %w", err)
+	}
+	var subnets []string
+	for _, c := range info.IPAM.Config {
+		subnets = append(subnets, c.Subnet)
+	}
+	if len(subnets) == 0 {
+		return nil, fmt.Errorf("setup network %s has no subnet", name)
+	}
+	if err := e.startProxy(ctx, spec, subnets, labels); err != nil {
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, labels map[string]string) error {
+func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []string, labels map[string]string) error {
 	d := e.d
 	cmd := []string{executorPath, "egress-proxy", "--listen", fmt.Sprintf(":%d", proxyPort)}
+	// Only the setup network's peers, not every container on the bridge.
+	for _, s := range subnets {
+		cmd = append(cmd, "--accept-from", s)
+	}
 	for _, a := range spec.Allow {
 		cmd = append(cmd, "--allow", a)
 	}

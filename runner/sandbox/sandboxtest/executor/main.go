@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -57,10 +58,16 @@ func egressProxy(ctx context.Context, args []string) error {
 		allow = append(allow, h)
 		return err
 	})
+	var from []netip.Prefix
+	fs.Func("accept-from", "", func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		from = append(from, p)
+		return err
+	})
 	fs.Parse(args)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	return egress.Serve(ctx, ln, allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	return egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 }
