@@ -159,3 +159,38 @@ func TestSetupThatBypassesTheProxyFails(t *testing.T) {
 		t.Errorf("the allowed host answered %d requests that bypassed the proxy", n)
 	}
 }
+
+// A setup command that needs a host the server does not allow fails the
+// task, and the status comment says which host was refused besides the
+// command's output.
+func TestSetupRefusedAHostFailsSayingWhich(t *testing.T) {
+	traces := &traceMem{events: map[string][]app.TraceEvent{}}
+	policy := quickPolicy + "setup:\n  network: true\n  run: [\"timeout 20 git ls-remote https://evil.example/x.git\"]\n"
+	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
+		c.Server.SetupNetwork = true
+		c.Traces = traces
+		allowHost(t, c, "proxy.golang.org")
+	})
+	if err := w.runner.ProcessTask(t.Context(), w.task(t, "E3")); err != nil {
+		t.Fatal(err)
+	}
+	status := w.status("E3")
+	if rec := w.store.record("E3"); rec.State != app.StateFailed {
+		t.Fatalf("task ended %s (%s); want failed:\n%s", rec.State, rec.Step, status)
+	}
+	const refusal = "setup tried to reach evil.example:443 — not in setup.allow_hosts"
+	for _, want := range []string{"the agent did not start", refusal} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status comment lacks %q:\n%s", want, status)
+		}
+	}
+	var traced []string
+	for _, e := range traces.events["E3"] {
+		if e.Kind == app.TraceRefusal {
+			traced = append(traced, e.Detail)
+		}
+	}
+	if len(traced) != 1 || traced[0] != refusal {
+		t.Errorf("trace's refusals %q; want %q", traced, refusal)
+	}
+}
