@@ -148,8 +148,10 @@ type Spec struct {
 	// MaxFileSize is the largest file any process may write, in bytes;
 	// DefaultMaxFileSize when zero.
 	MaxFileSize int64
-	// Network gives the container a bridge network. Only the setup phase may
-	// ask for it; the agent phase always runs in a fresh container without.
+	// Network gives the container Docker's default bridge, which reaches
+	// wherever the host does. Only the setup phase may ask for network, and
+	// the runner gives it an Egress instead; the agent phase always runs in
+	// a fresh container without.
 	Network bool
 	// Egress puts the container on a setup network, whose only way out is
 	// the egress proxy, with the proxy variables set; Network is then
