@@ -2,7 +2,15 @@ package docker_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -147,5 +156,77 @@ func TestCABundleIsTheContainersTrustStore(t *testing.T) {
 	}
 	if res.ExitCode == 0 {
 		t.Error("the sandbox user could append to the trust store")
+	}
+}
+
+// testPKI is a CA and a server certificate it signed for ip.
+func testPKI(t *testing.T, ip string) (caPEM []byte, cert tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "re-signing egress CA"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP(ip)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// HTTPS goes through the proxy's CONNECT tunnel, and the operator's CA in
+// the bundle is what lets the setup container trust a re-signed server.
+func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	gateway, _ := hostAddrs(t)
+	caPEM, cert := testPKI(t, gateway)
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	var requests atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("cd", 20))
+			return
+		}
+		http.NotFound(w, r)
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := startEgress(t, d, gateway+":"+port)
+	lsRemote := fmt.Sprintf("timeout 20 git ls-remote https://%s:%s/deps.git", gateway, port)
+
+	trusting := sandboxtest.Start(t, d, docker.Spec{Egress: e, CABundle: bundle})
+	if res := shell(t, trusting, lsRemote); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
+		t.Fatalf("HTTPS through the tunnel with the operator's CA: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	// The control: without the bundle the same server is not trusted.
+	plain := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	if res := shell(t, plain, lsRemote); res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "certificate") {
+		t.Errorf("without the operator's CA: exit %d, stderr %q; want a certificate error", res.ExitCode, res.Stderr)
+	}
+	if requests.Load() == 0 {
+		t.Error("the HTTPS server answered nothing")
 	}
 }
