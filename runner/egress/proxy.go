@@ -224,14 +224,27 @@ func hostPort(authority, scheme string) (string, int) {
 	return host, port
 }
 
+// MaxRefusals bounds the refusals Serve reports: a setup that tries host
+// after host must not flood the trace and the audit log.
+const MaxRefusals = 100
+
 // Serve runs the proxy on ln until ctx ends, writing one JSON Event per
-// line to out: Ready once it accepts connections, then each refusal.
+// line to out: Ready once it accepts connections, then each refusal of a
+// host, port and reason not refused before, up to MaxRefusals.
 func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.Writer, log *slog.Logger) error {
 	var mu sync.Mutex
 	enc := json.NewEncoder(out)
+	seen := map[Refusal]bool{}
 	emit := func(e Event) {
 		mu.Lock()
 		defer mu.Unlock()
+		if r := e.Refused; r != nil {
+			key := Refusal{Host: r.Host, Port: r.Port, Reason: r.Reason}
+			if seen[key] || len(seen) == MaxRefusals {
+				return
+			}
+			seen[key] = true
+		}
 		if err := enc.Encode(e); err != nil {
 			log.Warn("egress proxy: write event", "err", err)
 		}

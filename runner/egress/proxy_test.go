@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -218,10 +219,39 @@ func TestServeReportsReadyAndRefusals(t *testing.T) {
 	if err := dec.Decode(&e); err != nil || e.Refused == nil || e.Refused.Host != "evil.example" || e.Refused.Port != 8080 {
 		t.Fatalf("second event %+v, %v; want the refusal of evil.example:8080", e, err)
 	}
+	// The same refusal again is not reported again; distinct ones are, up
+	// to MaxRefusals. Events are read as they come: the proxy waits on its
+	// output.
+	var got []Event
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			var e Event
+			if dec.Decode(&e) != nil {
+				return
+			}
+			got = append(got, e)
+		}
+	}()
+	for port := 8080; port < 8080+MaxRefusals+5; port++ {
+		if resp, err := client.Get(fmt.Sprintf("http://evil.example:%d/", port)); err == nil {
+			resp.Body.Close()
+		}
+	}
 	cancel()
-	go io.Copy(io.Discard, pr)
 	if err := <-done; err != nil {
 		t.Errorf("Serve after cancel: %v", err)
+	}
+	pw.Close()
+	<-collected
+	if len(got) != MaxRefusals-1 {
+		t.Errorf("%d more refusals reported; want %d, the rest of MaxRefusals", len(got), MaxRefusals-1)
+	}
+	for _, e := range got {
+		if e.Refused == nil || e.Refused.Port == 8080 {
+			t.Errorf("event %+v: want a refusal of a port other than 8080, reported already", e)
+		}
 	}
 }
 
