@@ -85,16 +85,11 @@ func BuildPolicy(server ServerConfig, layers ...*RawPolicy) (Policy, error) {
 
 // RequireChecks returns nil when the policy has checks, or the *Error that
 // refuses a task without them, telling the admin how to add some: without
-// a verifiable definition of done the agent cannot know when to stop.
+// a verifiable definition of done the agent cannot know when to stop. Not
+// knowing the repository's files, it suggests the checks of every kind of
+// repository agentbot knows; RequireChecksIn suggests those of its kind.
 func (p Policy) RequireChecks() error {
-	if len(p.Checks) > 0 {
-		return nil
-	}
-	return Errorf(EPolicy, "agentbot needs to know when a task is done, and this repository defines no checks. "+
-		"Add a `checks:` list to `%s` on the default branch (or to the organisation's `.github` repository), "+
-		"fastest first; a task is done when all of them pass. For example:\n\n"+
-		"```yaml\nchecks:\n  - {name: build, run: \"go build ./...\", timeout: 5m}\n  - {name: test, run: \"go test ./...\", timeout: 15m}\n```",
-		PolicyPath)
+	return p.RequireChecksIn(func(string) bool { return false })
 }
 
 // policyBuilder merges layers into a Policy, one setting at a time.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -332,19 +333,47 @@ func TestRequireChecks(t *testing.T) {
 	if ErrorCode(err) != EPolicy {
 		t.Fatalf("RequireChecks without checks: %v", err)
 	}
-	want := "agentbot needs to know when a task is done, and this repository defines no checks. " +
+	intro := "agentbot needs to know when a task is done, and this repository defines no checks. " +
 		"Add a `checks:` list to `.github/agent.yml` on the default branch (or to the organisation's `.github` repository), " +
-		"fastest first; a task is done when all of them pass. For example:\n\n" +
-		"```yaml\nchecks:\n  - {name: build, run: \"go build ./...\", timeout: 5m}\n  - {name: test, run: \"go test ./...\", timeout: 15m}\n```"
+		"fastest first; a task is done when all of them pass; `agentbot config init` writes a starter file. "
+	goChecks := "```yaml\nchecks:\n  - {name: build, run: \"go build ./...\", timeout: 5m}\n  - {name: test, run: \"go test ./...\", timeout: 15m}\n```"
+	pyChecks := "```yaml\nchecks:\n  - {name: test, run: \"python3 -m pytest\", timeout: 15m}\n```"
+	nodeChecks := "```yaml\nchecks:\n  - {name: test, run: \"npm test\", timeout: 15m}\n```"
+	want := intro + "For example:\n\nfor a Go module:\n\n" + goChecks + "\n\nfor a Python package:\n\n" + pyChecks +
+		"\n\nfor a Node package:\n\n" + nodeChecks
 	if got := ErrorMessage(err); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 
-	// The snippet in the message must itself be a valid policy with checks.
-	snippet := want[strings.Index(want, "```yaml\n")+8 : strings.LastIndex(want, "```")]
-	p, err = BuildPolicy(openServer(), parseString(t, "snippet", snippet))
-	if err != nil || p.RequireChecks() != nil {
-		t.Errorf("the snippet does not give a policy with checks: %v", err)
+	files := func(names ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(names, n) }
+	}
+	for _, tt := range []struct {
+		files func(string) bool
+		want  string
+	}{
+		{files("go.mod", "package.json"), intro + "For this Go module (go.mod):\n\n" + goChecks},
+		{files("README.md", "requirements.txt"), intro + "For this Python package (requirements.txt):\n\n" + pyChecks},
+		{files("pyproject.toml"), intro + "For this Python package (pyproject.toml):\n\n" + pyChecks},
+		{files("package.json"), intro + "For this Node package (package.json):\n\n" + nodeChecks},
+		{files("Makefile"), want},
+	} {
+		if got := ErrorMessage(p.RequireChecksIn(tt.files)); got != tt.want {
+			t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
+		}
+	}
+
+	// Every snippet in the message must itself be a valid policy with checks.
+	for _, snippet := range []string{goChecks, pyChecks, nodeChecks} {
+		snippet = strings.TrimSuffix(strings.TrimPrefix(snippet, "```yaml\n"), "```")
+		p, err := BuildPolicy(openServer(), parseString(t, "snippet", snippet))
+		if err != nil || p.RequireChecks() != nil {
+			t.Errorf("the snippet %q does not give a policy with checks: %v", snippet, err)
+		}
+	}
+	withChecks := Policy{Checks: []Check{{Name: "t", Run: "true"}}}
+	if err := withChecks.RequireChecksIn(files("go.mod")); err != nil {
+		t.Errorf("a policy with checks: %v", err)
 	}
 }
 

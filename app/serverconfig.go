@@ -19,7 +19,11 @@ type ServerConfig struct {
 	Images       []string // globs of the sandbox images a policy may name; empty: any
 	DefaultImage string   // the sandbox image of a policy that names none
 	SetupNetwork bool     // whether a policy's setup may run with network
-	Max          Caps     // bounds on a policy's numbers
+	// SetupAllowHosts are the only hosts setup's network reaches, through
+	// the worker's egress proxy; every other connection is refused and
+	// reported.
+	SetupAllowHosts []AllowHost
+	Max             Caps // bounds on a policy's numbers
 	// Policy is the operator's policy layer, merged over the built-in
 	// defaults and under the organisation's and repository's files; nil
 	// when the server config has no policy section.
@@ -70,7 +74,8 @@ type rawServerConfig struct {
 		DefaultImage *string  `yaml:"default_image"`
 	} `yaml:"sandbox"`
 	Setup struct {
-		AllowNetwork *bool `yaml:"allow_network"`
+		AllowNetwork *bool    `yaml:"allow_network"`
+		AllowHosts   []string `yaml:"allow_hosts"`
 	} `yaml:"setup"`
 	Max struct {
 		Limits  RawLimits `yaml:"limits"`
@@ -145,6 +150,14 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 	}
 	if raw.Setup.AllowNetwork != nil {
 		c.SetupNetwork = *raw.Setup.AllowNetwork
+	}
+	for i, h := range raw.Setup.AllowHosts {
+		a, err := ParseAllowHost(h)
+		if err != nil {
+			fail(fmt.Sprintf("setup.allow_hosts[%d]", i), "%v", err)
+			continue
+		}
+		c.SetupAllowHosts = append(c.SetupAllowHosts, a)
 	}
 	var problems []fieldError
 	c.Max, problems = parseCaps(name, &raw, lines)

@@ -19,6 +19,8 @@ func TestServerConfigExample(t *testing.T) {
 		Images:       []string{"agentbot-sandbox:*", "golang:1.2*"},
 		DefaultImage: "agentbot-sandbox:dev",
 		SetupNetwork: true,
+		SetupAllowHosts: []AllowHost{{Host: "proxy.golang.org"}, {Host: "sum.golang.org"}, {Host: "pypi.org", Port: 443},
+			{Host: "files.pythonhosted.org"}, {Host: "registry.npmjs.org"}},
 		Max: Caps{
 			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour},
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute},
@@ -120,6 +122,10 @@ func TestParseServerConfigErrors(t *testing.T) {
 				`server.yaml:4: max.sandbox.memory: "lots" is not a size such as 512MiB or 4GiB`},
 		{"image under max", "max: {sandbox: {image: x}}\n", `server.yaml:1: max.sandbox.image: unknown key (expected one of: cpus, memory, pids, timeout)`},
 		{"wrong type", "setup: {allow_network: sometimes}\n", `server.yaml:1: setup.allow_network: "sometimes" is not true or false`},
+		{"bad allow_hosts", "setup:\n  allow_hosts:\n    - https://pypi.org/simple\n    - 169.254.169.254\n    - \"pypi.org:http\"\n",
+			"server.yaml:3: setup.allow_hosts[0]: \"https://pypi.org/simple\" is not a host: write only the host and an optional port (proxy.golang.org, pypi.org:443)\n" +
+				"server.yaml:4: setup.allow_hosts[1]: \"169.254.169.254\" is a link-local (cloud metadata) address, which setup may never reach\n" +
+				`server.yaml:5: setup.allow_hosts[2]: "pypi.org:http": port "http" is not a number from 1 to 65535`},
 		{"unknown lock", "locked: [paths, path.deny]\n", `server.yaml:1: locked[1]: "path.deny" is not a policy setting (did you mean "paths.deny"?)`},
 		{"policy above its own caps", "max: {limits: {iterations: 5}}\npolicy:\n  limits: {iterations: 10}\n",
 			`server.yaml:3: policy.limits.iterations: 10 is above this server's cap of 5`},

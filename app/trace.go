@@ -14,7 +14,7 @@ const (
 	TraceModelCall TraceKind = "model_call" // a chat completion: model, latency, tokens, cost
 	TraceToolCall  TraceKind = "tool_call"  // a tool the model called, with its capped arguments and result
 	TraceCheck     TraceKind = "check"      // an acceptance check run
-	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused
+	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused, or a connection setup's egress proxy refused
 	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent, gate, verification, push
 	TraceIncident  TraceKind = "incident"   // a safety incident: the final verification contradicts the loop
 )

@@ -104,7 +104,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	if spec.Network {
 		spec.Env = append(spec.Env, setupProxy)
 	}
-	if err := r.runSetupSpec(ctx, spec, append([]string{envcache.SeedHome}, s.Run...), s.Timeout); err != nil {
+	if err := r.runSetupSpec(ctx, tk, spec, append([]string{envcache.SeedHome}, s.Run...), s.Timeout); err != nil {
 		b.Abort()
 		return nil, err
 	}
@@ -128,13 +128,20 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 // the tree: the setup of a worker without an environment cache.
 func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
 	p := tk.policy.Policy
-	return r.runSetupSpec(ctx, docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
+	return r.runSetupSpec(ctx, tk, docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
 		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, Network: p.Setup.Network}, p.Setup.Run, p.Setup.Timeout)
 }
 
-// runSetupSpec runs lines in order in a container of spec; the first that
-// fails ends the task with a setupFailure.
-func (r *Runner) runSetupSpec(ctx context.Context, spec docker.Spec, lines []string, timeout time.Duration) error {
+// runSetupSpec runs lines in order in a container of spec, whose network,
+// if it asks for one, reaches only the server's setup.allow_hosts through
+// the egress proxy; the first line that fails ends the task with a
+// setupFailure.
+func (r *Runner) runSetupSpec(ctx context.Context, tk *task, spec docker.Spec, lines []string, timeout time.Duration) error {
+	closeEgress, err := r.setupEgress(ctx, tk, &spec)
+	if err != nil {
+		return err
+	}
+	defer closeEgress()
 	box, err := r.cfg.Sandbox.Start(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("start the setup sandbox: %w", err)

@@ -31,6 +31,7 @@ import (
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -97,8 +98,12 @@ type Config struct {
 	Server     app.ServerConfig
 	Workspaces *workspace.Manager
 	Sandbox    *docker.Driver
-	Model      agent.Model
-	Fast       agent.Model // digests old context; nil means Model
+	// SetupCABundle, when set, is a PEM file the setup container trusts
+	// (--setup-ca-file, with the public roots): for networks whose egress
+	// re-signs TLS.
+	SetupCABundle string
+	Model         agent.Model
+	Fast          agent.Model // digests old context; nil means Model
 	// Models name the models of a policy that names none.
 	Models app.Models
 	Store  Store
@@ -213,7 +218,9 @@ type task struct {
 	gated  bool         // the host gate refused the change
 	since  time.Time    // when the trace's current phase began
 	env    *prepared    // the image and environment setup prepared
-	log    *slog.Logger
+	// refused are the connections setup's egress proxy refused.
+	refused []egress.Refusal
+	log     *slog.Logger
 }
 
 // ProcessTask runs t to its end. An error means the task should be tried
@@ -351,6 +358,7 @@ func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
 // 😕 on the command, the record's final state, and the progress marked
 // final so a redelivery does nothing.
 func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step string) error {
+	body += egressText(tk)
 	if err := tk.status.Set(ctx, body); err != nil {
 		return err
 	}

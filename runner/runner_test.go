@@ -51,6 +51,13 @@ type world struct {
 
 func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	t.Helper()
+	return newWorldWith(t, policy, script, func(*runner.Config) {})
+}
+
+// newWorldWith is newWorld with the runner's configuration changed by
+// configure before it is built.
+func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
+	t.Helper()
 	sandboxtest.RequireDocker(t)
 	files := map[string]string{}
 	root := "../deploy/demo/repo"
@@ -97,6 +104,7 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 		Store: w.store, Tasks: w.store, Locks: w.locks,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}
+	configure(&w.cfg)
 	w.runner, err = runner.New(w.cfg)
 	if err != nil {
 		t.Fatal(err)

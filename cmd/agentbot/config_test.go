@@ -44,6 +44,7 @@ func TestConfigValidate(t *testing.T) {
 	bad := writeConfigFile(t, dir, "bad.yml", "checks: [{name: test, run: make test}]\nlimits:\n  iterations: thirty\n  tokns: 5\n")
 	server := writeConfigFile(t, dir, "server.yaml", "setup: {allow_network: false}\nmax: {limits: {iterations: 30}}\n")
 	brokenServer := writeConfigFile(t, dir, "broken.yaml", "max: {limits: {iterations: lots}}\n")
+	badHosts := writeConfigFile(t, dir, "hosts.yaml", "setup:\n  allow_network: true\n  allow_hosts: [proxy.golang.org, \"https://pypi.org\", \"169.254.169.254\"]\n")
 
 	tests := []struct {
 		name       string
@@ -88,6 +89,14 @@ func TestConfigValidate(t *testing.T) {
 			code: 1,
 			errs: brokenServer + `:1: max.limits.iterations: "lots" is not a whole number` + "\n" +
 				"agentbot: server config " + brokenServer + " is invalid\n",
+		},
+		{
+			name: "setup.allow_hosts entries",
+			args: []string{"--config", badHosts},
+			code: 1,
+			errs: badHosts + `:3: setup.allow_hosts[1]: "https://pypi.org" is not a host: write only the host and an optional port (proxy.golang.org, pypi.org:443)` + "\n" +
+				badHosts + `:3: setup.allow_hosts[2]: "169.254.169.254" is a link-local (cloud metadata) address, which setup may never reach` + "\n" +
+				"agentbot: server config " + badHosts + " is invalid\n",
 		},
 		{
 			name:       "missing file",

@@ -53,6 +53,7 @@ func commands() map[string]subcommand {
 		"admin":        {cmdAdmin, "serve the read-only admin pages: task list and traces (--admin-addr, loopback by default)"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
 		"version":      {cmdVersion, "print this binary's version, commit and Go version"},
+		"egress-proxy": {cmdEgressProxy, "the setup phase's forward proxy, in a container beside setup (started by the worker, not by hand)"},
 	}
 }
 

@@ -32,6 +32,8 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
 	modelName := fs.String("model", "", "the model that edits; default the policy's model.edit")
 	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
+	var setup setupFlags
+	setup.register(fs)
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
@@ -42,12 +44,22 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	policy, err := eval.LoadPolicy(src, checks)
+	server, err := setup.server()
+	if err != nil {
+		return err
+	}
+	policy, err := eval.LoadPolicyFor(src, server, checks)
 	if _, ok := errors.AsType[*eval.NoChecksError](err); ok {
 		return fmt.Errorf("%w; or pass --check", err)
 	}
+	if err != nil && !setup.network && strings.Contains(err.Error(), "does not allow network during setup") {
+		return fmt.Errorf("%w\n(agentbot run: pass --setup-network with an --allow-host for each host setup needs)", err)
+	}
 	if err != nil {
 		return err
+	}
+	if setup.network {
+		policy.Setup.Network = true
 	}
 	if *modelName != "" {
 		policy.Model.Edit = *modelName
@@ -88,6 +100,9 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	}
 	defer drv.Close()
 	out := env.Stdout
+	if err := runSetup(ctx, drv, taskID, tree.Dir(), policy, server, out); err != nil {
+		return err
+	}
 	st, err := eval.Local{
 		Driver: drv, Policy: policy, Model: model, Repo: filepath.Base(src), Instructions: *task,
 		Observe: func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },

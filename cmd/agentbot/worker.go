@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,7 @@ type workerConfig struct {
 	runtime     string
 	executor    string
 	serverFile  string
+	setupCA     string
 	concurrency int
 	botName     string
 	label       string
@@ -58,6 +60,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
 	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
+	fs.StringVar(&c.setupCA, "setup-ca-file", "", "a PEM bundle of CA certificates setup containers trust besides the public roots, for networks whose egress re-signs TLS")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.IntVar(&c.perInstallation, "max-per-installation", 0,
 		"tasks of one installation run at once by all workers sharing the Redis, so that one installation's backlog never holds up another's (0: half of --concurrency, at least 1)")
@@ -69,6 +72,26 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	c.telemetry.register(fs)
 	c.envs.register(fs)
 	c.app = addAppFlags(fs)
+}
+
+// setupCABundle writes the trust store of --setup-ca-file into the data
+// directory, or returns "" without the flag.
+func (c *workerConfig) setupCABundle() (string, error) {
+	if c.setupCA == "" {
+		return "", nil
+	}
+	dir := c.dataDir
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("--setup-ca-file: %w", err)
+		}
+		dir = filepath.Join(cache, "agentbot")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("--setup-ca-file: %w", err)
+	}
+	return setupCABundle(c.setupCA, dir)
 }
 
 // cmdWorker runs workers only, for hosts that share one Redis with an
@@ -192,8 +215,12 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
+	caBundle, err := cfg.setupCABundle()
+	if err != nil {
+		return err
+	}
 	r, err := runner.New(runner.Config{
-		GitHub: gh, Server: server, Workspaces: ws,
+		GitHub: gh, Server: server, Workspaces: ws, SetupCABundle: caBundle,
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),

@@ -25,6 +25,12 @@ const DefaultCheckTimeout = 15 * time.Minute
 // given, replacing the file's checks (named check1, check2, …). A policy
 // without checks is refused: nothing would say when the task is done.
 func LoadPolicy(dir string, checks []string) (app.Policy, error) {
+	return LoadPolicyFor(dir, app.DefaultServerConfig(), checks)
+}
+
+// LoadPolicyFor is LoadPolicy under server's bounds and policy layer, as
+// "agentbot run --config" reads them.
+func LoadPolicyFor(dir string, server app.ServerConfig, checks []string) (app.Policy, error) {
 	var layers []*app.RawPolicy
 	file := filepath.Join(dir, filepath.FromSlash(app.PolicyPath))
 	data, err := os.ReadFile(file)
@@ -38,7 +44,7 @@ func LoadPolicy(dir string, checks []string) (app.Policy, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return app.Policy{}, err
 	}
-	p, err := app.BuildPolicy(app.DefaultServerConfig(), layers...)
+	p, err := app.BuildPolicy(server, layers...)
 	if err != nil {
 		return app.Policy{}, errors.New(app.ErrorMessage(err))
 	}
@@ -48,7 +54,9 @@ func LoadPolicy(dir string, checks []string) (app.Policy, error) {
 			p.Checks = append(p.Checks, app.Check{Name: fmt.Sprintf("check%d", i+1), Run: c, Timeout: DefaultCheckTimeout})
 		}
 	}
-	if err := p.RequireChecks(); err != nil {
+	// The refusal suggests the checks of the checkout's kind (go.mod…).
+	has := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
+	if err := p.RequireChecksIn(has); err != nil {
 		return app.Policy{}, &NoChecksError{Message: app.ErrorMessage(err)}
 	}
 	return p, nil

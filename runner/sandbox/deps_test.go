@@ -18,9 +18,10 @@ var dockerPackages = []string{
 	"github.com/agentbot/agentbot/runner/sandbox/docker",
 }
 
-// The protocol, the tools and the loop link no Docker: only the driver does.
+// The protocol, the tools, the loop and the egress proxy link no Docker:
+// only the driver does.
 func TestNoDockerBehindTheProtocol(t *testing.T) {
-	for _, pkg := range []string{"runner/sandbox", "runner/tools", "runner/agent"} {
+	for _, pkg := range []string{"runner/sandbox", "runner/tools", "runner/agent", "runner/egress"} {
 		t.Run(pkg, func(t *testing.T) {
 			out, err := exec.Command("go", "list", "-deps", "github.com/agentbot/agentbot/"+pkg).Output()
 			if err != nil {

@@ -4,7 +4,8 @@
 //
 // A Driver talks to the engine on behalf of one worker. Driver.Start creates
 // a Container for a task over the task's work tree, with the design's
-// defaults: no network (a bridge only for the setup phase), a read-only root
+// defaults: no network (for the setup phase, an internal network whose only
+// way out is the egress proxy: Driver.StartEgress), a read-only root
 // filesystem, the work tree as the only writable bind mount (at /workspace),
 // size-limited tmpfs for /tmp and $HOME, commands under a non-root user,
 // every capability dropped but the executor's three, no-new-privileges,
@@ -158,10 +159,21 @@ type Spec struct {
 	// MaxFileSize is the largest file any process may write, in bytes;
 	// DefaultMaxFileSize when zero.
 	MaxFileSize int64
-	// Network gives the container a bridge network. Only the setup phase may
-	// ask for it; the agent phase always runs in a fresh container without.
+	// Network gives the container Docker's default bridge, which reaches
+	// wherever the host does. Only the setup phase may ask for network, and
+	// the runner gives it an Egress instead; the agent phase always runs in
+	// a fresh container without.
 	Network bool
-	Env     []string // KEY=VALUE added to the sandbox's minimal environment
+	// Egress puts the container on a setup network, whose only way out is
+	// the egress proxy, with the proxy variables set; Network is then
+	// ignored.
+	Egress *Egress
+	// CABundle is a host file of PEM certificates the container's TLS
+	// clients trust instead of the image's own (SSL_CERT_FILE and the
+	// variables of node, pip, requests, curl and git): the operator's CA,
+	// for networks whose egress re-signs TLS, with the public roots.
+	CABundle string
+	Env      []string // KEY=VALUE added to the sandbox's minimal environment
 	// Image is the container's image; the Driver's Options.Image when
 	// empty.
 	Image string
@@ -185,6 +197,9 @@ type Overlay struct {
 	Upper  string
 	Work   string
 }
+
+// caBundlePath is where Spec.CABundle is mounted.
+const caBundlePath = "/etc/ssl/agentbot/ca-bundle.pem"
 
 // Container is a running sandbox with its executor attached.
 type Container struct {
@@ -256,8 +271,33 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 	tmpfs := orDefault(spec.TmpfsSize, DefaultTmpfsSize)
 	fsize := orDefault(spec.MaxFileSize, DefaultMaxFileSize)
 	network := container.NetworkMode("none")
-	if spec.Network {
+	var dns []string
+	env := append([]string{"HOME=" + sandbox.Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...)
+	switch {
+	case spec.Egress != nil:
+		network = container.NetworkMode(spec.Egress.Network)
+		env = append(env, spec.Egress.Env()...)
+		// The proxy resolves names; Docker's resolver on the network would
+		// otherwise forward the container's queries out, a channel past
+		// the proxy. A nameserver on the container's own loopback, where
+		// nothing listens, answers nothing.
+		dns = []string{"127.0.0.1"}
+	case spec.Network:
 		network = "bridge"
+	}
+	mounts := []mount.Mount{
+		{Type: mount.TypeBind, Source: tree, Target: sandbox.WorkDir},
+		{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
+	}
+	if spec.CABundle != "" {
+		ca, err := filepath.Abs(spec.CABundle)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox CA bundle %q: %w", spec.CABundle, err)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: ca, Target: caBundlePath, ReadOnly: true})
+		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {
+			env = append(env, k+"="+caBundlePath)
+		}
 	}
 	cfg := &container.Config{
 		Image: cmp.Or(spec.Image, d.opts.Image),
@@ -268,7 +308,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		Cmd:        []string{executorPath, "sandbox-exec", "--contain"},
 		WorkingDir: sandbox.WorkDir,
 		// Only what is listed here: never the worker's own environment.
-		Env:          append([]string{"HOME=" + sandbox.Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...),
+		Env:          env,
 		Labels:       map[string]string{LabelTask: spec.TaskID, LabelWorker: d.opts.WorkerID},
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -278,10 +318,6 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 	tmpfsMounts := map[string]string{
 		"/tmp":       fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", tmpfs),
 		sandbox.Home: fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", tmpfs, sandbox.UID, sandbox.GID),
-	}
-	mounts := []mount.Mount{
-		{Type: mount.TypeBind, Source: tree, Target: sandbox.WorkDir},
-		{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
 	}
 	if spec.Home != "" {
 		home, err := hostDir("sandbox home", spec.Home)
@@ -320,6 +356,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		ShmSize: 64 << 20,
 		Init:    &withInit,
 		Runtime: d.opts.Runtime,
+		DNS:     dns,
 		// Answers go over the attach stream; a log driver would keep a
 		// second copy of everything on the host's disk.
 		LogConfig: container.LogConfig{Type: "none"},
@@ -615,6 +652,7 @@ func (d *Driver) RemoveOrphans(ctx context.Context, alive func(ctx context.Conte
 			errs = append(errs, fmt.Errorf("remove overlay volume %s: %w", v.Name, err))
 		}
 	}
+	errs = append(errs, d.removeOrphanNetworks(ctx, alive))
 	return removed, errors.Join(errs...)
 }
 

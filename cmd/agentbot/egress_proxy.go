@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/egress"
+)
+
+// cmdEgressProxy is the setup phase's forward proxy: the worker starts it
+// in a container of its own, beside the setup container, and reads what it
+// refused from its stdout (see runner/egress).
+func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
+	fs := newFlagSet("egress-proxy", env)
+	listen := fs.String("listen", ":3128", "the address to accept proxy connections on")
+	var allow allowHostFlags
+	fs.Var(&allow, "allow", "a host (host, host:port, *.domain) connections may go to; repeatable")
+	var from []netip.Prefix
+	fs.Func("accept-from", "a network (CIDR) whose peers are served; repeatable (default: any peer)", func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		from = append(from, p)
+		return err
+	})
+	if err := parseFlags(fs, args, env); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("egress-proxy: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
+	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// allowHostFlags collects repeated host flags, each checked as an entry of
+// setup.allow_hosts.
+type allowHostFlags []app.AllowHost
+
+func (a *allowHostFlags) String() string {
+	var s []string
+	for _, h := range *a {
+		s = append(s, h.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func (a *allowHostFlags) Set(v string) error {
+	h, err := app.ParseAllowHost(v)
+	if err != nil {
+		return err
+	}
+	*a = append(*a, h)
+	return nil
+}

@@ -1,0 +1,232 @@
+package docker_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/runner/egress"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// gitServer is a dumb-protocol git server on every host address that
+// counts the requests it answers.
+type gitServer struct {
+	port     string
+	requests atomic.Int64
+}
+
+func startGitServer(t *testing.T) *gitServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gitServer{port: fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.requests.Add(1)
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/info/refs"):
+			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("ab", 20))
+		case strings.HasSuffix(r.URL.Path, "/HEAD"):
+			fmt.Fprintln(w, "ref: refs/heads/main")
+		default:
+			http.NotFound(w, r)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return g
+}
+
+func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress {
+	t.Helper()
+	e, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-" + sandboxtest.RandomID(), Allow: allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := e.Close(context.Background()); err != nil {
+			t.Errorf("close egress: %v", err)
+		}
+	})
+	return e
+}
+
+func TestEgressOnlyThroughTheProxy(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	gateway, hostIP := hostAddrs(t)
+	allowed, other := startGitServer(t), startGitServer(t)
+	e := startEgress(t, d, gateway+":"+allowed.port)
+	c := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+
+	lsRemote := func(host, port string) string {
+		return fmt.Sprintf("timeout 20 git ls-remote http://%s:%s/repo.git", host, port)
+	}
+	// An allowed host, through the proxy the variables name.
+	if res := shell(t, c, lsRemote(gateway, allowed.port)); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
+		t.Fatalf("allowed host through the proxy: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if allowed.requests.Load() == 0 {
+		t.Fatal("the allowed server answered nothing")
+	}
+	served := allowed.requests.Load()
+
+	probes := []struct{ name, line string }{
+		{"a host not allowed, through the proxy", lsRemote(gateway, other.port)},
+		{"the metadata address, through the proxy", "timeout 20 git ls-remote http://169.254.169.254/latest.git"},
+		{"the allowed host, ignoring the proxy", "env -u http_proxy -u HTTP_PROXY " + lsRemote(gateway, allowed.port)},
+		{"the allowed port, directly", fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s'", gateway, allowed.port)},
+		{"the host's address, directly", fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s'", hostIP, allowed.port)},
+		{"the metadata address, directly", "timeout 5 bash -c 'exec 3<>/dev/tcp/169.254.169.254/80'"},
+		{"DNS", "timeout 5 getent hosts deb.debian.org"},
+	}
+	for _, p := range probes {
+		if res := shell(t, c, p.line); res.ExitCode == 0 {
+			t.Errorf("%s: %q succeeded", p.name, p.line)
+		}
+	}
+	if n := other.requests.Load(); n != 0 {
+		t.Errorf("the server not allowed answered %d requests", n)
+	}
+	if n := allowed.requests.Load(); n != served {
+		t.Errorf("the allowed server answered %d requests that bypassed the proxy", n-served)
+	}
+
+	// The container goes first, as the runner closes it, then the egress.
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := e.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range refused {
+		got = append(got, r.String())
+	}
+	want := []string{
+		fmt.Sprintf("setup tried to reach %s:%s — %s", gateway, other.port, egress.ReasonNotAllowed),
+		"setup tried to reach 169.254.169.254:80 — " + egress.ReasonMetadata,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("refused:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if out, err := exec.Command("docker", "network", "inspect", e.Network).CombinedOutput(); err == nil {
+		t.Errorf("network %s still exists after Close: %s", e.Network, out)
+	}
+}
+
+func TestEgressRefusesABadAllowEntry(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	_, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-bad", Allow: []string{"169.254.169.254"}})
+	if err == nil || !strings.Contains(err.Error(), "link-local") {
+		t.Errorf("StartEgress with the metadata address allowed = %v, want the proxy's refusal to start", err)
+	}
+}
+
+func TestCABundleIsTheContainersTrustStore(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	const pemText = "-----BEGIN CERTIFICATE-----\nb3BlcmF0b3I=\n-----END CERTIFICATE-----\n"
+	if err := os.WriteFile(bundle, []byte(pemText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := sandboxtest.Start(t, d, docker.Spec{CABundle: bundle})
+	res := shell(t, c, `exec bash -c 'for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO; do cmp "${!v}" /etc/ssl/agentbot/ca-bundle.pem || echo "$v=${!v}"; done; cat "$SSL_CERT_FILE"; echo x >> "$SSL_CERT_FILE"'`)
+	if string(res.Stdout) != pemText {
+		t.Errorf("stdout %q, stderr %q; want every variable naming the bundle, then the bundle", res.Stdout, res.Stderr)
+	}
+	if res.ExitCode == 0 {
+		t.Error("the sandbox user could append to the trust store")
+	}
+}
+
+// testPKI is a CA and a server certificate it signed for ip.
+func testPKI(t *testing.T, ip string) (caPEM []byte, cert tls.Certificate) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "re-signing egress CA"},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
+		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP(ip)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// HTTPS goes through the proxy's CONNECT tunnel, and the operator's CA in
+// the bundle is what lets the setup container trust a re-signed server.
+func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	gateway, _ := hostAddrs(t)
+	caPEM, cert := testPKI(t, gateway)
+	ln, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	var requests atomic.Int64
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("cd", 20))
+			return
+		}
+		http.NotFound(w, r)
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+	bundle := filepath.Join(t.TempDir(), "bundle.pem")
+	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := startEgress(t, d, gateway+":"+port)
+	lsRemote := fmt.Sprintf("timeout 20 git ls-remote https://%s:%s/deps.git", gateway, port)
+
+	trusting := sandboxtest.Start(t, d, docker.Spec{Egress: e, CABundle: bundle})
+	if res := shell(t, trusting, lsRemote); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
+		t.Fatalf("HTTPS through the tunnel with the operator's CA: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	// The control: without the bundle the same server is not trusted.
+	plain := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	if res := shell(t, plain, lsRemote); res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "certificate") {
+		t.Errorf("without the operator's CA: exit %d, stderr %q; want a certificate error", res.ExitCode, res.Stderr)
+	}
+	if requests.Load() == 0 {
+		t.Error("the HTTPS server answered nothing")
+	}
+}
