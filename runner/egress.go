@@ -3,9 +3,11 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
@@ -38,13 +40,20 @@ func (r *Runner) setupEgress(ctx context.Context, tk *task, spec *docker.Spec) (
 			tk.log.Warn("remove the setup network", "err", err)
 		}
 		for _, x := range refused {
+			// The verification's setup on the base runs the same commands
+			// again; what they tried is reported once.
+			if slices.ContainsFunc(tk.refused, func(y egress.Refusal) bool {
+				return y.Host == x.Host && y.Port == x.Port && y.Reason == x.Reason
+			}) {
+				continue
+			}
+			tk.refused = append(tk.refused, x)
 			tk.log.Info("setup egress refused", "host", x.Host, "port", x.Port, "reason", x.Reason)
 			r.trace(ctx, tk, app.TraceEvent{Time: x.Time, Kind: app.TraceRefusal, Name: "egress", Outcome: "refused", Detail: x.String()})
 			if err := r.audit(ctx, tk, app.AuditBlocked, x.String()); err != nil {
 				tk.log.Warn("audit a refused connection", "err", err)
 			}
 		}
-		tk.refused = append(tk.refused, refused...)
 	}, nil
 }
 

@@ -219,6 +219,12 @@ paths: {allow: ["**/*.go"]}
 	}
 	server := app.DefaultServerConfig().WithDefaultImage(sandboxtest.Image(t))
 	server.SetupNetwork = true
+	// The proxy is the only host setup may reach, through the egress proxy.
+	allow, err := app.ParseAllowHost(strings.TrimPrefix(w.proxy.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server.SetupAllowHosts = []app.AllowHost{allow}
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.runner, err = runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
