@@ -23,7 +23,7 @@
 //     WithEnterpriseURLs(base, base) and ghinstallation's BaseURL work
 //     unchanged. Beyond the subset's 16 operations it serves what the
 //     App flows need: GET /app, installations, branches, issue labels and
-//     reactions, requested reviewers, review comments and their replies,
+//     reactions, requested reviewers, reviews, review comments and their replies,
 //     reactions on review comments (routes.go lists them all).
 //   - /OWNER/REPO.git/...: git smart HTTP, served by `git http-backend`
 //     through net/http/cgi; this is each repository's clone_url.
