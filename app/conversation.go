@@ -57,6 +57,22 @@ type Thread struct {
 	BodyHidden bool
 }
 
+// HiddenNote says, in a sentence, how many posts were not shown: "" when
+// none was.
+func (th Thread) HiddenNote() string {
+	switch {
+	case th.Hidden == 0:
+		return ""
+	case th.BodyHidden && th.Hidden == 1:
+		return "The description, by someone who may not command agentbot, was not shown."
+	case th.BodyHidden:
+		return fmt.Sprintf("%d posts by others, the description among them, were not shown.", th.Hidden)
+	case th.Hidden == 1:
+		return "1 comment by others was not shown."
+	}
+	return fmt.Sprintf("%d comments by others were not shown.", th.Hidden)
+}
+
 // ThreadOptions are what BuildThread needs besides the conversation.
 type ThreadOptions struct {
 	// MayCommand decides who is shown; (*Authorizer).MayCommand.

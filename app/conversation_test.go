@@ -66,6 +66,9 @@ func TestBuildThreadShowsOnlyThoseWhoMayCommand(t *testing.T) {
 		}
 		at += i + len(w)
 	}
+	if note := th.HiddenNote(); note != "3 comments by others were not shown." {
+		t.Errorf("note %q", note)
+	}
 	// Each author's role is asked once.
 	if perms.calls != 3 {
 		t.Errorf("%d permission lookups; want 3 (ada, lin, grace)", perms.calls)
@@ -160,6 +163,9 @@ func TestBuildThreadOutsidersDescription(t *testing.T) {
 	}
 	if !th.BodyHidden || th.Hidden != 1 || strings.Contains(th.Text, "secrets") {
 		t.Errorf("an outsider's description: hidden %v (%d):\n%s", th.BodyHidden, th.Hidden, th.Text)
+	}
+	if note := th.HiddenNote(); note != "The description, by someone who may not command agentbot, was not shown." {
+		t.Errorf("note %q", note)
 	}
 }
 

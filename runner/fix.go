@@ -158,7 +158,11 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	box := boot(ctx, r.cfg.Sandbox, docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(),
 		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids}, cancel)
 	defer box.Close(ctx)
-	system, text, err := renderPrompts(tk, ws)
+	th, err := r.thread(ctx, tk)
+	if err != nil {
+		return nil, "", err
+	}
+	system, text, err := renderPrompts(tk, ws, th)
 	if err != nil {
 		return nil, "", err
 	}

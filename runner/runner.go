@@ -522,8 +522,9 @@ func (r *Runner) watchStop(ctx context.Context, id string, cancel context.Cancel
 	}
 }
 
-// prompts renders the system prompt and the task message.
-func renderPrompts(tk *task, ws *workspace.Workspace) (system, text string, err error) {
+// renderPrompts renders the system prompt and the task message; th is
+// the conversation the model may read.
+func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
 	p := tk.policy.Policy
 	repo, err := prompts.LoadRepo(ws.Root().FS())
 	if err != nil {
@@ -537,7 +538,7 @@ func renderPrompts(tk *task, ws *workspace.Workspace) (system, text string, err 
 		return "", "", err
 	}
 	text, err = prompts.Task(prompts.TaskData{
-		Repo: tk.Repo, Title: tk.issue.Title, Body: tk.issue.Body, Instructions: tk.Instructions,
+		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: tk.Instructions,
 		Review: tk.ReviewComment, Context: repo,
 	})
 	return system, text, err

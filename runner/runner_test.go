@@ -46,6 +46,7 @@ type world struct {
 	store  *memStore
 	locks  *memLocks
 	runner *runner.Runner
+	model  *llmtest.Server // what the model was asked
 }
 
 func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
@@ -86,6 +87,7 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 		t.Fatal(err)
 	}
 	model := llmtest.NewServer(t, script)
+	w.model = model
 	client, err := llm.New(llm.Config{BaseURL: model.URL()})
 	if err != nil {
 		t.Fatal(err)
