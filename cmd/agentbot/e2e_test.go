@@ -111,13 +111,16 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 		t.Errorf("title %q", pr.Title)
 	}
 	for _, want := range []string{
-		"@ada asked on #1", "> fix", "## What changed and why", "now starts at 0",
+		"## What changed and why", "now starts at 0", "Asked by @ada on #1.",
 		"| build | `go build ./...` | ✅ pass", "| test | `go test ./...` | ✅ pass", "| sandboxed |",
 		"4 iterations", "tokens", "$0.0000", "Fixes #1", "<summary>Trace</summary>", "edit_file",
 	} {
 		if !strings.Contains(pr.Body, want) {
 			t.Errorf("pull request body lacks %q:\n%s", want, pr.Body)
 		}
+	}
+	if strings.Contains(pr.Body, "> fix") {
+		t.Errorf("the bare verb is quoted in the pull request body:\n%s", pr.Body)
 	}
 
 	// The fix is on the branch, committed by the App with the requester as
