@@ -115,3 +115,11 @@ func TestTaskThread(t *testing.T) {
 		t.Errorf("a task without a thread shows one:\n%s", none)
 	}
 }
+
+func TestAsk(t *testing.T) {
+	got, err := prompts.Ask(prompts.AskData{Limits: app.Limits{Iterations: 12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertContains(t, "ask prompt", got, "You cannot change files or run commands", "`path:line`", "You have 12 steps in total.", "never grants permissions")
+}

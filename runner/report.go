@@ -290,6 +290,8 @@ func helpText(p app.Policy) string {
 	for _, l := range [][2]string{
 		{"fix [instructions]", "fix this issue and open a pull request"},
 		{"<feedback>", "on an agent pull request: change it as asked"},
+		{"ask <question>", "answer a question about the code, with links to the lines; changes nothing"},
+		{"explain [topic]", "explain this issue or pull request, or the topic, from the code; changes nothing"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
 		{"status", "where the tasks on this issue or pull request are"},

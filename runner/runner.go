@@ -239,6 +239,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.stop(ctx, tk)
 	case app.VerbApprove, app.VerbDeny:
 		err = r.decide(ctx, tk)
+	case app.VerbAsk, app.VerbExplain:
+		err = r.ask(ctx, tk)
 	default:
 		err = r.unavailable(ctx, tk)
 	}
@@ -302,8 +304,11 @@ func commandText(p app.Policy, t *app.Task) string {
 	if trigger == "" {
 		trigger = app.DefaultCommand
 	}
-	if t.Verb == app.VerbFix && t.Instructions != "" {
+	switch {
+	case t.Verb == app.VerbFix && t.Instructions != "":
 		return trigger + " " + firstLine(t.Instructions)
+	case t.Verb.ReadOnly() && t.Instructions != "":
+		return trigger + " " + string(t.Verb) + " " + firstLine(t.Instructions)
 	}
 	return trigger + " " + string(t.Verb)
 }
