@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -55,6 +56,10 @@ type Thread struct {
 	Cut    int    // posts cut from the middle to fit the budget
 	// BodyHidden is set when the description itself was not shown.
 	BodyHidden bool
+	// Images are the addresses of the images the shown posts embed
+	// (Markdown images and <img> tags), in order, each once: the caller
+	// decides which to fetch.
+	Images []string
 }
 
 // HiddenNote says, in a sentence, how many posts were not shown: "" when
@@ -121,9 +126,44 @@ func BuildThread(ctx context.Context, c Conversation, o ThreadOptions) (Thread, 
 		p.Body = body
 		shown = append(shown, p)
 	}
-	blocks := renderPosts(order(shown))
+	shown = order(shown)
+	for _, p := range shown {
+		for _, u := range ImageLinks(p.Body) {
+			if !slices.Contains(th.Images, u) {
+				th.Images = append(th.Images, u)
+			}
+		}
+	}
+	blocks := renderPosts(shown)
 	th.Text, th.Shown, th.Cut = cutMiddle(blocks, o.Budget)
 	return th, nil
+}
+
+// The ways a post embeds an image: Markdown's ![alt](url "title") and an
+// HTML <img src="url">, as GitHub renders an attachment of either kind.
+var (
+	markdownImage = regexp.MustCompile(`!\[[^\]]*\]\(\s*<?([^\s)>]+)>?(?:\s+"[^"]*")?\s*\)`)
+	htmlImage     = regexp.MustCompile(`(?i)<img\s[^>]*?src\s*=\s*["']([^"']+)["']`)
+)
+
+// ImageLinks returns the addresses of the images text embeds, in order.
+func ImageLinks(text string) []string {
+	type hit struct {
+		at  int
+		url string
+	}
+	var hits []hit
+	for _, re := range []*regexp.Regexp{markdownImage, htmlImage} {
+		for _, m := range re.FindAllStringSubmatchIndex(text, -1) {
+			hits = append(hits, hit{m[0], text[m[2]:m[3]]})
+		}
+	}
+	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.at, b.at) })
+	out := make([]string, 0, len(hits))
+	for _, h := range hits {
+		out = append(out, h.url)
+	}
+	return out
 }
 
 // MayCommand reports whether who may command agentbot on repo, by the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,32 @@ func TestBuildThreadLookupFails(t *testing.T) {
 	_, err := BuildThread(context.Background(), Conversation{Posts: []Post{post(PostComment, 1, "ada", 0, "hi")}}, threadOptions(t, perms, 0))
 	if err == nil || !strings.Contains(err.Error(), "github is down") {
 		t.Errorf("err = %v; want the failed lookup", err)
+	}
+}
+
+func TestImageLinks(t *testing.T) {
+	text := "Screenshot:\n![the chart](https://github.com/user-attachments/assets/1a2b \"chart\")\n" +
+		"<img width=\"300\" alt=\"log\" src=\"https://github.com/user-attachments/assets/3c4d\" />\n" +
+		"![](<https://example.com/x.png>) and [a link](https://example.com/not-an-image.png)"
+	got := ImageLinks(text)
+	want := []string{"https://github.com/user-attachments/assets/1a2b", "https://github.com/user-attachments/assets/3c4d", "https://example.com/x.png"}
+	if !slices.Equal(got, want) {
+		t.Errorf("ImageLinks = %q; want %q", got, want)
+	}
+}
+
+func TestThreadImagesComeOnlyFromShownPosts(t *testing.T) {
+	perms := &roleTable{roles: map[string]string{"ada": "write"}}
+	c := Conversation{Posts: []Post{
+		post(PostComment, 1, "ada", 0, "![a](https://h/a.png)"),
+		post(PostComment, 2, "grace", 1, "![evil](https://h/evil.png)"),
+		post(PostComment, 3, "ada", 2, "again ![a](https://h/a.png) <img src='https://h/b.png'>"),
+	}}
+	th, err := BuildThread(context.Background(), c, threadOptions(t, perms, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"https://h/a.png", "https://h/b.png"}; !slices.Equal(th.Images, want) {
+		t.Errorf("images %q; want %q", th.Images, want)
 	}
 }

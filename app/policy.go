@@ -128,6 +128,9 @@ type Tools struct {
 type Models struct {
 	Edit string // drives the loop
 	Fast string // digests long logs and old context
+	// Vision says the edit model reads images: the conversation's image
+	// attachments are then passed to it.
+	Vision bool
 }
 
 // PullRequestSpec says how the agent's pull requests look.

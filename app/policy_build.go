@@ -295,6 +295,7 @@ func policySettings() []policySetting {
 		listSetting("tools.shell.allow", func(r *RawPolicy) []string { return r.Tools.Shell.Allow }, func(p *Policy) *[]string { return &p.Tools.Shell.Allow }, checkGlob),
 		valueSetting("model.edit", func(r *RawPolicy) *string { return r.Model.Edit }, func(p *Policy) *string { return &p.Model.Edit }, asIs[string]),
 		valueSetting("model.fast", func(r *RawPolicy) *string { return r.Model.Fast }, func(p *Policy) *string { return &p.Model.Fast }, asIs[string]),
+		valueSetting("model.vision", func(r *RawPolicy) *bool { return r.Model.Vision }, func(p *Policy) *bool { return &p.Model.Vision }, asIs[bool]),
 		valueSetting("pull_request.draft", func(r *RawPolicy) *bool { return r.PullRequest.Draft }, func(p *Policy) *bool { return &p.PullRequest.Draft }, asIs[bool]),
 		valueSetting("pull_request.branch_prefix", func(r *RawPolicy) *string { return r.PullRequest.BranchPrefix }, func(p *Policy) *string { return &p.PullRequest.BranchPrefix }, checkBranchPrefix),
 		listSetting("pull_request.labels", func(r *RawPolicy) []string { return r.PullRequest.Labels }, func(p *Policy) *[]string { return &p.PullRequest.Labels }, checkNotBlank("a label")),

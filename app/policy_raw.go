@@ -93,8 +93,9 @@ func (*RawToolRule) shorthandField() string { return "policy" }
 
 // RawModels is the model section of a policy file.
 type RawModels struct {
-	Edit *string `yaml:"edit" desc:"The model that drives the loop."`
-	Fast *string `yaml:"fast" desc:"The model that digests long logs and old context."`
+	Edit   *string `yaml:"edit" desc:"The model that drives the loop."`
+	Fast   *string `yaml:"fast" desc:"The model that digests long logs and old context."`
+	Vision *bool   `yaml:"vision" desc:"Whether the edit model reads images: images attached to the conversation are passed to it (at most 5, 5 MiB each, PNG, JPEG, GIF or WebP)."`
 }
 
 // RawPullRequest is the pull_request section of a policy file.

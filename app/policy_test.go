@@ -89,7 +89,7 @@ func TestEveryKeySet(t *testing.T) {
 			Write: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"src/**"}},
 			Shell: ToolRule{Policy: ApprovalHuman},
 		},
-		Model:       Models{Edit: "big-model", Fast: "small-model"},
+		Model:       Models{Edit: "big-model", Fast: "small-model", Vision: true},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr"},
 		Source:      PolicyPath,
 	}

@@ -439,7 +439,7 @@ func decodeDataURL(u string) (llm.Image, error) {
 	}
 	mediaType, data, ok := strings.Cut(rest, ";base64,")
 	if !ok || !strings.HasPrefix(mediaType, "image/") {
-		return llm.Image{}, errors.New("want data:image/...;base64,...")
+		return llm.Image{}, errors.New("want a data:image/TYPE;base64,DATA URL")
 	}
 	b, err := base64.StdEncoding.DecodeString(data)
 	if err != nil {
