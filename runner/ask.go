@@ -121,7 +121,7 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 	}
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: *p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
-		Store: r.cfg.Store, System: system, Task: text, Logger: tk.log,
+		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
 		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
 	})
 	if err != nil {

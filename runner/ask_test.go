@@ -86,7 +86,7 @@ func TestAskAnswersWithLinksAndChangesNothing(t *testing.T) {
 		t.Errorf("task message:\n%s", task)
 	}
 	runs := w.sim.CheckRuns(repo)
-	if len(runs) != 1 || runs[0].HeadSHA != main || runs[0].Conclusion != "neutral" || !strings.Contains(runs[0].Text, "read_file") {
+	if len(runs) != 1 || runs[0].HeadSHA != main || runs[0].Conclusion != "neutral" || !strings.Contains(runs[0].Text, `read\_file`) {
 		t.Errorf("check runs %+v; want one neutral run with the trace on %s", runs, main)
 	}
 }

@@ -168,7 +168,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	}
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
-		Store: r.cfg.Store, System: system, Task: text, Logger: tk.log,
+		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
 		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
 	})
 	if err != nil {

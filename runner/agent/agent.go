@@ -73,6 +73,8 @@ type Config struct {
 	Store     StateStore
 	System    string
 	Task      string
+	// Images go with the task message, for a model that reads images.
+	Images []llm.Image
 	// ContextWindow is the edit model's window in tokens; zero means 128k.
 	// Old tool results are digested when the transcript passes three
 	// quarters of it.
@@ -155,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if raw == nil {
 		a.st = &State{TaskID: cfg.TaskID, Status: app.StateRunning, Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: cfg.System},
-			{Role: llm.RoleUser, Content: cfg.Task},
+			{Role: llm.RoleUser, Content: cfg.Task, Images: cfg.Images},
 		}}
 	} else {
 		a.st = &State{}

@@ -48,6 +48,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("POST /settings/apps/new", s.newApp)
 	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)
+	mux.HandleFunc("GET /user-attachments/assets/{id}", s.getAttachment)
 	mux.HandleFunc("/{owner}/{repo}/{rest...}", s.serveGitOrNotFound)
 	return s.withFaults(mux)
 }
