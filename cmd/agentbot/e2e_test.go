@@ -656,3 +656,37 @@ func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 		t.Errorf("check runs %+v; want one failure", runs)
 	}
 }
+
+func TestAskIsAnsweredWithoutAPullRequest(t *testing.T) {
+	script := llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
+		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts at index 1: stats.go:7."}`}}},
+	}}
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: &script}, nil)
+	_, id, err := w.deliverComment(t.Context(), demoRequester, "/agent ask why does Sum drop a sample?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("question ended %s (%s)", rec.State, rec.Step)
+	}
+	main, err := w.sim.BranchSHA(w.repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	for _, c := range w.sim.Comments(w.repo, w.issue) {
+		if strings.Contains(c.Body, "agentbot:task="+id) {
+			reply = c.Body
+		}
+	}
+	if want := "[`stats.go:7`](" + w.sim.URL() + "/" + w.repo + "/blob/" + main + "/stats.go#L7)"; !strings.Contains(reply, want) {
+		t.Errorf("answer lacks %q:\n%s", want, reply)
+	}
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+		t.Errorf("%d pull requests after a question", len(prs))
+	}
+	if branches, _ := w.sim.Branches(w.repo); len(branches) != 1 {
+		t.Errorf("branches %v after a question; want main alone", branches)
+	}
+}
