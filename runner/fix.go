@@ -259,7 +259,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	title, body := prTitle(tk, st), prBody(tk, st)
 	if failed != nil {
 		p.PullRequest.Draft = true
-		title = head("Draft: "+tk.issue.Title, 72)
+		title = shortTitle("Draft: " + tk.issue.Title)
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
