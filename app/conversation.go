@@ -56,6 +56,9 @@ type Thread struct {
 	Cut    int    // posts cut from the middle to fit the budget
 	// BodyHidden is set when the description itself was not shown.
 	BodyHidden bool
+	// Unread is set when the conversation was too long to be read whole
+	// (Conversation.Truncated).
+	Unread bool
 	// Images are the addresses of the images the shown posts embed
 	// (Markdown images and <img> tags), in order, each once: the caller
 	// decides which to fetch.
@@ -98,7 +101,7 @@ const threadCutMarker = "[… %d posts cut from the middle of the conversation t
 // injection would reach the agent, so it is never shown, only counted. The
 // error is a failed permission lookup.
 func BuildThread(ctx context.Context, c Conversation, o ThreadOptions) (Thread, error) {
-	var th Thread
+	th := Thread{Unread: c.Truncated}
 	decided := map[string]bool{}
 	var shown []Post
 	for _, p := range c.Posts {

@@ -10,9 +10,14 @@ import (
 )
 
 // conversationPages bounds the pages of 100 read of each list (comments,
-// reviews, review comments): a thread longer than that is cut by the
-// token budget anyway, and the reads must end.
-const conversationPages = 10
+// reviews, review comments); of a longer list the first headPages and the
+// last pages are read. A thread that long is cut from the middle by the
+// token budget anyway, and the newest posts, the command among them, must
+// be read.
+const (
+	conversationPages = 10
+	headPages         = 3
+)
 
 // Conversation reads what was written on issue (or pull request) number of
 // repo: its description (from info, already read), its comments and, on a
@@ -32,7 +37,7 @@ func (i *Installation) Conversation(ctx context.Context, repo string, number int
 		for _, x := range list {
 			c.Posts = append(c.Posts, app.Post{Kind: app.PostComment, ID: x.GetID(), Author: actor(x.GetUser()), At: x.GetCreatedAt().Time, Body: x.GetBody()})
 		}
-		return next(resp), err
+		return lastPage(resp), err
 	})
 	if err != nil {
 		return app.Conversation{}, fmt.Errorf("list comments of %s#%d: %w", repo, number, err)
@@ -50,7 +55,7 @@ func (i *Installation) Conversation(ctx context.Context, repo string, number int
 			c.Posts = append(c.Posts, app.Post{Kind: app.PostReview, ID: x.GetID(), Author: actor(x.GetUser()), At: x.GetSubmittedAt().Time,
 				Body: x.GetBody(), State: x.GetState()})
 		}
-		return next(resp), err
+		return lastPage(resp), err
 	})
 	if err != nil {
 		return app.Conversation{}, fmt.Errorf("list reviews of %s#%d: %w", repo, number, err)
@@ -62,7 +67,7 @@ func (i *Installation) Conversation(ctx context.Context, repo string, number int
 			c.Posts = append(c.Posts, app.Post{Kind: app.PostReviewComment, ID: x.GetID(), Author: actor(x.GetUser()), At: x.GetCreatedAt().Time,
 				Body: x.GetBody(), Path: x.GetPath(), Line: x.GetLine(), InReplyTo: x.GetInReplyTo()})
 		}
-		return next(resp), err
+		return lastPage(resp), err
 	})
 	if err != nil {
 		return app.Conversation{}, fmt.Errorf("list review comments of %s#%d: %w", repo, number, err)
@@ -71,28 +76,40 @@ func (i *Installation) Conversation(ctx context.Context, repo string, number int
 	return c, nil
 }
 
-// pages calls read for pages 1, 2, … while it returns a next page, up to
-// conversationPages; more reports that pages were left unread.
-func pages(read func(page int) (next int, err error)) (more bool, err error) {
-	page := 1
-	for range conversationPages {
-		n, err := read(page)
-		if err != nil {
+// pages reads a list: page 1, which tells the last page, then the others
+// pagesToRead names; more reports that pages were left unread.
+func pages(read func(page int) (last int, err error)) (more bool, err error) {
+	last, err := read(1)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pagesToRead(last) {
+		if _, err := read(p); err != nil {
 			return false, err
 		}
-		if n == 0 {
-			return false, nil
-		}
-		page = n
 	}
-	return true, nil
+	return last > conversationPages, nil
 }
 
-func next(resp *gh.Response) int {
+// pagesToRead are the pages after the first to read of a list whose last
+// page is last: all of them, or the first headPages and the newest.
+func pagesToRead(last int) []int {
+	var out []int
+	for p := 2; p <= last; p++ {
+		if last <= conversationPages || p <= headPages || p > last-(conversationPages-headPages) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lastPage is the list's last page, as the first page's Link header says;
+// 0 when there is one page.
+func lastPage(resp *gh.Response) int {
 	if resp == nil {
 		return 0
 	}
-	return resp.NextPage
+	return resp.LastPage
 }
 
 func actor(u *gh.User) app.Actor { return app.Actor{Login: u.GetLogin(), Type: u.GetType()} }

@@ -82,3 +82,43 @@ func TestConversationReadsThePullRequestsWholeThread(t *testing.T) {
 		t.Errorf("issue conversation %+v, %v; want its description alone", c.Posts, err)
 	}
 }
+
+func TestConversationOfAVeryLongThreadKeepsItsEnds(t *testing.T) {
+	w := newWorld(t)
+	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
+	issue, err := w.sim.AddIssue("acme/a", "ada", "Long", "It goes on.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1234
+	for i := range n {
+		if _, err := w.sim.AddComment("acme/a", issue, "ada", fmt.Sprintf("comment %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inst := w.installation(t, "acme/a")
+	info, err := inst.Issue(t.Context(), "acme/a", issue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := inst.Conversation(t.Context(), "acme/a", issue, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range c.Posts {
+		seen[p.Body] = true
+	}
+	// 3 pages from the start, 7 from the end (the last holds 34).
+	if !c.Truncated || len(c.Posts) != 1+300+634 {
+		t.Errorf("%d posts, truncated %v; want the description, the first 300 comments and the last 634", len(c.Posts), c.Truncated)
+	}
+	for _, want := range []string{"comment 0", "comment 299", "comment 600", fmt.Sprintf("comment %d", n-1)} {
+		if !seen[want] {
+			t.Errorf("%q was not read", want)
+		}
+	}
+	if seen["comment 300"] || seen["comment 599"] {
+		t.Error("the middle of the thread was read")
+	}
+}
