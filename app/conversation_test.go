@@ -204,3 +204,16 @@ func TestThreadImagesComeOnlyFromShownPosts(t *testing.T) {
 		t.Errorf("images %q; want %q", th.Images, want)
 	}
 }
+
+func TestBuildThreadSaysWhenTheMiddleWasNotRead(t *testing.T) {
+	perms := &roleTable{roles: map[string]string{"ada": "write"}}
+	for _, truncated := range []bool{false, true} {
+		th, err := BuildThread(context.Background(), Conversation{Posts: []Post{post(PostComment, 1, "ada", 0, "hi")}, Truncated: truncated}, threadOptions(t, perms, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if th.Unread != truncated {
+			t.Errorf("truncated %v: unread %v", truncated, th.Unread)
+		}
+	}
+}
