@@ -238,8 +238,8 @@ type block struct {
 
 func (b block) String() string { return b.head + "\n" + b.body + "\n</post>\n" }
 
-// renderPosts frames each post. A closing tag inside a body is broken, so
-// that no text can pretend to end its post and speak as another author.
+// renderPosts frames each post. A frame's tags inside a body are escaped,
+// so that no text can pretend to end its post and speak as another author.
 func renderPosts(posts []Post) []block {
 	out := make([]block, 0, len(posts))
 	for _, p := range posts {
@@ -256,11 +256,14 @@ func renderPosts(posts []Post) []block {
 		if p.InReplyTo != 0 {
 			attrs += " reply=\"true\""
 		}
-		body := strings.ReplaceAll(p.Body, "</post", "<\\/post")
+		body := frameTags.Replace(p.Body)
 		out = append(out, block{head: "<post " + attrs + ">", body: body})
 	}
 	return out
 }
+
+// frameTags escapes the tags that frame a post.
+var frameTags = strings.NewReplacer("<post", "&lt;post", "</post", "&lt;/post", "<conversation", "&lt;conversation", "</conversation", "&lt;/conversation")
 
 // EstimateTokens is a text's size in tokens, estimated at four bytes a
 // token, as the budgets reckon it before a tokenizer has seen the text.
