@@ -53,7 +53,10 @@
 //
 // A test builds the world with AddInstallation, AddRepo (a real bare
 // repository on branch main with an initial commit), AddFork,
-// SetPermission, AddIssue, AddComment and AddPullRequest; acts as GitHub
+// SetPermission, AddIssue, AddComment, AddPullRequest, AddReview,
+// AddReviewComment and AddAttachment (a file served under
+// /user-attachments/assets/, as GitHub serves what people drop into a
+// comment); acts as GitHub
 // toward the bot with Deliver and the Deliver* helpers, which make the
 // change and send the payload signed as GitHub does; injects failures with
 // Inject (5xx, primary and secondary rate limits, latency, and failures
