@@ -6,7 +6,9 @@ GOFLAGS_T ?= -count=1 -timeout 25m
 
 .PHONY: build test demo deps test-deps sandbox-image bench lint eval
 
+# Static: workers mount the binary into sandbox containers as their executor.
 build:
+	@echo "building $(BIN) (static)"
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/agentbot
 
 # Install what the demo (deps) and the tests (test-deps) need; no-ops when
@@ -20,9 +22,12 @@ test-deps:
 sandbox-image: deps
 	deploy/sandbox/build-offline.sh $(IMAGE)
 
+# deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
+# out of the binary's build): its chart test runs here too.
 test: test-deps sandbox-image
 	$(GO) vet ./...
 	$(GO) test $(GOFLAGS_T) ./...
+	cd deploy/helm && $(GO) vet ./... && $(GO) test $(GOFLAGS_T) ./...
 
 demo: deps sandbox-image build
 	$(BIN) demo

@@ -34,8 +34,9 @@ type TaskOutcome struct {
 	WallTime     time.Duration `json:"wall_time_ns"`
 	Tokens       int64         `json:"tokens"`
 	Cost         float64       `json:"cost_usd"`
-	// SafetyIncidents counts blocked writes, blocked commands and gate
-	// refusals during the task.
+	// SafetyIncidents counts blocked writes, blocked commands, gate
+	// refusals and final verifications that failed the checks the loop
+	// saw pass, during the task.
 	SafetyIncidents int `json:"safety_incidents"`
 
 	// Base and Pushed delimit the agent's final diff, Base..Pushed: the

@@ -3,12 +3,24 @@ package app
 import (
 	"fmt"
 	"time"
-
-	"github.com/bmatcuk/doublestar/v4"
 )
 
 // PolicyPath is where a repository keeps its policy, on the default branch.
 const PolicyPath = ".github/agent.yml"
+
+// MaxPolicySize bounds a policy file; GitHub's contents API inlines files up
+// to 1 MB, and a policy is a few hundred bytes.
+const MaxPolicySize = 256 << 10
+
+// CheckPolicySize refuses a policy file above MaxPolicySize; name is how
+// the message refers to the file. The worker and "agentbot config
+// validate" both call it, so that they refuse the same files.
+func CheckPolicySize(name string, size int64) error {
+	if size > MaxPolicySize {
+		return Errorf(EInvalid, "%s is %d bytes; a policy may have at most %d.", name, size, MaxPolicySize)
+	}
+	return nil
+}
 
 // Policy is a repository's validated .github/agent.yml, merged over the
 // built-in defaults and the organisation's defaults and bounded by the
@@ -65,26 +77,11 @@ type SandboxSpec struct {
 	Timeout time.Duration // wall clock for the whole agent phase
 }
 
-// Paths says which files the agent may write. Deny wins over Allow.
+// Paths says which files the agent may write. Deny wins over Allow, and a
+// protected path (see Protected) needs an allow glob that names it.
 type Paths struct {
 	Allow []string
 	Deny  []string
-}
-
-// Check returns nil when the slash-separated, tree-relative path may be
-// written, or an *Error that names the rule refusing it.
-func (p Paths) Check(path string) error {
-	for _, g := range p.Deny {
-		if doublestar.MatchUnvalidated(g, path) {
-			return Errorf(EPolicy, "%s matches the denied path %q", path, g)
-		}
-	}
-	for _, g := range p.Allow {
-		if doublestar.MatchUnvalidated(g, path) {
-			return nil
-		}
-	}
-	return Errorf(EPolicy, "%s is outside the allowed paths %q", path, p.Allow)
 }
 
 // Limits are the task's budgets.

@@ -32,7 +32,7 @@ setup: {network: false, run: [], timeout: 10m}
 sandbox: {cpus: 2, memory: 4GiB, pids: 512, timeout: 45m}
 paths:
   allow: ["**"]
-  deny: [".github/workflows/**", "**/*.pem", "**/.env*"]
+  deny: [".github/**", ".github/agent.yml", "**/CODEOWNERS", "**/*.pem", "**/.env*"]
 limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h, context_tokens: 20000}
 tools: {write: auto, shell: auto}
 pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment}
@@ -277,8 +277,8 @@ func policySettings() []policySetting {
 		valueSetting("setup.timeout", func(r *RawPolicy) *RawDuration { return r.Setup.Timeout }, func(p *Policy) *time.Duration { return &p.Setup.Timeout }, checkDuration(nil)),
 		valueSetting("sandbox.image", func(r *RawPolicy) *string { return r.Sandbox.Image }, func(p *Policy) *string { return &p.Sandbox.Image }, checkImage),
 		valueSetting("sandbox.cpus", func(r *RawPolicy) *float64 { return r.Sandbox.CPUs }, func(p *Policy) *float64 { return &p.Sandbox.CPUs }, checkPositive(func(c Caps) float64 { return c.Sandbox.CPUs })),
-		valueSetting("sandbox.memory", func(r *RawPolicy) *RawSize { return r.Sandbox.Memory }, func(p *Policy) *int64 { return &p.Sandbox.Memory }, checkSize(func(c Caps) int64 { return c.Sandbox.Memory })),
-		valueSetting("sandbox.pids", func(r *RawPolicy) *int64 { return r.Sandbox.Pids }, func(p *Policy) *int64 { return &p.Sandbox.Pids }, checkPositive(func(c Caps) int64 { return c.Sandbox.Pids })),
+		valueSetting("sandbox.memory", func(r *RawPolicy) *RawSize { return r.Sandbox.Memory }, func(p *Policy) *int64 { return &p.Sandbox.Memory }, checkSize(MinSandboxMemory, func(c Caps) int64 { return c.Sandbox.Memory })),
+		valueSetting("sandbox.pids", func(r *RawPolicy) *int64 { return r.Sandbox.Pids }, func(p *Policy) *int64 { return &p.Sandbox.Pids }, checkAtLeast(MinSandboxPids, func(c Caps) int64 { return c.Sandbox.Pids })),
 		valueSetting("sandbox.timeout", func(r *RawPolicy) *RawDuration { return r.Sandbox.Timeout }, func(p *Policy) *time.Duration { return &p.Sandbox.Timeout }, checkDuration(func(c Caps) time.Duration { return c.Sandbox.Timeout })),
 		listSetting("paths.allow", func(r *RawPolicy) []string { return r.Paths.Allow }, func(p *Policy) *[]string { return &p.Paths.Allow }, checkGlob),
 		listSetting("paths.deny", func(r *RawPolicy) []string { return r.Paths.Deny }, func(p *Policy) *[]string { return &p.Paths.Deny }, checkGlob),
@@ -486,11 +486,32 @@ func checkDuration(capOf func(Caps) time.Duration) func(*policyBuilder, RawDurat
 	}
 }
 
-func checkSize(capOf func(Caps) int64) func(*policyBuilder, RawSize) (int64, string) {
+// The least a sandbox may be given. Below them the container cannot start
+// its executor (a Go program with a few threads) and a shell, so a task
+// would only fail later, on the worker, with the engine's error.
+const (
+	MinSandboxMemory = 64 << 20
+	MinSandboxPids   = 32
+)
+
+// checkAtLeast is checkPositive with a floor of least.
+func checkAtLeast[T capNumber](least T, capOf func(Caps) T) func(*policyBuilder, T) (T, string) {
+	return func(b *policyBuilder, v T) (T, string) {
+		if v > 0 && v < least {
+			return 0, fmt.Sprintf("%v is below the least a sandbox can run with, %v", v, least)
+		}
+		return withinCap(b, v, fmt.Sprint(v), capOf, func(c T) string { return fmt.Sprint(c) })
+	}
+}
+
+func checkSize(least int64, capOf func(Caps) int64) func(*policyBuilder, RawSize) (int64, string) {
 	return func(b *policyBuilder, v RawSize) (int64, string) {
 		n, problem := parsePolicySize(v)
 		if problem != "" {
 			return 0, problem
+		}
+		if n > 0 && n < least {
+			return 0, fmt.Sprintf("%s is below the least a sandbox can run with, %s", v, units.BytesSize(float64(least)))
 		}
 		return withinCap(b, n, string(v), capOf, func(c int64) string { return units.BytesSize(float64(c)) })
 	}

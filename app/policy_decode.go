@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -101,12 +102,21 @@ func decodeFile(file string, data []byte, out any) (map[string]int, []fieldError
 	return d.lines, d.errs
 }
 
+// parserProblem matches the messages of yaml.v3's parser, as opposed to its
+// scanner. The parser reports the line of its context (where an unclosed
+// flow collection or block began) counted from zero, so its "line N" is
+// the line before; the scanner counts from one.
+var parserProblem = regexp.MustCompile(`^did not find expected (<document start>|node content|key|'-' indicator|',' or '\]'|',' or '\}')$`)
+
 // syntaxError places yaml.v3's "yaml: line N: ..." at its line.
 func syntaxError(file string, err error) fieldError {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil {
 		_, msg, _ = strings.Cut(msg, ": ")
+		if parserProblem.MatchString(msg) {
+			line++
+		}
 	}
 	return fieldError{file: file, line: line, msg: "not valid YAML: " + msg}
 }

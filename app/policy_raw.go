@@ -16,7 +16,7 @@ type RawPolicy struct {
 	Checks      []RawCheck     `yaml:"checks" desc:"The definition of done, fastest first: shell lines run in the sandbox that must all pass. A task is refused without checks."`
 	Setup       RawSetup       `yaml:"setup" desc:"Commands run before the agent acts (dependencies, caches), optionally with network."`
 	Sandbox     RawSandbox     `yaml:"sandbox" desc:"The container the agent's commands run in."`
-	Paths       RawPaths       `yaml:"paths" desc:"Which files the agent may write. deny wins over allow."`
+	Paths       RawPaths       `yaml:"paths" desc:"Which files the agent may write. deny wins over allow; .github/, CODEOWNERS and .github/agent.yml also need an allow glob that names them."`
 	Limits      RawLimits      `yaml:"limits" desc:"The task's budgets. A value above the server's cap is an error."`
 	Tools       RawTools       `yaml:"tools" desc:"How calls of each tool class are approved."`
 	Model       RawModels      `yaml:"model" desc:"Model names for each role; empty means the server's default."`
@@ -61,8 +61,8 @@ type RawSandbox struct {
 
 // RawPaths is the paths section of a policy file.
 type RawPaths struct {
-	Allow []string `yaml:"allow" desc:"Globs (doublestar syntax, ** for any depth) of files the agent may write."`
-	Deny  []string `yaml:"deny" desc:"Globs of files the agent may never write; deny wins over allow."`
+	Allow []string `yaml:"allow" desc:"Globs (doublestar syntax, ** for any depth) of files the agent may write, matched as written. A path under .github/ is allowed only by a glob containing .github/, a CODEOWNERS file only by one containing CODEOWNERS, the policy file only by one containing agent.yml."`
+	Deny  []string `yaml:"deny" desc:"Globs of files the agent may never write, matched regardless of case; deny wins over allow. Replaces the default list whole."`
 }
 
 // RawLimits is the limits section of a policy file.

@@ -166,6 +166,10 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:6: limits.context_tokens: 90000 is above this server's cap of 40000`,
 			`.github/agent.yml:8: sandbox.memory: 16GiB is above this server's cap of 8GiB`,
 		}},
+		{"below-minimum.yml", []string{
+			`.github/agent.yml:4: sandbox.memory: 12 is below the least a sandbox can run with, 64MiB`,
+			`.github/agent.yml:5: sandbox.pids: 4 is below the least a sandbox can run with, 32`,
+		}},
 		{"image-not-allowed.yml", []string{`.github/agent.yml:4: sandbox.image: "ubuntu:24.04" is not an image this server allows (agentbot-sandbox:*)`}},
 		{"setup-network.yml", []string{`.github/agent.yml:4: setup.network: this server does not allow network during setup; set it to false, or ask the operator`}},
 		{"structure.yml", []string{
@@ -182,7 +186,7 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:7: pull_request.branch_prefix: "-x" cannot start a git branch name; use letters, digits, '-', '_', '.' and '/', such as agent/`,
 			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
 		}},
-		{"syntax.yml", []string{`.github/agent.yml:1: not valid YAML: did not find expected ',' or '}'`}},
+		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}
 	files, err := filepath.Glob("testdata/policy/invalid/*.yml")
 	if err != nil {

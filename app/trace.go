@@ -15,13 +15,14 @@ const (
 	TraceToolCall  TraceKind = "tool_call"  // a tool the model called, with its capped arguments and result
 	TraceCheck     TraceKind = "check"      // an acceptance check run
 	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused
-	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent, gate, push
+	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent, gate, verification, push
+	TraceIncident  TraceKind = "incident"   // a safety incident: the final verification contradicts the loop
 )
 
 // Valid reports whether k is one of the kinds above.
 func (k TraceKind) Valid() bool {
 	switch k {
-	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase:
+	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase, TraceIncident:
 		return true
 	}
 	return false

@@ -159,7 +159,7 @@ func NewOutcomeMetrics(reg prometheus.Registerer) (*OutcomeMetrics, error) {
 		tasks:      counter("agentbot_tasks_total", "Finished tasks; result is succeeded (checks passed, PR opened without human help) or failed.", "result"),
 		cost:       counter("agentbot_task_cost_usd_total", "Model cost of finished tasks in US dollars, failures included."),
 		tokens:     counter("agentbot_task_tokens_total", "Tokens sent and received by finished tasks."),
-		incidents:  counter("agentbot_safety_incidents_total", "Blocked writes, blocked commands and gate refusals."),
+		incidents:  counter("agentbot_safety_incidents_total", "Blocked writes, blocked commands, gate refusals and verifications that contradict the loop."),
 		iterations: histogram("agentbot_task_iterations", "Agent loop steps per finished task.", []float64{1, 2, 5, 10, 20, 30, 50, 100}),
 		wall:       histogram("agentbot_task_wall_seconds", "Wall time per finished task.", prometheus.ExponentialBuckets(10, 2, 10)),
 		merged:     counter("agentbot_prs_merged_total", "Agent pull requests merged."),

@@ -9,7 +9,8 @@
 // queues it under the task's ID, so a redelivered webhook finds its task
 // already there. The worker side runs a Server that hands each queued task
 // to a Handler. A Store reads and updates records and state; Client and
-// Server share one Redis connection pool made by Connect.
+// Server share one Redis connection pool made by Connect, to one server or
+// through Redis Sentinel.
 //
 // # Keys
 //
@@ -19,24 +20,26 @@
 // expiry; "trimmed" ones have none either, but their length is bounded.
 // A test writes through every operation and holds Redis to this list.
 //
-//	agentbot:task:{id}                hash    retention  record: task (JSON app.Task), state, step, updated_at, index
-//	agentbot:task:{id}:run            string  retention  the loop's resumable state (opaque bytes)
-//	agentbot:task:{id}:progress       string  retention  the runner's own progress (opaque bytes)
-//	agentbot:task:{id}:stop           string  retention  the login that asked the running task to stop
-//	agentbot:task:{id}:decision       string  retention  an approver's decision on the paused task (opaque bytes)
-//	agentbot:task:{id}:trace          list    trace      JSON app.TraceEvent, oldest first; TTL after the last append
-//	agentbot:tasks                    zset    trimmed    task ids by received time (ms); tasks older than the retention leave it
-//	agentbot:issue:{repo}#{n}         zset    retention  ids of the tasks asked on one issue or pull request, by received time
-//	agentbot:delivery:{id}            string  72h        a webhook delivery already answered (DeliveryTTL)
-//	agentbot:refusal:{repo}#{n}:{who} string  1h         the one task that answers who a refusal on the issue (RefusalWindow)
-//	agentbot:lock:{key}               string  lock       the task holding key (an issue); the TTL its owner renews
-//	agentbot:worker:{id}:lease        string  lease      a running worker's holder (WorkerLeases); DefaultLeaseTTL after its last refresh
-//	agentbot:audit:{installation}     stream  trimmed    field "e": JSON app.AuditEntry; bounded by AuditOptions
-//	agentbot:audit:installations      set     kept       installations that have an audit stream
-//	agentbot:outcome:{task}           string  kept       JSON app.TaskOutcome
-//	agentbot:outcomes                 zset    kept       task ids by finish time (ms)
-//	agentbot:outcome:pr:{repo}#{n}    string  kept       the task whose pull request is repo#n
-//	asynq:*                           asynq   asynq      asynq's queues, task payloads and server state
+//	agentbot:task:{id}                  hash    retention  record: task (JSON app.Task), state, step, updated_at, index
+//	agentbot:task:{id}:run              string  retention  the loop's resumable state (opaque bytes)
+//	agentbot:task:{id}:progress         string  retention  the runner's own progress (opaque bytes)
+//	agentbot:task:{id}:stop             string  retention  the login that asked the running task to stop
+//	agentbot:task:{id}:decision         string  retention  an approver's decision on the paused task (opaque bytes)
+//	agentbot:task:{id}:trace            list    trace      JSON app.TraceEvent, oldest first; TTL after the last append
+//	agentbot:tasks                      zset    trimmed    task ids by received time (ms); tasks older than the retention leave it
+//	agentbot:issue:{repo}#{n}           zset    retention  ids of the tasks asked on one issue or pull request, by received time
+//	agentbot:delivery:{id}              string  72h        a webhook delivery already answered (DeliveryTTL)
+//	agentbot:body:{digest}              string  72h        the delivery that first carried a queued webhook body (its hex SHA-256), for DeliveryTTL
+//	agentbot:refusal:{repo}#{n}:{who}   string  1h         the one task that answers who a refusal on the issue (RefusalWindow)
+//	agentbot:lock:{key}                 string  lock       the task holding key (an issue); the TTL its owner renews
+//	agentbot:installation:{id}:running  zset    slot       ids of an installation's running tasks by lease expiry (ms); expires with the last lease (Slots)
+//	agentbot:worker:{id}:lease          string  lease      a running worker's holder (WorkerLeases); DefaultLeaseTTL after its last refresh
+//	agentbot:audit:{installation}       stream  trimmed    field "e": JSON app.AuditEntry; bounded by AuditOptions
+//	agentbot:audit:installations        set     kept       installations that have an audit stream
+//	agentbot:outcome:{task}             string  kept       JSON app.TaskOutcome
+//	agentbot:outcomes                   zset    kept       task ids by finish time (ms)
+//	agentbot:outcome:pr:{repo}#{n}      string  kept       the task whose pull request is repo#n
+//	asynq:*                             asynq   asynq      asynq's queues, task payloads and server state
 //
 // {repo} and {who} are lower-cased, as GitHub compares them. The per-issue
 // index is kept with the record in one script, so a task that has a
@@ -77,30 +80,12 @@ const MaxRetry = 3
 // cancels every task after 30 minutes.
 const MaxTaskTime = 3 * time.Hour
 
-// Connect opens a connection pool to the Redis at url
-// (redis://[:password@]host:port/db). Its timeouts are short on purpose: the
-// webhook must answer 503 within two seconds when Redis is gone, never hang.
-func Connect(url string) (*redis.Client, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse redis url: %w", err)
-	}
-	opt.DialTimeout = 500 * time.Millisecond
-	opt.ReadTimeout = 500 * time.Millisecond
-	opt.WriteTimeout = 500 * time.Millisecond
-	opt.PoolTimeout = 500 * time.Millisecond
-	opt.MaxRetries = 1
-	// A burst of deliveries each holds a connection for a few round trips;
-	// the default pool (ten per CPU) makes them queue for one.
-	opt.PoolSize = max(opt.PoolSize, 128)
-	return redis.NewClient(opt), nil
-}
-
 // Client is the producer side: it enqueues tasks and remembers deliveries.
 type Client struct {
-	rdb   redis.UniversalClient
-	aq    *asynq.Client
-	store *Store
+	rdb     redis.UniversalClient
+	aq      *asynq.Client
+	store   *Store
+	durable durability // see WithMinReplicas
 }
 
 // NewClient returns a Client over rdb, which the caller closes, whose
@@ -146,19 +131,6 @@ func (c *Client) enqueue(ctx context.Context, task *asynq.Task, id, queue string
 		return false, fmt.Errorf("enqueue %s %s: %w", task.Type(), id, err)
 	}
 	return false, nil
-}
-
-// MarkSeen remembers delivery for DeliveryTTL and reports whether it was
-// already remembered, in one atomic step. Call it only once the delivery's
-// work is durably done (its task enqueued): a delivery marked before a
-// failed enqueue would make GitHub's redelivery look like a duplicate and
-// the command would be lost.
-func (c *Client) MarkSeen(ctx context.Context, delivery string) (already bool, err error) {
-	fresh, err := c.rdb.SetNX(ctx, deliveryKey(delivery), 1, DeliveryTTL).Result()
-	if err != nil {
-		return false, fmt.Errorf("mark delivery %s: %w", delivery, err)
-	}
-	return !fresh, nil
 }
 
 // Ping checks that Redis answers.

@@ -26,7 +26,8 @@ type Handler interface {
 // Deferred is what a Handler's error implements to say that the task could
 // not run yet — another task on the same issue holds its lock — and should
 // run again after RetryAfter: it neither uses up one of the task's retries
-// nor counts as a failure in the queue's statistics.
+// nor counts as a failure in the queue's statistics. A task that has used
+// up its retries already is run again on the same worker instead.
 type Deferred interface {
 	error
 	RetryAfter() time.Duration
@@ -50,13 +51,22 @@ type ServerConfig struct {
 	// 0. It is how long a queued command may wait for an idle worker, and
 	// costs one cheap Redis call per worker each time.
 	PollInterval time.Duration
+	// MaxPerInstallation is how many tasks of one installation run at
+	// once across all the servers sharing the Redis (see Slots); no limit
+	// when 0. A task over the limit is tried again after SlotRetry
+	// (DefaultSlotRetry when 0) without using up a retry.
+	MaxPerInstallation int
+	SlotRetry          time.Duration
 }
 
 // Server is the consumer side: it takes queued tasks and hands each to a
 // Handler.
 type Server struct {
-	srv *asynq.Server
-	h   Handler
+	srv   *asynq.Server
+	h     Handler
+	slots *Slots // nil without a per-installation limit
+	retry time.Duration
+	log   *slog.Logger
 }
 
 // NewServer returns a Server over rdb, which the caller closes after Run
@@ -71,12 +81,28 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 		if d, ok := deferral(err); ok {
 			return d
 		}
+		if errors.Is(err, asynq.ErrLeaseExpired) {
+			// The task's worker died; the task resumes from its saved
+			// state at once on another. asynq has already waited out the
+			// lease (a minute or two) before it says so.
+			return time.Second
+		}
 		return asynq.DefaultRetryDelayFunc(n, err, t)
 	}
 	// A deferred task waits in asynq's retry set; this is how late it may be
 	// moved back to the queue after its delay.
 	ac.DelayedTaskCheckInterval = time.Second
-	return &Server{srv: asynq.NewServerFromRedisClient(rdb, ac), h: h}
+	s := &Server{srv: asynq.NewServerFromRedisClient(rdb, ac), h: h, retry: cfg.SlotRetry, log: cfg.Logger}
+	if cfg.MaxPerInstallation > 0 {
+		s.slots = NewSlots(rdb, cfg.MaxPerInstallation)
+	}
+	if s.retry <= 0 {
+		s.retry = DefaultSlotRetry
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
 }
 
 // asynqConfig is cfg, with its defaults, as asynq's configuration of a
@@ -108,7 +134,20 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := json.Unmarshal(at.Payload(), &t); err != nil {
 			return fmt.Errorf("decode task: %w: %w", err, asynq.SkipRetry)
 		}
-		return s.h.ProcessTask(ctx, t)
+		for {
+			err := s.process(ctx, t)
+			d, deferred := deferral(err)
+			if !deferred || !lastAttempt(ctx) {
+				return err
+			}
+			// asynq archives a task on its last attempt whatever its
+			// error says, so a task that used up its retries waits here.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
 	}))
 	if err != nil {
 		return fmt.Errorf("start queue server: %w", err)
@@ -116,6 +155,23 @@ func (s *Server) Run(ctx context.Context) error {
 	<-ctx.Done()
 	s.srv.Shutdown()
 	return nil
+}
+
+// process hands t to the Handler, within its installation's limit.
+func (s *Server) process(ctx context.Context, t app.Task) error {
+	if s.slots == nil {
+		return s.h.ProcessTask(ctx, t)
+	}
+	return s.slots.withSlot(ctx, t, s.retry, s.log, func(ctx context.Context) error {
+		return s.h.ProcessTask(ctx, t)
+	})
+}
+
+// lastAttempt reports whether the task of ctx has used up its retries.
+func lastAttempt(ctx context.Context) bool {
+	n, ok := asynq.GetRetryCount(ctx)
+	most, _ := asynq.GetMaxRetry(ctx)
+	return ok && n >= most
 }
 
 // asynqLogger sends asynq's logs to slog.

@@ -210,13 +210,19 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 // network only when the policy asks and the server allows it, before the
 // agent acts.
 func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) error {
-	s := tk.policy.Policy.Setup
-	if len(s.Run) == 0 {
+	if len(tk.policy.Policy.Setup.Run) == 0 {
 		return nil
 	}
 	defer r.phase(ctx, tk, "setup")
+	return r.runSetup(ctx, tk, ws.Dir(), tk.ID+"-setup")
+}
+
+// runSetup runs the policy's setup commands over the tree at dir in a
+// container of its own, named id.
+func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
+	s := tk.policy.Policy.Setup
 	p := tk.policy.Policy.Sandbox
-	box, err := r.cfg.Sandbox.Start(ctx, docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(),
+	box, err := r.cfg.Sandbox.Start(ctx, docker.Spec{TaskID: id, WorkTree: dir,
 		CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, Network: s.Network})
 	if err != nil {
 		return fmt.Errorf("start the setup sandbox: %w", err)
@@ -256,13 +262,7 @@ func (f *setupFailure) Error() string {
 func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
 	tg target, st *agent.State, failed *failure) error {
 	p := tk.policy.Policy
-	title, body := prTitle(tk, st), prBody(tk, st)
-	if failed != nil {
-		p.PullRequest.Draft = true
-		title = shortTitle("Draft: " + tk.issue.Title)
-		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
-			reasonLine(st, *failed), body)
-	}
+	var tamper app.Tampering
 	if tk.prog.Pushed == "" {
 		if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "gate and push"); err != nil {
 			return err
@@ -275,6 +275,16 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
 			}
 			return err
+		}
+		tamper = report.Tampering
+		// A tree with no change is refused below; there is nothing to verify.
+		if report.Diff != "" {
+			if err := r.verify(ctx, tk, ws, report.Tree, st); err != nil {
+				return err
+			}
+		}
+		if failed = verdict(tk, failed); failed != nil && failed.verify != nil && p.PullRequest.OnFailure != "draft_pr" {
+			return r.fail(ctx, tk, st, *failed)
 		}
 		// The commit's date is kept before the commit is made, so that a
 		// worker that dies between the push and the save below makes the
@@ -309,7 +319,19 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			return err
 		}
 		r.phase(ctx, tk, "push")
+	} else {
+		// Resumed after the push: the pushed tree is the saved diff's.
+		tamper = savedTampering(tk, st)
 	}
+	failed = verdict(tk, failed)
+	title, body := prTitle(tk, st), prBody(tk, st)
+	if failed != nil {
+		p.PullRequest.Draft = true
+		title = shortTitle("Draft: " + app.InertPlain(tk.issue.Title, ownIssue(tk)))
+		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
+			reasonLine(st, *failed), body)
+	}
+	body += tamperingSection(tamper)
 	if err := r.auditPush(ctx, tk); err != nil {
 		return err
 	}
@@ -331,7 +353,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return r.fail(ctx, tk, st, *failed)
 	}
 	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksTable(st) + "\n" + usageLine(st), Text: r.checkText(ctx, tk, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}
@@ -367,6 +389,7 @@ type failure struct {
 	gate      error
 	diff      string        // the gate's diff, when the gate refused
 	setup     *setupFailure // a setup command failed before the agent ran
+	verify    *Verification // the checks failed in the final verification
 }
 
 // fail reports a task that ends without a pull request.

@@ -14,6 +14,12 @@ import (
 // What the runner says on GitHub. Every text quotes the request with "> "
 // so that a command inside it is never a command again (ParseCommand skips
 // quotes), and says what happened in a sentence a requester can act on.
+// What the model wrote, or its code printed, goes through app.Inert or
+// app.CodeBlock, so that it can close no other issue, mention nobody and
+// not leave its block.
+
+// ownIssue is the one issue or pull request tk's text may close.
+func ownIssue(tk *task) app.IssueRef { return app.IssueRef{Repo: tk.Repo, Number: tk.Number} }
 
 // Bounds of the excerpts in a failure report; the trace behind the check
 // run keeps the rest.
@@ -32,7 +38,8 @@ func quoteRequest(tk *task) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "@%s asked on #%d", tk.Requester, tk.Number)
 	if tk.issue.Title != "" {
-		fmt.Fprintf(&b, " (%s)", tk.issue.Title)
+		// Anyone may open an issue: its title is no safer than the model's.
+		fmt.Fprintf(&b, " (%s)", app.Inert(tk.issue.Title, ownIssue(tk)))
 	}
 	b.WriteString(":\n\n")
 	for line := range strings.SplitSeq(what, "\n") {
@@ -61,28 +68,40 @@ func waitingText(tk *task, behind string) string {
 		behind, tk.Number, quoteRequest(tk))
 }
 
+// approvalText shows the call awaiting approval with its arguments as the
+// tool would read them: re-encoded JSON, or the raw text quoted when it is
+// no JSON at all, which the tool refuses whatever the answer.
 func approvalText(tk *task, st *agent.State) string {
 	c := st.Pending
-	return fmt.Sprintf("✋ **Waiting for approval.** The agent wants to call `%s` with:\n\n```\n%s\n```\n\nAn approver may answer `%s approve` or `%s deny`.\n\n%s",
-		c.Name, c.Arguments, app.DefaultCommand, app.DefaultCommand, quoteRequest(tk))
+	args, ok := app.ShownArguments(c.Arguments)
+	with := "with:\n\n" + app.CodeBlock(args, "json", ownIssue(tk))
+	if !ok {
+		with = "with arguments that are not valid JSON, so the tool will refuse the call even if approved:\n\n" +
+			app.CodeBlock(args, "", ownIssue(tk))
+	}
+	return fmt.Sprintf("✋ **Waiting for approval.** The agent wants to call `%s` %s\nAn approver may answer `%s approve` or `%s deny`.\n\n%s",
+		c.Name, with, app.DefaultCommand, app.DefaultCommand, quoteRequest(tk))
 }
 
 func doneText(tk *task, st *agent.State, pr app.PullRequest) string {
-	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, checksTable(st), usageLine(st), quoteRequest(tk))
+	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, checksSection(tk, st), usageLine(st), quoteRequest(tk))
 }
 
 // reasonLine is why a task stopped, in one line: the stop rule and its
-// detail, or the gate's refusal.
+// detail, or the gate's refusal. Details may quote the model or its
+// commands, so they close no issue and mention nobody.
 func reasonLine(st *agent.State, f failure) string {
 	switch {
 	case f.stoppedBy != "":
 		return "stopped by @" + f.stoppedBy
 	case f.setup != nil:
-		return f.setup.Error()
+		return app.Inert(f.setup.Error(), app.IssueRef{})
 	case f.gate != nil:
-		return firstLine(app.ErrorMessage(f.gate))
+		return app.Inert(firstLine(app.ErrorMessage(f.gate)), app.IssueRef{})
+	case f.verify != nil:
+		return verifyReason(f.verify)
 	case f.stop != nil:
-		return fmt.Sprintf("%s: %s", f.stop.Reason, f.stop.Detail)
+		return app.Inert(fmt.Sprintf("%s: %s", f.stop.Reason, f.stop.Detail), app.IssueRef{})
 	}
 	return string(st.Status)
 }
@@ -98,29 +117,31 @@ func failureText(tk *task, st *agent.State, f failure) string {
 		fmt.Fprintf(&b, "❌ **No pull request.** %s\n\n", reasonLine(st, f))
 	}
 	if f.setup != nil {
-		fmt.Fprintf(&b, "The repository's setup (`setup.run` in the policy) failed, so the agent did not start:\n\n```\n%s\n```\n\n",
-			tail(f.setup.output, outputExcerpt))
+		fmt.Fprintf(&b, "The repository's setup (`setup.run` in the policy) failed, so the agent did not start:\n\n%s\n",
+			app.CodeBlock(tail(f.setup.output, outputExcerpt), "", ownIssue(tk)))
 	}
 	if f.gate != nil {
-		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n```\n%s\n```\n\n", app.ErrorMessage(f.gate))
+		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n%s\n", app.CodeBlock(app.ErrorMessage(f.gate), "", ownIssue(tk)))
 	}
-	if c := lastFailure(st); c != nil {
+	if f.verify != nil {
+		b.WriteString(verificationText(f.verify))
+	} else if c := lastFailure(st); c != nil {
 		fmt.Fprintf(&b, "The last failing check was **%s** (`%s`, exit %d", c.Name, c.Run, c.ExitCode)
 		if c.TimedOut {
 			b.WriteString(", timed out")
 		}
-		fmt.Fprintf(&b, "):\n\n```\n%s\n```\n\n", tail(c.Output, outputExcerpt))
+		fmt.Fprintf(&b, "):\n\n%s\n", app.CodeBlock(tail(c.Output, outputExcerpt), "", ownIssue(tk)))
 	}
 	if n := st.Counts; n.BlockedWrites+n.BlockedCommands > 0 {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
 	}
-	b.WriteString(checksTable(st) + "\n" + usageLine(st) + "\n\n")
+	b.WriteString(checksSection(tk, st) + "\n" + usageLine(st) + "\n\n")
 	diff := f.diff
 	if diff == "" {
 		diff = st.Diff
 	}
 	if diff != "" {
-		fmt.Fprintf(&b, "<details><summary>Partial diff</summary>\n\n```diff\n%s\n```\n\n</details>\n\n", tail(diff, diffExcerpt))
+		fmt.Fprintf(&b, "<details><summary>Partial diff</summary>\n\n%s\n</details>\n\n", app.CodeBlock(tail(diff, diffExcerpt), "diff", ownIssue(tk)))
 	}
 	b.WriteString(quoteRequest(tk))
 	return b.String()
@@ -198,12 +219,13 @@ func trace(st *agent.State) string {
 // issue's title. Never the summary cut short: a title is written whole.
 func prTitle(tk *task, st *agent.State) string {
 	if t := strings.TrimSpace(st.Title); t != "" {
-		return t
+		return shortTitle(app.InertPlain(t, ownIssue(tk)))
 	}
+	title := app.InertPlain(strings.TrimSpace(tk.issue.Title), ownIssue(tk))
 	if tk.issue.Pull != nil {
-		return shortTitle(strings.TrimSpace(tk.issue.Title))
+		return shortTitle(title)
 	}
-	return shortTitle("Fix: " + strings.TrimSpace(tk.issue.Title))
+	return shortTitle("Fix: " + title)
 }
 
 // shortTitle fits a title in tools.MaxTitle characters, cutting at a word
@@ -231,9 +253,9 @@ func commitMessage(tk *task, st *agent.State) string {
 	if subject == "" {
 		subject = prTitle(tk, st)
 	}
-	msg := subject + "\n"
+	msg := app.InertPlain(subject, ownIssue(tk)) + "\n"
 	if s := summaryBody(&agent.State{Summary: st.Summary, Title: subject}); s != "" {
-		msg += "\n" + s + "\n"
+		msg += "\n" + app.InertPlain(s, ownIssue(tk)) + "\n"
 	}
 	return msg + fmt.Sprintf("\nAsked by @%s on #%d.\n", tk.Requester, tk.Number)
 }
@@ -246,11 +268,11 @@ func prBody(tk *task, st *agent.State) string {
 	var b strings.Builder
 	b.WriteString("## What changed and why\n\n")
 	if s := summaryBody(st); s != "" {
-		b.WriteString(s + "\n")
+		b.WriteString(app.Inert(s, ownIssue(tk)) + "\n")
 	} else {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
-	b.WriteString("\n## Checks\n\n" + checksTable(st))
+	b.WriteString("\n## Checks\n\n" + checksSection(tk, st))
 	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
 	fmt.Fprintf(&b, "\nAsked by @%s on #%d", tk.Requester, tk.Number)
 	if what := strings.TrimSpace(tk.Instructions); what != "" {
@@ -267,7 +289,7 @@ func prBody(tk *task, st *agent.State) string {
 	if tk.issue.Pull == nil {
 		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
 	}
-	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n```\n%s```\n\n</details>\n", tail(trace(st), diffExcerpt))
+	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n%s\n</details>\n", app.CodeBlock(tail(trace(st), diffExcerpt), "", ownIssue(tk)))
 	return b.String()
 }
 

@@ -1,85 +1,117 @@
 package runner
 
 import (
+	"bytes"
+	stdhtml "html"
+	"regexp"
 	"strings"
 	"testing"
-	"unicode/utf8"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer/html"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
-func reportTask(title, instructions string) *task {
-	return &task{Task: &app.Task{ID: "T1", Repo: "acme/stats", Number: 7, Verb: app.VerbFix, Requester: "ada", Instructions: instructions},
-		issue: app.IssueInfo{Title: title}}
+// hostile is what a hijacked model writes, or makes its code print, to act
+// through the bot's texts: close other issues, notify people, and leave its
+// block to forge or hide what follows.
+const hostile = "All green.\nFixes #99, closes octo/other#3 and resolves: https://github.com/octo/hello/issues/98\n" +
+	"cc @mallory &#64;eve\n</details>\n<!-- \n```\n"
+
+// render turns Markdown into HTML as GitHub does, raw HTML passed through.
+func render(t *testing.T, md string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(html.WithUnsafe())).
+		Convert([]byte(md), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
 }
 
-func TestPRTitle(t *testing.T) {
-	long := "Sum drops the first sample when the slice is long, and Mean inherits the error everywhere it is used"
-	tests := []struct {
-		name, issue, title, summary, want string
-	}{
-		{"finish's title", "Sum is wrong", "Start Sum's loop at the first sample", "Changed the loop.", "Start Sum's loop at the first sample"},
-		{"from the issue", "Sum is wrong", "", "Start the loop at 0\n\nbecause…", "Fix: Sum is wrong"},
-		{"long issue title cut at a word", long, "", "A long summary that must never become the title", "Fix: Sum drops the first sample when the slice is long, and Mean…"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := prTitle(reportTask(tt.issue, ""), &agent.State{Title: tt.title, Summary: tt.summary})
-			if got != tt.want {
-				t.Errorf("prTitle = %q; want %q", got, tt.want)
-			}
-			if n := utf8.RuneCountInString(got); n > tools.MaxTitle {
-				t.Errorf("title of %d characters", n)
-			}
-		})
-	}
-}
+// closing is a closing keyword naming an issue the hostile text names.
+var closing = regexp.MustCompile(`(?i)\b(close[sd]?|fix(e[sd])?|resolve[sd]?)(\s*:\s*|\s+)(#99|octo/other#3|https://github.com/octo/hello/issues/98)`)
 
-func TestPRBody(t *testing.T) {
-	st := &agent.State{
-		Title:   "Start Sum's loop at the first sample",
-		Summary: "Start Sum's loop at the first sample.\n\nThe loop began at index 1, so Sum([1 2 3]) was 5.",
-		Checks:  []tools.CheckRun{{Name: "test", Run: "go test ./...", Passed: true, Millis: 1200}},
+// code is a code block or span in rendered HTML, where GitHub notifies
+// nobody.
+var code = regexp.MustCompile(`(?s)<pre>.*?</pre>|<code>.*?</code>`)
+
+// assertInert fails when text acts on anything: it closes an issue other
+// than #7, mentions someone outside code, or leaves its block, so that one
+// of wants, the bot's own text after it, renders no more.
+func assertInert(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	if m := closing.FindString(text); m != "" {
+		t.Errorf("%s closes with %q:\n%s", what, m, text)
 	}
-	body := prBody(reportTask("Sum is wrong", ""), st)
-	at := 0
-	for _, want := range []string{
-		"## What changed and why\n\nThe loop began at index 1",
-		"## Checks\n\n| check | command | result | time |", "| test | `go test ./...` | ✅ pass | 1.2s |",
-		"## Usage\n\n",
-		"Asked by @ada on #7.\n",
-		"Fixes #7",
-		"<details><summary>Trace</summary>",
-	} {
-		i := strings.Index(body[at:], want)
-		if i < 0 {
-			t.Fatalf("body lacks, in order, %q:\n%s", want, body)
+	page := render(t, text)
+	prose := stdhtml.UnescapeString(code.ReplaceAllString(page, ""))
+	for _, bad := range []string{"@mallory", "@eve"} {
+		if strings.Contains(prose, bad) {
+			t.Errorf("%s mentions %s:\n%s", what, bad, page)
 		}
-		at += i + len(want)
 	}
-	if strings.Contains(body, "> fix") || strings.Contains(body, "Start Sum's loop at the first sample.") {
-		t.Errorf("the bare verb is quoted, or the title repeated:\n%s", body)
+	if strings.Contains(page, "<!--") || strings.Count(page, "<details>") != strings.Count(page, "</details>") {
+		t.Errorf("%s renders a comment or an unbalanced details block:\n%s", what, page)
 	}
-	body = prBody(reportTask("Sum is wrong", "keep the public API\nand add a test"), st)
-	if !strings.Contains(body, "Asked by @ada on #7:\n\n> keep the public API\n> and add a test\n") {
-		t.Errorf("the request with instructions is not quoted:\n%s", body)
+	for _, w := range wants {
+		if !strings.Contains(page, w) {
+			t.Errorf("%s renders without %q outside the model's text:\n%s", what, w, page)
+		}
 	}
 }
 
-func TestCommitMessage(t *testing.T) {
-	tk := reportTask("Sum is wrong", "")
-	got := commitMessage(tk, &agent.State{Summary: "Document Sum of no samples\n\nSum returns 0 for none."})
-	if want := "Document Sum of no samples\n\nSum returns 0 for none.\n\nAsked by @ada on #7.\n"; got != want {
-		t.Errorf("without a title:\n%q\nwant\n%q", got, want)
+func hostileTask() (*task, *agent.State) {
+	tk := &task{Task: &app.Task{ID: "t1", Repo: "octo/hello", Number: 7, Requester: "alice", Verb: app.VerbFix}}
+	tk.issue.Title = "Off by one, fixes #99 @mallory <!--"
+	st := &agent.State{
+		Summary: hostile,
+		Diff:    "+" + strings.ReplaceAll(hostile, "\n", "\n+"),
+		Checks:  []tools.CheckRun{{Name: "test", Run: "go test ./...", ExitCode: 1, Output: hostile}},
+		Messages: []llm.Message{{Role: llm.RoleAssistant, Content: hostile,
+			ToolCalls: []llm.ToolCall{{ID: "c1", Name: "run", Arguments: `{"cmd":"` + strings.ReplaceAll(hostile, "\n", `\n`) + `"}`}}}},
 	}
-	got = commitMessage(tk, &agent.State{Title: "Start at zero", Summary: "Start at zero\n\nThe loop began at 1."})
-	if want := "Start at zero\n\nThe loop began at 1.\n\nAsked by @ada on #7.\n"; got != want {
-		t.Errorf("with a title:\n%q\nwant\n%q", got, want)
+	return tk, st
+}
+
+func TestModelTextIsInert(t *testing.T) {
+	tk, st := hostileTask()
+
+	body := prBody(tk, st)
+	assertInert(t, "the pull request body", body, "<h2>Checks</h2>", "<h2>Usage</h2>")
+	if !strings.Contains(body, "\nFixes #7\n") {
+		t.Errorf("the pull request body no longer closes its own issue:\n%s", body)
 	}
-	got = commitMessage(tk, &agent.State{Summary: strings.Repeat("a very long first line ", 10)})
-	if subject, _, _ := strings.Cut(got, "\n"); subject != "Fix: Sum is wrong" {
-		t.Errorf("a summary too long for a subject gave %q", subject)
+
+	// A commit that reaches the default branch closes what its message
+	// names; a squash merge's message starts with the title.
+	for what, text := range map[string]string{"the title": prTitle(tk, &agent.State{Summary: "Fixes #99 for @mallory"}), "the commit message": commitMessage(tk, st),
+		"the title from the issue's": prTitle(tk, &agent.State{})} {
+		if m := closing.FindString(text); m != "" || strings.Contains(text, "@mallory") {
+			t.Errorf("%s closes or mentions: %q", what, text)
+		}
+	}
+
+	st.Stop = &agent.Stop{Reason: "same_failure", Detail: hostile}
+	assertInert(t, "the failure comment", failureText(tk, st, failure{stop: st.Stop}),
+		"<summary>Partial diff</summary>", "<blockquote>\n<p>fix</p>\n</blockquote>")
+
+	st.Pending = &st.Messages[0].ToolCalls[0]
+	approval := approvalText(tk, st)
+	assertInert(t, "the approval request", approval, "<code>/agent approve</code>", "<blockquote>")
+	if !strings.Contains(approval, "```json\n{\n  \"cmd\": ") {
+		t.Errorf("the approval request does not show the arguments as JSON:\n%s", approval)
+	}
+
+	st.Pending = &llm.ToolCall{Name: "run", Arguments: "{\"cmd\": \"rm -rf /\"} ```\n@mallory"}
+	approval = approvalText(tk, st)
+	assertInert(t, "the approval request with invalid JSON", approval, "<code>/agent approve</code>")
+	if !strings.Contains(approval, "not valid JSON") || !strings.Contains(approval, `"{\"cmd\": \"rm -rf /\"} `+"```"+`\n@mallory"`) {
+		t.Errorf("invalid arguments are not shown quoted and refused:\n%s", approval)
 	}
 }

@@ -164,6 +164,10 @@ type progress struct {
 	// the command came from.
 	Replied bool      `json:"replied,omitempty"`
 	Final   app.State `json:"final,omitempty"` // set once the task's report is complete
+
+	// Verified is the final verification of the tree pushed, which the
+	// reports show once it is pushed.
+	Verified *Verification `json:"verified,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
@@ -393,6 +397,7 @@ func (r *Runner) saveOutcome(ctx context.Context, tk *task, st app.State) error 
 	if tk.gated {
 		o.SafetyIncidents++
 	}
+	countVerification(tk, &o)
 	if tk.prog.PR != nil {
 		o.PR = tk.prog.PR.Number
 		o.Base, o.Pushed = tk.prog.Base, tk.prog.Pushed // the agent's final diff, for survival once merged

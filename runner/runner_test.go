@@ -48,6 +48,7 @@ type world struct {
 	runner *runner.Runner
 	model  *llmtest.Server // what the model was asked
 	traces *memTraces
+	cfg    runner.Config // what runner was made with
 }
 
 func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
@@ -93,12 +94,13 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.runner, err = runner.New(runner.Config{
+	w.cfg = runner.Config{
 		GitHub: gh, Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
-	})
+	}
+	w.runner, err = runner.New(w.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 // another, and reports its median and 99th percentile.
 func BenchmarkDeliverCommand(b *testing.B) {
 	in := startIntake(b, nil)
-	payload := webhooktest.IssueComment("/agent fix the flaky test")
 	var lat []time.Duration
 	i := 0
 	for b.Loop() {
 		i++
+		payload := webhooktest.IssueComment("/agent fix the flaky test") // each delivery its own comment
 		start := time.Now()
 		r := in.deliver(b, "issue_comment", fmt.Sprint("bench-", i), payload)
 		lat = append(lat, time.Since(start))

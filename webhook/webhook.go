@@ -2,12 +2,17 @@
 // deliveries, turns the commands in them into app.Tasks, queues those
 // durably and answers within milliseconds.
 //
-// A delivery goes through, in order: a 25 MiB body cap (413), the
-// X-Hub-Signature-256 check against every configured secret (401), parsing
-// (400 with a short reason), the filter that finds a command or the reason
-// there is none, the delivery de-duplication (200 {"duplicate": true}), and
-// for a command the enqueue (202 {"task": id}); otherwise 200 {"ignored":
-// reason}. A merged pull request, or a push that reverts commits, is queued
+// A delivery goes through, in order: a well-formed X-Hub-Signature-256
+// header (401 before a byte of the body is read), a 25 MiB body cap (413),
+// the budget of body bytes held by all deliveries in flight together (503
+// with Retry-After), the signature check against every configured secret
+// as the body streams in (401), parsing (400 with a short reason), the
+// filter that finds a command or the reason there is none, for a command
+// the body de-duplication (the same signed body under a new delivery id is
+// a replay: 200 {"duplicate": true}) and the enqueue (202 {"task": id}),
+// and the delivery de-duplication (200 {"duplicate": true}); otherwise 200
+// {"ignored": reason}. So what is not signed costs at most its share of the
+// budget, never memory in proportion to how many send it. A merged pull request, or a push that reverts commits, is queued
 // the same way as an outcome event (202 {"event": id}) for the worker that
 // records what became of the agent's pull requests. The delivery is
 // remembered last, once its task or event is queued; what is ignored costs
@@ -26,6 +31,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -54,9 +60,12 @@ type Enqueuer interface {
 // Deduplicator remembers the deliveries already answered. MarkSeen reports
 // whether the delivery was already marked; for a command it is called only
 // after the task is queued, so a failed enqueue leaves the delivery free to
-// be redelivered.
+// be redelivered. ClaimBody remembers which delivery first carried the body
+// with the SHA-256 digest (hex) and returns that delivery: another id than
+// the caller's means the signed body is being replayed.
 type Deduplicator interface {
 	MarkSeen(ctx context.Context, delivery string) (already bool, err error)
+	ClaimBody(ctx context.Context, digest, delivery string) (first string, err error)
 }
 
 // Config is what a Handler needs.
@@ -68,11 +77,17 @@ type Config struct {
 	Logger     *slog.Logger  // slog.Default() when nil
 	Command    string        // the command word; app.DefaultCommand when empty
 	Timeout    time.Duration // DefaultTimeout when 0
+	// BodyBudget bounds the bytes of request bodies held at once by all
+	// deliveries in flight; DefaultBodyBudget when 0. It must hold the
+	// largest payload twice (read, then in one piece), or that could never
+	// be accepted.
+	BodyBudget int64
 }
 
 // Handler answers POST /webhook.
 type Handler struct {
-	cfg Config
+	cfg    Config
+	budget *byteBudget
 }
 
 // NewHandler checks cfg and returns a Handler. It refuses to build one
@@ -98,7 +113,14 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	return &Handler{cfg: cfg}, nil
+	if cfg.BodyBudget == 0 {
+		cfg.BodyBudget = DefaultBodyBudget
+	}
+	// The largest payload is held twice, read and then in one piece.
+	if least := int64(2*MaxBody + chunkSize); cfg.BodyBudget < least {
+		return nil, fmt.Errorf("webhook: body budget %d bytes is below the %d the largest payload needs", cfg.BodyBudget, least)
+	}
+	return &Handler{cfg: cfg, budget: &byteBudget{limit: cfg.BodyBudget}}, nil
 }
 
 // TaskID returns the ID of the task made from delivery: the same delivery,
@@ -119,6 +141,7 @@ type answer struct {
 	task    app.Task          // set when a command was found
 	event   *app.OutcomeEvent // set when a merge or revert was found
 	err     error             // why it failed, for the operator's log
+	retry   bool              // answer with Retry-After: the refusal is momentary
 }
 
 func fail(status int, outcome, reason string, err error) answer {
@@ -130,6 +153,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	event, delivery := r.Header.Get("X-GitHub-Event"), r.Header.Get("X-GitHub-Delivery")
 	a := h.handle(w, r, event, delivery)
 
+	if a.retry {
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, a.status, a.body)
 	elapsed := time.Since(start)
 
@@ -158,16 +184,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery string) answer {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
-		return fail(http.StatusRequestEntityTooLarge, "too_large", "payload larger than 25 MiB", err)
+	unauthorized := fail(http.StatusUnauthorized, "unauthorized", "missing or invalid X-Hub-Signature-256",
+		errors.New("signature check failed"))
+	v, ok := newVerifier(h.cfg.Secrets, r.Header.Get("X-Hub-Signature-256"))
+	if !ok {
+		return unauthorized // no body can satisfy it: none is read
+	}
+	tooLarge := fail(http.StatusRequestEntityTooLarge, "too_large", "payload larger than 25 MiB", nil)
+	if r.ContentLength > MaxBody {
+		tooLarge.err = fmt.Errorf("Content-Length %d", r.ContentLength)
+		return tooLarge
+	}
+	digest := sha256.New()
+	in := &body{budget: h.budget}
+	// Its pieces, and the copy of an authentic body, are given back to the
+	// budget once the delivery is answered.
+	defer in.release()
+	err := in.readFrom(http.MaxBytesReader(w, r.Body, MaxBody), io.MultiWriter(v, digest))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		tooLarge.err = err
+		return tooLarge
+	}
+	busy := fail(http.StatusServiceUnavailable, "busy", "too many deliveries in flight, redeliver later", errBusy)
+	busy.retry = true
+	if errors.Is(err, errBusy) {
+		return busy
 	}
 	if err != nil {
 		return fail(http.StatusBadRequest, "invalid", "cannot read the body", err)
 	}
-	if !ValidSignature(h.cfg.Secrets, body, r.Header.Get("X-Hub-Signature-256")) {
-		return fail(http.StatusUnauthorized, "unauthorized", "missing or invalid X-Hub-Signature-256",
-			errors.New("signature check failed"))
+	if !v.valid() {
+		return unauthorized
+	}
+	payload, err := in.bytes()
+	if err != nil {
+		return busy
 	}
 	if event == "" || delivery == "" || len(delivery) > 128 {
 		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
@@ -175,9 +226,9 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 
 	var a answer
 	if isOutcomeEvent(event) {
-		a = h.interpretOutcome(event, delivery, body)
+		a = h.interpretOutcome(event, delivery, payload)
 	} else {
-		a = h.interpret(event, delivery, body)
+		a = h.interpret(event, delivery, payload)
 	}
 	if a.status == http.StatusBadRequest {
 		return a
@@ -190,6 +241,16 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 	}
 	duplicate := answer{status: http.StatusOK, outcome: "duplicate", repo: a.repo, body: map[string]any{"duplicate": true}}
 	if a.status == http.StatusAccepted {
+		// The signature covers the body, not the delivery id: the same
+		// signed body under a new id is a replay, never a new command.
+		first, err := h.cfg.Deliveries.ClaimBody(ctx, hex.EncodeToString(digest.Sum(nil)), delivery)
+		if err != nil {
+			return unavailable(err)
+		}
+		if first != delivery {
+			duplicate.reason = "replays the body of delivery " + first
+			return duplicate
+		}
 		dup, err := h.enqueue(ctx, a)
 		if err != nil {
 			return unavailable(err)

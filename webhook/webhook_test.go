@@ -406,8 +406,9 @@ func TestDuplicateDeliveries(t *testing.T) {
 	const n = 16
 	statuses := make(chan int, n)
 	var wg sync.WaitGroup
+	concurrent := webhooktest.IssueComment("/agent status")
 	for range n {
-		wg.Go(func() { statuses <- in.deliver(t, "issue_comment", "concurrent", payload).Status })
+		wg.Go(func() { statuses <- in.deliver(t, "issue_comment", "concurrent", concurrent).Status })
 	}
 	wg.Wait()
 	close(statuses)
@@ -420,6 +421,52 @@ func TestDuplicateDeliveries(t *testing.T) {
 	}
 	if got := len(in.tasks(t)); got != 2 {
 		t.Errorf("%d tasks; want 2", got)
+	}
+}
+
+// TestReplayedBodyIsDuplicate replays signed bodies under new delivery ids,
+// as anyone who saw one delivery could: a command, an outcome event, and
+// the same command replayed many times at once. Each replay is answered as
+// a duplicate and queues nothing.
+func TestReplayedBodyIsDuplicate(t *testing.T) {
+	in := startIntake(t, nil)
+	command := webhooktest.IssueComment("/agent fix")
+	if r := in.deliver(t, "issue_comment", "original", command); r.Status != http.StatusAccepted {
+		t.Fatalf("original: %d %v; want 202", r.Status, r.Body)
+	}
+	if r := in.deliver(t, "issue_comment", "replay", command); r.Status != http.StatusOK || r.Body["duplicate"] != true {
+		t.Errorf("replay under a new delivery id: %d %v; want 200 duplicate", r.Status, r.Body)
+	}
+	if r := in.deliver(t, "issue_comment", "original", command); r.Status != http.StatusOK || r.Body["duplicate"] != true {
+		t.Errorf("redelivery of the original: %d %v; want 200 duplicate", r.Status, r.Body)
+	}
+
+	revert := []byte(`{"ref":"refs/heads/main","commits":[{"id":"0123456789abcdef0123456789abcdef01234567","message":"Revert\n\nThis reverts commit c4295bd74fb0f4fda03689c3df3f2803b658fd85."}],"repository":{"full_name":"o/r","default_branch":"main","clone_url":"https://github.com/o/r.git"},"installation":{"id":1}}`)
+	if r := in.deliver(t, "push", "push-original", revert); r.Status != http.StatusAccepted {
+		t.Fatalf("push: %d %v; want 202", r.Status, r.Body)
+	}
+	if r := in.deliver(t, "push", "push-replay", revert); r.Status != http.StatusOK || r.Body["duplicate"] != true {
+		t.Errorf("replayed push: %d %v; want 200 duplicate", r.Status, r.Body)
+	}
+
+	const n = 16
+	fresh := webhooktest.IssueComment("/agent fix it again")
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { statuses <- in.deliver(t, "issue_comment", fmt.Sprint("replay-", i), fresh).Status })
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[http.StatusAccepted] != 1 || count[http.StatusOK] != n-1 {
+		t.Errorf("one body under %d delivery ids at once answered %v; want one 202 and %d 200", n, count, n-1)
+	}
+	if got := len(in.tasks(t)); got != 2 {
+		t.Errorf("%d tasks; want the 2 original commands", got)
 	}
 }
 
@@ -472,6 +519,7 @@ func TestRedisStoppedThenBack(t *testing.T) {
 	}
 
 	in.redis.Stop()
+	payload = webhooktest.IssueComment("/agent fix")
 	for _, event := range []string{"issue_comment", "push"} {
 		if r := in.deliver(t, event, "during-"+event, payload); r.Status != http.StatusServiceUnavailable {
 			t.Errorf("%s with Redis stopped: %d %v; want 503", event, r.Status, r.Body)

@@ -5,7 +5,11 @@
 //
 // It is served on its own listener (--admin-addr), apart from the
 // internet-facing webhook: on loopback by default, and only behind a bearer
-// token when bound anywhere else (CheckAddr). It reads through Source,
+// token when bound anywhere else (CheckAddr). Without a token, a request
+// must name the configured host or a loopback one in its Host header (421
+// Misdirected Request otherwise): a web page whose own name an attacker
+// re-points at 127.0.0.1 (DNS rebinding) would else read the pages through
+// the operator's browser. It reads through Source,
 // which cmd satisfies with the queue's stores; admin imports app only.
 package admin
 
@@ -46,10 +50,13 @@ type Source interface {
 }
 
 // Config is what the handler needs. Token, when set, must come as
-// "Authorization: Bearer <token>" on every request.
+// "Authorization: Bearer <token>" on every request. Addr is the address the
+// pages are served on (--admin-addr): without a token, the Host of a
+// request must be its host or a loopback one.
 type Config struct {
 	Source Source
 	Token  string
+	Addr   string
 	Logger *slog.Logger
 }
 
@@ -107,7 +114,18 @@ type handler struct {
 
 func (h *handler) authorize(next http.Handler) http.Handler {
 	if h.cfg.Token == "" {
-		return next
+		// A browser sends no token it was not given, but it does send
+		// whatever name its page was loaded from: only a name that is
+		// this server's own shows the pages.
+		configured, _, _ := net.SplitHostPort(h.cfg.Addr)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !hostAllowed(r.Host, configured) {
+				h.cfg.Logger.Warn("admin request for another host refused", "host", r.Host, "remote", r.RemoteAddr)
+				http.Error(w, "This server does not serve that host.", http.StatusMisdirectedRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	want := []byte("Bearer " + h.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,4 +205,21 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, doing string, err
 	}
 	h.cfg.Logger.Error("admin page", "path", r.URL.Path, "doing", doing, "err", err)
 	http.Error(w, "Internal error.", http.StatusInternalServerError)
+}
+
+// hostAllowed reports whether host, a request's Host header, names
+// configured (the host of the listening address) or a loopback address,
+// whatever the port.
+func hostAllowed(host, configured string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	return host != "" && strings.EqualFold(host, strings.Trim(configured, "[]"))
 }

@@ -56,6 +56,7 @@ func sampleSource() source {
 func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Host = "127.0.0.1:8081"
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
@@ -120,6 +121,67 @@ func TestTokenIsRequiredWhenSet(t *testing.T) {
 	}
 	if code, body := get(t, h, "/tasks/t1", "Bearer s3cret"); code != 200 || !strings.Contains(body, "plugsky-coder") {
 		t.Errorf("GET with the token: %d\n%s", code, body)
+	}
+}
+
+// TestHostMustBeThisServer asks for the pages over HTTP under the names a
+// DNS-rebinding page would send: without a token, only the configured host
+// and loopback names are served; with one, the token decides.
+func TestHostMustBeThisServer(t *testing.T) {
+	open := httptest.NewServer(NewHandler(Config{Source: sampleSource(), Addr: "admin.internal:8081"}))
+	defer open.Close()
+	tokened := httptest.NewServer(NewHandler(Config{Source: sampleSource(), Addr: "0.0.0.0:8081", Token: "s3cret"}))
+	defer tokened.Close()
+	fetch := func(srv *httptest.Server, host, auth string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/tasks/t1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK && strings.Contains(string(body), "octo/hello") {
+			t.Errorf("Host %q: refused with %d but shows the task", host, resp.StatusCode)
+		}
+		return resp.StatusCode
+	}
+	cases := []struct {
+		host string
+		code int
+	}{
+		{"127.0.0.1:8081", 200},
+		{"127.0.0.1", 200},
+		{"127.1.2.3:9", 200},
+		{"[::1]:8081", 200},
+		{"localhost:8081", 200},
+		{"LocalHost.", 200},
+		{"admin.internal:8081", 200},
+		{"ADMIN.internal", 200},
+		{"rebind.example:8081", 421},
+		{"rebind.example", 421},
+		{"localhost.rebind.example", 421},
+		{"127.0.0.1.nip.io", 421},
+		{"admin.internal.rebind.example", 421},
+		{"10.0.0.7:8081", 421},
+	}
+	for _, c := range cases {
+		if code := fetch(open, c.host, ""); code != c.code {
+			t.Errorf("Host %q without a token: %d; want %d", c.host, code, c.code)
+		}
+	}
+	if code := fetch(tokened, "rebind.example", "Bearer s3cret"); code != 200 {
+		t.Errorf("any Host with the token: %d; want 200", code)
+	}
+	if code := fetch(tokened, "rebind.example", ""); code != 401 {
+		t.Errorf("any Host without the token: %d; want 401", code)
 	}
 }
 

@@ -11,10 +11,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 )
 
-// maxPolicySize bounds a policy file; GitHub's contents API inlines files up
-// to 1 MB, and a policy is a few hundred bytes.
-const maxPolicySize = 256 << 10
-
 // LoadPolicy reads the policy for a task on repo: the built-in defaults,
 // then the organisation's .github repository's .github/agent.yml, then the
 // repository's own, each from its default branch, bounded by server.
@@ -81,8 +77,9 @@ func (i *Installation) policyFile(ctx context.Context, repo string) (app.RepoInf
 		return app.RepoInfo{}, "", nil, fmt.Errorf("read %s of %s@%s: %w", app.PolicyPath, repo, sha, err)
 	case file == nil || file.GetType() != "file":
 		return app.RepoInfo{}, "", nil, app.Errorf(app.EInvalid, "%s in %s is not a file.", app.PolicyPath, repo)
-	case file.GetSize() > maxPolicySize:
-		return app.RepoInfo{}, "", nil, app.Errorf(app.EInvalid, "%s in %s is %d bytes; a policy may have at most %d.", app.PolicyPath, repo, file.GetSize(), maxPolicySize)
+	}
+	if err := app.CheckPolicySize(app.PolicyPath+" in "+repo, int64(file.GetSize())); err != nil {
+		return app.RepoInfo{}, "", nil, err
 	}
 	data, err := file.GetContent()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -24,24 +23,26 @@ func cmdAdmin(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("usage: agentbot admin [--admin-addr ADDR] [--redis-url URL]; unexpected %q", fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if err := admin.CheckAddr(*addr, *token); err != nil {
 		return err
 	}
-	rdb, err := queue.Connect(*redisURL)
+	log := newLogger(env.Stderr)
+	rdb, err := connectRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	log := newLogger(env.Stderr)
-	return listenAndServe(ctx, *addr, adminHandler(rdb, *token, log), log)
+	redis.SetLogger(redisLogger{log})
+	return listenAndServe(ctx, *addr, adminHandler(rdb, *addr, *token, log), log)
 }
 
-// adminHandler returns the admin pages over the queue's stores in rdb.
-func adminHandler(rdb redis.UniversalClient, token string, log *slog.Logger) http.Handler {
+// adminHandler returns the admin pages served on addr over the queue's
+// stores in rdb.
+func adminHandler(rdb redis.UniversalClient, addr, token string, log *slog.Logger) http.Handler {
 	src := adminSource{store: queue.NewStore(rdb), traces: queue.NewTraces(rdb, 0)}
-	return admin.NewHandler(admin.Config{Source: src, Token: token, Logger: log})
+	return admin.NewHandler(admin.Config{Source: src, Token: token, Addr: addr, Logger: log})
 }
 
 // adminSource is admin.Source over the task store and the traces.

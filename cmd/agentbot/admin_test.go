@@ -120,6 +120,31 @@ func TestAdminRefusesWithoutTheToken(t *testing.T) {
 	}
 }
 
+// TestAdminRefusesARebindingHost serves the pages without a token, as on
+// loopback by default, and asks for them under a name an attacker's DNS
+// points at 127.0.0.1: refused with 421, nothing shown.
+func TestAdminRefusesARebindingHost(t *testing.T) {
+	rs := redistest.Start(t)
+	seedTask(t, rs.URL)
+	base := startAdmin(t, map[string]string{"AGENTBOT_REDIS_URL": rs.URL})
+	for host, want := range map[string]int{"rebind.example": http.StatusMisdirectedRequest, strings.TrimPrefix(base, "http://"): http.StatusOK} {
+		req, err := http.NewRequest(http.MethodGet, base+"/tasks/d-42", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || (want != http.StatusOK) == strings.Contains(string(body), "octo/hello") {
+			t.Errorf("Host %s: %d; want %d, and the task shown only when served", host, resp.StatusCode, want)
+		}
+	}
+}
+
 // TestAdminTraceInChromium renders a real task's trace page in headless
 // Chromium: the DOM the browser built, and a screenshot that is a page,
 // not a blank.

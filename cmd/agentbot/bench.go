@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"slices"
@@ -17,10 +18,16 @@ import (
 )
 
 func cmdBench(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || args[0] != "webhook" {
-		return errors.New("usage: agentbot bench webhook --rate R --duration D --url URL --secret S")
+	const synopsis = "agentbot bench webhook --rate R --duration D --url URL --secret S"
+	switch {
+	case len(args) > 0 && isHelp(args[0]):
+		fmt.Fprintln(env.Stdout, "usage: "+synopsis)
+		return flag.ErrHelp
+	case len(args) == 0 || args[0] != "webhook":
+		return &usageError{cmd: "agentbot bench", err: errors.New("name what to measure: bench webhook")}
 	}
 	fs := newFlagSet("bench webhook", env)
+	setSynopsis(fs, synopsis)
 	rate := fs.Int("rate", 500, "deliveries per second")
 	duration := fs.Duration("duration", 10*time.Second, "how long to send")
 	url := fs.String("url", "http://127.0.0.1:8080/webhook", "the webhook endpoint")
@@ -30,11 +37,11 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if *rate <= 0 || *duration <= 0 || *secret == "" {
-		return errors.New("bench webhook: --rate and --duration must be positive and --secret set")
+		return usageErrorf(fs, "--rate and --duration must be positive and --secret set")
 	}
 
 	res := benchWebhook(ctx, *url, []byte(*secret), *rate, *duration)
-	rdb, err := queue.Connect(*redisURL)
+	rdb, err := connectRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
@@ -71,7 +78,6 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512},
 	}
-	payload := webhooktest.IssueComment("/agent fix the flaky test\nSee the CI log above.")
 	run := uuid.NewString()
 	n := int(duration.Seconds() * float64(rate))
 	interval := time.Second / time.Duration(rate)
@@ -92,6 +98,9 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 			}
 		}
 		res.sent++
+		// Each delivery is its own comment, as GitHub's are; the same body
+		// twice would be answered as a replay.
+		payload := webhooktest.IssueComment("/agent fix the flaky test\nSee the CI log above.")
 		wg.Go(func() {
 			t0 := time.Now()
 			r, err := webhooktest.Deliver(ctx, client, url, secret, "issue_comment", fmt.Sprintf("%s-%d", run, i), payload)

@@ -19,32 +19,42 @@ func cmdConfig(_ context.Context, args []string, env Env) error {
 			return configValidate(args[1:], env)
 		case "schema":
 			return configSchema(args[1:], env)
+		case "init":
+			return configInit(args[1:], env)
 		}
 	}
-	fmt.Fprint(env.Stderr, `usage:
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(env.Stdout, configUsage)
+		return flag.ErrHelp
+	}
+	fmt.Fprint(env.Stderr, configUsage)
+	if len(args) == 0 {
+		return &usageError{cmd: "agentbot config", err: errors.New("name a config command")}
+	}
+	return &usageError{cmd: "agentbot config", err: fmt.Errorf("unknown config command %q", args[0])}
+}
+
+const configUsage = `usage:
+  agentbot config init [--repo DIR] [--check CMD]...
+      write a starter .github/agent.yml (checks guessed from the build files)
   agentbot config validate [--config server.yaml] [FILE...]
       check .github/agent.yml files (and the server config, when given);
       exit status 1 if any is invalid
   agentbot config schema
       print the JSON Schema of .github/agent.yml, for editors
-`)
-	if len(args) == 0 {
-		return flag.ErrHelp
-	}
-	return fmt.Errorf("unknown config command %q", args[0])
-}
+`
 
 // configValidate checks each policy file by itself and, with --config,
 // against that server's caps, printing "FILE: ok" or the file's problems.
 func configValidate(args []string, env Env) error {
 	fs := newFlagSet("config validate", env)
 	serverPath := fs.String("config", "", "server config (server.yaml) whose caps the files must respect")
+	setSynopsis(fs, "agentbot config validate [--config server.yaml] [FILE...]")
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 && *serverPath == "" {
-		fs.Usage()
-		return errors.New("config validate: name a policy file or --config")
+		return usageErrorf(fs, "name a policy file or --config")
 	}
 
 	// Without a server config a file is checked by itself: nothing bounds
@@ -82,6 +92,14 @@ func configValidate(args []string, env Env) error {
 // validatePolicyFile returns the policy file makes over the built-in
 // defaults, or an error whose text lists every problem.
 func validatePolicyFile(file string, server app.ServerConfig) (app.Policy, error) {
+	info, err := os.Stat(file)
+	if err != nil {
+		return app.Policy{}, err
+	}
+	// The worker refuses a file this large before reading it; so does this.
+	if err := app.CheckPolicySize(file, info.Size()); err != nil {
+		return app.Policy{}, errors.New(app.ErrorMessage(err))
+	}
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return app.Policy{}, err
@@ -103,7 +121,7 @@ func configSchema(args []string, env Env) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("config schema takes no arguments, got %q", fs.Args())
+		return usageErrorf(fs, "config schema takes no arguments, got %q", fs.Args())
 	}
 	schema, err := app.PolicySchema()
 	if err != nil {

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 // runConfig runs agentbot in-process with args and the given environment,
@@ -96,7 +97,7 @@ func TestConfigValidate(t *testing.T) {
 		{
 			name:       "nothing to validate",
 			args:       nil,
-			code:       1,
+			code:       2,
 			errContain: "name a policy file or --config",
 		},
 	}
@@ -150,7 +151,7 @@ func TestConfigSchema(t *testing.T) {
 	if schema.Schema == "" || schema.Properties["checks"] == nil || schema.Properties["limits"] == nil {
 		t.Errorf("not the policy schema: %.200s", out)
 	}
-	if _, _, code := runConfig(t, nil, "config", "schema", "extra"); code != 1 {
+	if _, _, code := runConfig(t, nil, "config", "schema", "extra"); code != 2 {
 		t.Errorf("an argument to config schema must be refused, exit status %d", code)
 	}
 }
@@ -158,10 +159,78 @@ func TestConfigSchema(t *testing.T) {
 func TestConfigUsage(t *testing.T) {
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"config"}, Env{Getenv: func(string) string { return "" }, Stdout: &out, Stderr: &errOut})
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "agentbot config validate") {
+	if exitCode(err) != 2 || !strings.Contains(errOut.String(), "agentbot config validate") {
 		t.Errorf("config without a command: %v, %q", err, errOut.String())
 	}
-	if _, errs, code := runConfig(t, nil, "config", "lint"); code != 1 || !strings.Contains(errs, `unknown config command "lint"`) {
+	if _, errs, code := runConfig(t, nil, "config", "lint"); code != 2 || !strings.Contains(errs, `unknown config command "lint"`) {
 		t.Errorf("unknown config command: %d %q", code, errs)
+	}
+}
+
+// TestConfigValidateRefusesWhatTheWorkerRefuses holds config validate to
+// the worker's own checks: the size cap before parsing, the sandbox's
+// minimums, and YAML errors at their line.
+func TestConfigValidateRefusesWhatTheWorkerRefuses(t *testing.T) {
+	dir := t.TempDir()
+	bigText := "checks: [{name: test, run: make test}]\n#" + strings.Repeat("x", app.MaxPolicySize) + "\n"
+	big := writeConfigFile(t, dir, "big.yml", bigText)
+	small := writeConfigFile(t, dir, "small.yml", "checks: [{name: test, run: make test}]\nsandbox: {memory: 12, pids: 3}\n")
+	syntax := writeConfigFile(t, dir, "syntax.yml", "checks: [{name: test, run: make test}]\nlimits:\n  iterations: 3: 4\n")
+	tests := []struct {
+		file string
+		want []string
+	}{
+		{big, []string{fmt.Sprintf("%s is %d bytes; a policy may have at most 262144.", big, len(bigText))}},
+		{small, []string{
+			small + ":2: sandbox.memory: 12 is below the least a sandbox can run with, 64MiB",
+			small + ":2: sandbox.pids: 3 is below the least a sandbox can run with, 32",
+		}},
+		{syntax, []string{syntax + ":3: not valid YAML: mapping values are not allowed in this context"}},
+	}
+	for _, tt := range tests {
+		_, errs, code := runConfig(t, nil, "config", "validate", tt.file)
+		want := strings.Join(tt.want, "\n") + "\nagentbot: 1 of 1 files invalid\n"
+		if code != 1 || errs != want {
+			t.Errorf("config validate %s: exit status %d, stderr:\n%s\nwant:\n%s", filepath.Base(tt.file), code, errs, want)
+		}
+	}
+	// The same file, as the worker reads it, fails with the same words.
+	if err := app.CheckPolicySize(big, int64(len(bigText))); err == nil || !strings.Contains(app.ErrorMessage(err), "a policy may have at most 262144") {
+		t.Errorf("worker's size check: %v", err)
+	}
+}
+
+func TestConfigInit(t *testing.T) {
+	goRepo := t.TempDir()
+	writeConfigFile(t, goRepo, "go.mod", "module example.com/x\n")
+	out, errs, code := runConfig(t, nil, "config", "init", "--repo", goRepo)
+	if code != 0 {
+		t.Fatalf("config init: exit status %d\n%s", code, errs)
+	}
+	path := filepath.Join(goRepo, ".github", "agent.yml")
+	if !strings.HasPrefix(out, "wrote "+path) {
+		t.Errorf("config init printed %q", out)
+	}
+	p, err := validatePolicyFile(path, app.ServerConfig{SetupNetwork: true})
+	if err != nil {
+		t.Fatalf("the starter policy does not validate: %v", err)
+	}
+	if len(p.Checks) != 2 || p.Checks[0].Run != "go build ./..." || p.Checks[1].Run != "go test ./..." {
+		t.Errorf("checks guessed from go.mod: %+v", p.Checks)
+	}
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", goRepo); code != 1 || !strings.Contains(errs, "exists") {
+		t.Errorf("config init over an existing file: exit status %d, %q", code, errs)
+	}
+
+	bare := t.TempDir()
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", bare); code != 2 || !strings.Contains(errs, "give them with --check") {
+		t.Errorf("config init with nothing to guess from: exit status %d, %q", code, errs)
+	}
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", bare, "--check", "./ci.sh lint", "--check", "./ci.sh test"); code != 0 {
+		t.Fatalf("config init --check: exit status %d\n%s", code, errs)
+	}
+	p, err = validatePolicyFile(filepath.Join(bare, ".github", "agent.yml"), app.ServerConfig{SetupNetwork: true})
+	if err != nil || len(p.Checks) != 2 || p.Checks[1].Run != "./ci.sh test" {
+		t.Errorf("config init --check: %+v, %v", p.Checks, err)
 	}
 }

@@ -59,32 +59,54 @@ func cmdDemo(ctx context.Context, args []string, env Env) error {
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
+	out := env.Stdout
+	clock := demoClock{out: out, start: time.Now()}
 	url, stopRedis, err := demoRedis(ctx, *redisURL, env)
 	if err != nil {
 		return err
 	}
 	defer stopRedis()
+	if url == *redisURL {
+		clock.step("Redis at %s answers", redactURL(url))
+	} else {
+		clock.step("no Redis at %s; started a private redis-server at %s", redactURL(*redisURL), url)
+	}
 	w, err := startDemo(ctx, demoOptions{redisURL: url, sample: *sample, executor: *executor, image: *image, env: env})
 	if err != nil {
 		return err
 	}
 	defer w.close()
-	out := env.Stdout
-	fmt.Fprintf(out, "simulated GitHub at %s: %s, issue #%d %q\n", w.sim.URL(), w.repo, w.issue, w.title)
-	fmt.Fprintf(out, "model: %s\n", w.model)
-	fmt.Fprintf(out, "@%s comments on #%d: %q\n", demoRequester, w.issue, demoComment)
+	clock.step("simulated GitHub at %s: %s, issue #%d %q", w.sim.URL(), w.repo, w.issue, w.title)
+	clock.step("agentbot serve with workers, sandbox image %s; model: %s", *image, w.model)
+	clock.step("@%s comments on #%d: %q", demoRequester, w.issue, demoComment)
 	_, id, err := w.deliverComment(ctx, demoRequester, demoComment)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "queued as task %s\n", id)
+	clock.step("queued as task %s", id)
 	rec, err := w.wait(ctx, id, demoTimeout, func(r queue.Record) {
-		fmt.Fprintf(out, "  %-9s %s\n", r.State, r.Step)
+		clock.step("  %-9s %s", r.State, r.Step)
 	})
 	if err != nil {
 		return err
 	}
-	return w.printResult(out, rec)
+	pr, err := w.printResult(out, rec, clock)
+	if err != nil {
+		return err
+	}
+	clock.step("demo passed: /agent fix on %s#%d became pull request #%d, and its checks pass", w.repo, w.issue, pr)
+	return nil
+}
+
+// demoClock prints the demo's steps, each after the time since it began,
+// so that a slow step shows where the time goes.
+type demoClock struct {
+	out   io.Writer
+	start time.Time
+}
+
+func (c demoClock) step(format string, args ...any) {
+	fmt.Fprintf(c.out, "[%6.1fs] %s\n", time.Since(c.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // demoOptions configure startDemo.
@@ -299,17 +321,18 @@ func (w *demoWorld) wait(ctx context.Context, id string, timeout time.Duration, 
 }
 
 // printResult prints the pull request, its body, its diff and its checks,
-// and fails unless the task succeeded with passing checks.
-func (w *demoWorld) printResult(out io.Writer, rec queue.Record) error {
+// and returns its number; it fails unless the task succeeded with passing
+// checks.
+func (w *demoWorld) printResult(out io.Writer, rec queue.Record, clock demoClock) (int, error) {
 	if rec.State != app.StateSucceeded {
 		for _, c := range w.sim.Comments(w.repo, w.issue) {
 			fmt.Fprintf(out, "\n--- comment by %s\n%s\n", c.Author, c.Body)
 		}
-		return fmt.Errorf("the task ended %s: %s", rec.State, rec.Step)
+		return 0, fmt.Errorf("the task ended %s: %s", rec.State, rec.Step)
 	}
 	prs := w.sim.PullRequests(w.repo)
 	if len(prs) != 1 {
-		return fmt.Errorf("%d pull requests; want 1", len(prs))
+		return 0, fmt.Errorf("%d pull requests; want 1", len(prs))
 	}
 	pr := prs[0]
 	fmt.Fprintf(out, "\npull request #%d: %s/%s/pull/%d\n%s → %s: %s\n", pr.Number, w.sim.URL(), w.repo, pr.Number, pr.Pull.Head, pr.Pull.Base, pr.Title)
@@ -317,20 +340,19 @@ func (w *demoWorld) printResult(out io.Writer, rec queue.Record) error {
 	diff, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, filepath.FromSlash(w.repo)+".git"),
 		"diff", pr.Pull.Base+"..."+pr.Pull.Head).Output()
 	if err != nil {
-		return fmt.Errorf("diff of the pull request: %w", err)
+		return 0, fmt.Errorf("diff of the pull request: %w", err)
 	}
-	fmt.Fprintf(out, "--- diff\n%s", diff)
+	fmt.Fprintf(out, "--- diff\n%s\n", diff)
 	runs := w.sim.CheckRuns(w.repo)
-	fmt.Fprintln(out, "--- check runs")
 	ok := len(runs) > 0
 	for _, c := range runs {
-		fmt.Fprintf(out, "%s: %s %s — %s\n", c.Name, c.Status, c.Conclusion, c.Title)
+		clock.step("check run %s: %s %s — %s", c.Name, c.Status, c.Conclusion, c.Title)
 		ok = ok && c.Conclusion == string(app.ConclusionSuccess)
 	}
 	if !ok {
-		return errors.New("the pull request's checks did not pass")
+		return 0, errors.New("the pull request's checks did not pass")
 	}
-	return nil
+	return pr.Number, nil
 }
 
 // readTree reads every file under dir, keyed by slash-separated path.
@@ -383,7 +405,6 @@ func demoRedis(ctx context.Context, url string, env Env) (string, func(), error)
 		os.RemoveAll(dir)
 	}
 	url = "redis://" + addr + "/0"
-	fmt.Fprintf(env.Stdout, "no Redis at the default address; started a private redis-server at %s\n", url)
 	for deadline := time.Now().Add(10 * time.Second); pingRedis(ctx, url) != nil; {
 		if time.Now().After(deadline) {
 			stop()

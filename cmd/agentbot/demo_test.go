@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,5 +29,12 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// Every step carries the time since the demo began, and the last line
+	// says that it passed.
+	steps := regexp.MustCompile(`(?m)^\[ *\d+\.\ds\] `).FindAllString(out.String(), -1)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(steps) < 8 || !regexp.MustCompile(`^\[ *\d+\.\ds\] demo passed: /agent fix on acme/\S+#1 became pull request #2, and its checks pass$`).MatchString(lines[len(lines)-1]) {
+		t.Errorf("%d timed steps, last line %q", len(steps), lines[len(lines)-1])
 	}
 }

@@ -452,7 +452,9 @@ func buildAgentbot(t *testing.T) string {
 // SIGTERM when the test ends.
 func startWorker(t *testing.T, w *demoWorld, bin string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, append(append([]string{"worker"}, w.workerArgs...), "--sandbox-executor", bin)...)
+	// Several workers run at once, beside other tests: each serves its
+	// probes and metrics on a port of its own.
+	cmd := exec.Command(bin, append(append([]string{"worker"}, w.workerArgs...), "--sandbox-executor", bin, "--metrics-addr", "127.0.0.1:0")...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range w.workerEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)

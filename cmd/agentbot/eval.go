@@ -36,7 +36,7 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if *runs < 1 {
-		return fmt.Errorf("eval: --runs %d: want 1 or more", *runs)
+		return usageErrorf(fs, "--runs %d: want 1 or more", *runs)
 	}
 	suite, err := eval.Load(dir)
 	if err != nil {
@@ -104,12 +104,12 @@ func parseWithArg(fs *flag.FlagSet, args []string, env Env) (string, error) {
 	var rest []string
 	for fs.NArg() > 0 {
 		rest = append(rest, fs.Arg(0))
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
+		if err := parseArgs(fs, fs.Args()[1:], env); err != nil {
 			return "", err
 		}
 	}
 	if len(rest) != 1 {
-		return "", fmt.Errorf("%s: want one SUITE_DIR, got %d arguments", fs.Name(), len(rest))
+		return "", usageErrorf(fs, "want one SUITE_DIR, got %d arguments", len(rest))
 	}
 	return rest[0], nil
 }

@@ -41,15 +41,17 @@ func commands() map[string]subcommand {
 		"tasks":        {cmdTasks, "list or show queued tasks and their state: tasks list | tasks show ID"},
 		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
+		"probe":        {cmdProbe, "ask a health route and succeed on a 2xx answer: the image's HEALTHCHECK (probe [URL])"},
 		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
 		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]"},
-		"config":       {cmdConfig, "validate .github/agent.yml files offline; print their JSON Schema"},
+		"config":       {cmdConfig, "write a starter .github/agent.yml; validate policy files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
 		"trace":        {cmdTrace, "print a task's trace: trace ID [--json | --markdown]"},
 		"stats":        {cmdStats, "print task outcomes per repository and model: stats [--repo R] [--since 30d] [--json]"},
 		"admin":        {cmdAdmin, "serve the read-only admin pages: task list and traces (--admin-addr, loopback by default)"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
+		"version":      {cmdVersion, "print this binary's version, commit and Go version"},
 	}
 }
 
@@ -58,9 +60,7 @@ func main() {
 	defer stop()
 	env := Env{Getenv: os.Getenv, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if err := run(ctx, os.Args[1:], env); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "agentbot:", err)
-		}
+		fmt.Fprintln(os.Stderr, "agentbot:", err)
 		os.Exit(exitCode(err))
 	}
 }
@@ -75,28 +75,66 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
+// usageError is a command line agentbot cannot read. It exits with status
+// 2, as flag-parsing programs do, and its one line ends with where the
+// command's help is.
+type usageError struct {
+	cmd string // "agentbot serve", as the flag set is named
+	err error
+}
+
+func (e *usageError) Error() string {
+	return fmt.Sprintf("%v (see '%s --help')", e.err, e.cmd)
+}
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErrorf returns a usageError of the command fs parses.
+func usageErrorf(fs *flag.FlagSet, format string, args ...any) error {
+	return &usageError{cmd: fs.Name(), err: fmt.Errorf(format, args...)}
+}
+
 func exitCode(err error) int {
 	if e, ok := errors.AsType[*exitError](err); ok {
 		return e.code
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
 	return 1
 }
 
+// isHelp tells whether arg asks for help, for commands that read their
+// first argument before any flag set does.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
 func run(ctx context.Context, args []string, env Env) error {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(env.Stderr, cmds)
-		return flag.ErrHelp
+		return &usageError{cmd: "agentbot", err: errors.New("no command given")}
+	}
+	if args[0] == "--version" {
+		return cmdVersion(ctx, nil, env)
+	}
+	if args[0] == "help" && len(args) > 1 {
+		// "agentbot help serve" is "agentbot serve --help".
+		return run(ctx, append(args[1:], "--help"), env)
+	}
+	if isHelp(args[0]) {
+		usage(env.Stdout, cmds)
+		return nil
 	}
 	c, ok := cmds[args[0]]
 	if !ok {
-		usage(env.Stderr, cmds)
-		return fmt.Errorf("unknown command %q", args[0])
+		return &usageError{cmd: "agentbot", err: fmt.Errorf("unknown command %q", args[0])}
 	}
-	return c.run(ctx, args[1:], env)
+	err := c.run(ctx, args[1:], env)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the help was asked for, and printed on stdout
+	}
+	return err
 }
 
 func usage(w io.Writer, cmds map[string]subcommand) {
@@ -110,6 +148,7 @@ func usage(w io.Writer, cmds map[string]subcommand) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", n, cmds[n].summary)
 	}
+	fmt.Fprintln(w, "\nRun 'agentbot COMMAND --help' for a command's flags.")
 }
 
 // newFlagSet returns a flag set for a subcommand whose flags also read
@@ -118,11 +157,29 @@ func usage(w io.Writer, cmds map[string]subcommand) {
 // environment, which wins over the defaults.
 func newFlagSet(name string, env Env) *flag.FlagSet {
 	fs := flag.NewFlagSet("agentbot "+name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	// parseFlags prints the help itself, on stdout; a parse error becomes
+	// the command's one-line usageError instead of the flag package's
+	// message followed by every flag on stderr.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s [flags]\n\nflags:\n", fs.Name())
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
-// parseFlags applies the environment, then the command line.
+// setSynopsis makes the first line of fs's help synopsis, for commands
+// that take arguments besides flags.
+func setSynopsis(fs *flag.FlagSet, synopsis string) {
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+}
+
+// parseFlags applies the environment, then the command line. Asked for
+// help, it prints it on stdout and returns flag.ErrHelp, which run turns
+// into exit status 0; a bad flag is a usageError.
 func parseFlags(fs *flag.FlagSet, args []string, env Env) error {
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -139,5 +196,21 @@ func parseFlags(fs *flag.FlagSet, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	return fs.Parse(args)
+	return parseArgs(fs, args, env)
+}
+
+// parseArgs parses args without the environment: for the flags that
+// follow a positional argument, as in "tasks show ID --json".
+func parseArgs(fs *flag.FlagSet, args []string, env Env) error {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(env.Stdout)
+		fs.Usage()
+		fs.SetOutput(io.Discard)
+		return flag.ErrHelp
+	case err != nil:
+		return &usageError{cmd: fs.Name(), err: err}
+	}
+	return nil
 }

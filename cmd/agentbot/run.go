@@ -19,7 +19,8 @@ import (
 )
 
 // cmdRun runs the agent loop on a local checkout, without GitHub: the tree
-// is copied, the loop runs in a sandbox, and DIR is changed only with --apply.
+// is copied, the loop runs in a sandbox, the checks run again in a fresh
+// one, and DIR is changed only with --apply and only when both pass.
 func cmdRun(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("run", env)
 	repo := fs.String("repo", ".", "the local checkout to work on; it is copied, and changed only with --apply")
@@ -35,7 +36,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if strings.TrimSpace(*task) == "" {
-		return errors.New("run: --task is required")
+		return usageErrorf(fs, "--task is required")
 	}
 	src, err := filepath.Abs(*repo)
 	if err != nil {
@@ -97,6 +98,14 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	report(out, st)
 	if st.Status != app.StateSucceeded {
 		return &exitError{code: 1, err: fmt.Errorf("the task did not succeed: %s", stopText(st))}
+	}
+	v, err := verifyRun(ctx, drv, policy, tree, tmp, taskID)
+	if err != nil {
+		return fmt.Errorf("run: verify the checks: %w", err)
+	}
+	reportVerification(out, v)
+	if !v.Passed {
+		return &exitError{code: 1, err: fmt.Errorf("the checks pass in the agent's sandbox but fail in a fresh one: nothing is applied")}
 	}
 	if *apply {
 		// The diff, not the tools' list, says what changed: a command the

@@ -93,6 +93,7 @@ func TestRunInSandbox(t *testing.T) {
 		"-\treturn a + b + 1\n+\treturn a + b\n",
 		"check1   FAIL  exit 1",
 		"check1   pass  exit 0",
+		"verified in a fresh sandbox (",
 		"usage: ",
 	} {
 		if !strings.Contains(out, want) {

@@ -32,6 +32,9 @@ const (
 	defaultAdminAddr = "127.0.0.1:8081"
 	// drainTimeout bounds how long SIGTERM waits for in-flight requests.
 	drainTimeout = 10 * time.Second
+	// replicaWait bounds the wait for --redis-min-replicas replicas: the
+	// webhook's whole Redis work has webhook.DefaultTimeout.
+	replicaWait = time.Second
 )
 
 // serveConfig is what "agentbot serve" reads from its flags and environment.
@@ -42,7 +45,10 @@ type serveConfig struct {
 	noWorkers  bool
 	adminAddr  string
 	adminToken string
-	worker     workerConfig
+	// minReplicas is how many Redis replicas must hold a delivery's task
+	// before it is answered 202.
+	minReplicas int
+	worker      workerConfig
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -50,6 +56,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.redisURL, "redis-url", defaultRedisURL, "Redis holding the queue")
 	fs.StringVar(&c.secretFile, "webhook-secret-file", "",
 		"file with the webhook secret; several, separated by commas or newlines, during a rotation (or set AGENTBOT_WEBHOOK_SECRET)")
+	fs.IntVar(&c.minReplicas, "redis-min-replicas", 0,
+		"answer a webhook 202 only once this many Redis replicas hold its task, else 503 so GitHub redelivers (0: do not wait; 1 with Sentinel)")
 	fs.BoolVar(&c.noWorkers, "no-workers", false, "serve the webhook intake only, no workers")
 	fs.StringVar(&c.adminAddr, "admin-addr", defaultAdminAddr, `address of the read-only admin pages (task list, traces); "off" for none; off loopback, a token is required`)
 	fs.StringVar(&c.adminToken, "admin-token", "", "bearer token the admin pages require; prefer AGENTBOT_ADMIN_TOKEN, which ps does not show")
@@ -62,6 +70,15 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	cfg.register(fs)
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if _, err := cfg.worker.maxPerInstallation(); err != nil {
+		return err // before the intake opens its port
+	}
+	if cfg.minReplicas < 0 {
+		return fmt.Errorf("--redis-min-replicas %d: must not be negative", cfg.minReplicas)
 	}
 	secretFile := cfg.secretFile
 	if secretFile == "" && env.Getenv("AGENTBOT_WEBHOOK_SECRET") == "" && cfg.worker.app.appDir != "" {
@@ -78,16 +95,22 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 	}
+	// Everything is checked before Redis is dialled or a port opened: an
+	// intake must not take webhooks that its workers cannot run.
+	if !cfg.noWorkers {
+		if err := cfg.worker.check(env); err != nil {
+			return err
+		}
+	}
 	log := newLogger(env.Stderr)
-	// go-redis reports pool trouble through a process-wide logger; route it
-	// into the JSON log.
-	redis.SetLogger(redisLogger{log})
-
-	rdb, err := queue.Connect(cfg.redisURL)
+	rdb, err := connectRedis(ctx, cfg.redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	// go-redis reports pool trouble through a process-wide logger; once
+	// Redis has answered, what it says belongs in the JSON log.
+	redis.SetLogger(redisLogger{log})
 	reg := prometheus.NewRegistry()
 	routes, err := newIntake(rdb, reg, secrets, cfg, log)
 	if err != nil {
@@ -98,7 +121,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	}}
 	if adminOn {
 		parts = append(parts, func(ctx context.Context) error {
-			return listenAndServe(ctx, cfg.adminAddr, adminHandler(rdb, cfg.adminToken, log), log.With("server", "admin"))
+			return listenAndServe(ctx, cfg.adminAddr, adminHandler(rdb, cfg.adminAddr, cfg.adminToken, log), log.With("server", "admin"))
 		})
 	}
 	if !cfg.noWorkers {
@@ -184,7 +207,10 @@ func newIntake(rdb redis.UniversalClient, reg *prometheus.Registry, secrets [][]
 	if err != nil {
 		return nil, err
 	}
-	q := cfg.worker.retention.client(rdb)
+	q, err := cfg.worker.retention.client(rdb).WithMinReplicas(cfg.minReplicas, replicaWait)
+	if err != nil {
+		return nil, fmt.Errorf("--redis-min-replicas: %w", err)
+	}
 	h, err := webhook.NewHandler(webhook.Config{
 		Secrets: secrets, Queue: q, Deliveries: q, Metrics: metrics, Logger: log,
 	})

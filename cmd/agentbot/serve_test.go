@@ -61,8 +61,9 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 		"AGENTBOT_REDIS_URL":      rs.URL,
 	}, "--no-workers")
 
-	payload := webhooktest.IssueComment("/agent fix the build")
+	var payload []byte
 	for _, secret := range []string{"old-secret", "new-secret"} {
+		payload = webhooktest.IssueComment("/agent fix the build")
 		r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte(secret), "issue_comment", "d-"+secret, payload)
 		if err != nil || r.Status != http.StatusAccepted {
 			t.Fatalf("delivery signed with %s: %d %v %v", secret, r.Status, r.Body, err)
@@ -87,6 +88,7 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 
 	// A delivery whose body is still arriving when serve is told to stop
 	// is answered before serve returns.
+	payload = webhooktest.IssueComment("/agent fix the build")
 	body, w := io.Pipe()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/webhook", body)
 	if err != nil {

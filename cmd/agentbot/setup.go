@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentbot/agentbot"
 	"github.com/agentbot/agentbot/app/github"
 )
 
@@ -23,7 +23,7 @@ func cmdSetup(ctx context.Context, args []string, env Env) error {
 	githubURLFlag(fs, &githubURL)
 	org := fs.String("org", "", "register the App under this organisation instead of your user")
 	out := fs.String("out", "", "the App directory to write the credentials into (required; must not hold an App already)")
-	manifestFile := fs.String("manifest", "app.yml", "the App manifest")
+	manifestFile := fs.String("manifest", "", "the App manifest (default: the app.yml built into this binary)")
 	name := fs.String("name", "", "the App's name, unique on GitHub (default: the manifest's)")
 	webhookURL := fs.String("webhook-url", "", "where GitHub delivers webhooks, agentbot serve's /webhook (default: the manifest's)")
 	listen := fs.String("listen", "127.0.0.1:0", "address of the local registration page")
@@ -32,26 +32,34 @@ func cmdSetup(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if *out == "" {
-		return errors.New("setup: --out DIR is required")
+		return usageErrorf(fs, "--out DIR is required")
 	}
 	// Refuse before GitHub creates anything: credentials already in DIR
 	// would otherwise be lost, or the new App's would have nowhere to go.
 	if _, err := os.Stat(filepath.Join(*out, appDirPrivateKey)); err == nil {
 		return fmt.Errorf("setup: %s already holds an App's credentials; choose another --out", *out)
 	}
-	data, err := os.ReadFile(*manifestFile)
-	if err != nil {
-		return fmt.Errorf("setup: %w", err)
+	data, source := agentbot.Manifest, "the built-in app.yml"
+	if *manifestFile != "" {
+		var err error
+		if data, err = os.ReadFile(*manifestFile); err != nil {
+			return fmt.Errorf("setup: %w", err)
+		}
+		source = *manifestFile
 	}
 	m, err := github.ParseManifest(data)
 	if err != nil {
-		return fmt.Errorf("setup: %s: %w", *manifestFile, err)
+		return fmt.Errorf("setup: %s: %w", source, err)
 	}
 	if *name != "" {
 		m.Name = *name
 	}
 	if *webhookURL != "" {
 		m.HookAttributes.URL = *webhookURL
+	} else {
+		// The manifest's URL is a placeholder: an App registered with it
+		// sends its webhooks nowhere until its settings are edited.
+		fmt.Fprintf(env.Stderr, "warning: no --webhook-url: GitHub will deliver webhooks to %s, from %s; give the public URL of agentbot serve's /webhook, or change it later in the App's settings\n", m.HookAttributes.URL, source)
 	}
 
 	ln, err := net.Listen("tcp", *listen)

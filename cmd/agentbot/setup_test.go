@@ -218,3 +218,24 @@ func TestSetupRefusesBadInput(t *testing.T) {
 		t.Errorf("the existing key became %q", b)
 	}
 }
+
+// TestSetupOutsideTheRepository: with no --manifest, setup uses the
+// manifest built into the binary, so it works from any directory (and
+// from the image); without --webhook-url it warns that the manifest's
+// placeholder URL will receive the webhooks.
+func TestSetupOutsideTheRepository(t *testing.T) {
+	t.Chdir(t.TempDir())
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	env := Env{Getenv: func(string) string { return "" }, Stdout: stdout, Stderr: stderr}
+	err := run(t.Context(), []string{"setup", "--out", filepath.Join(t.TempDir(), "app"), "--timeout", "200ms"}, env)
+	if err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("setup without a browser = %v; want it to time out waiting", err)
+	}
+	if !strings.Contains(stdout.String(), `register the App "agentbot"`) {
+		t.Errorf("setup did not offer the built-in manifest's App:\n%s", stdout)
+	}
+	want := "warning: no --webhook-url: GitHub will deliver webhooks to https://agentbot.example.com/webhook, from the built-in app.yml"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr, want)
+	}
+}

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"time"
 
-	"github.com/agentbot/agentbot/queue"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -37,7 +35,7 @@ func (p periodFlags) parse(fs *flag.FlagSet, args []string, env Env) (time.Time,
 		return time.Time{}, err
 	}
 	if fs.NArg() > 0 {
-		return time.Time{}, fmt.Errorf("usage: %s [--repo R] [--since %s] [--json]; unexpected %q", fs.Name(), fs.Lookup("since").DefValue, fs.Arg(0))
+		return time.Time{}, usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	return parseSince(*p.since, time.Now())
 }
@@ -45,7 +43,7 @@ func (p periodFlags) parse(fs *flag.FlagSet, args []string, env Env) (time.Time,
 // withStore connects to the Redis at url for one command-line read and
 // calls f with a context bounded by storeTimeout.
 func withStore(ctx context.Context, url string, f func(ctx context.Context, rdb *redis.Client) error) error {
-	rdb, err := queue.Connect(url)
+	rdb, err := connectRedis(ctx, url)
 	if err != nil {
 		return err
 	}

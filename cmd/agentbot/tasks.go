@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -15,14 +16,20 @@ import (
 )
 
 func cmdTasks(ctx context.Context, args []string, env Env) error {
-	usage := errors.New("usage: agentbot tasks list [--json] [--limit N] | agentbot tasks show ID [--json] | agentbot tasks trace ID [--json | --markdown]")
-	if len(args) == 0 {
-		return usage
-	}
-	if args[0] == "trace" {
+	const synopsis = "agentbot tasks list [--json] [--limit N] | agentbot tasks show ID [--json] | agentbot tasks trace ID [--json | --markdown]"
+	switch {
+	case len(args) == 0:
+		return &usageError{cmd: "agentbot tasks", err: errors.New("name a tasks command: list, show or trace")}
+	case isHelp(args[0]):
+		fmt.Fprintln(env.Stdout, "usage: "+synopsis)
+		return flag.ErrHelp
+	case args[0] == "trace":
 		return cmdTrace(ctx, args[1:], env)
+	case args[0] != "list" && args[0] != "show":
+		return &usageError{cmd: "agentbot tasks", err: fmt.Errorf("unknown tasks command %q", args[0])}
 	}
 	fs := newFlagSet("tasks "+args[0], env)
+	setSynopsis(fs, synopsis)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the queue")
 	asJSON := fs.Bool("json", false, "print JSON")
 	limit := fs.Int("limit", 50, "list at most this many tasks, newest first")
@@ -32,16 +39,16 @@ func cmdTasks(ctx context.Context, args []string, env Env) error {
 	var id string
 	if args[0] == "show" {
 		if fs.NArg() == 0 {
-			return usage
+			return usageErrorf(fs, "name the task: tasks show ID")
 		}
 		// Flags may follow the ID too: "tasks show ID --json".
 		id = fs.Arg(0)
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
+		if err := parseArgs(fs, fs.Args()[1:], env); err != nil {
 			return err
 		}
 	}
 	if fs.NArg() > 0 {
-		return usage
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 
 	return withStore(ctx, *redisURL, func(ctx context.Context, rdb *redis.Client) error {
@@ -63,7 +70,7 @@ func cmdTasks(ctx context.Context, args []string, env Env) error {
 			}
 			return printTask(env.Stdout, rec, *asJSON)
 		}
-		return usage
+		return nil
 	})
 }
 

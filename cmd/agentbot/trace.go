@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -16,8 +15,8 @@ import (
 
 // cmdTrace prints a task's trace: "agentbot trace ID [--json | --markdown]".
 func cmdTrace(ctx context.Context, args []string, env Env) error {
-	usage := errors.New("usage: agentbot trace ID [--json | --markdown]")
 	fs := newFlagSet("trace", env)
+	setSynopsis(fs, "agentbot trace ID [--json | --markdown]")
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the traces")
 	asJSON := fs.Bool("json", false, "print JSON lines, one event each: the trace's download format")
 	asMarkdown := fs.Bool("markdown", false, "print the Markdown of the task's check run summary")
@@ -25,15 +24,18 @@ func cmdTrace(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if fs.NArg() == 0 {
-		return usage
+		return usageErrorf(fs, "name the task: trace ID")
 	}
 	// Flags may follow the ID too: "trace ID --json".
 	id := fs.Arg(0)
-	if err := fs.Parse(fs.Args()[1:]); err != nil {
+	if err := parseArgs(fs, fs.Args()[1:], env); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 || (*asJSON && *asMarkdown) {
-		return usage
+	switch {
+	case fs.NArg() > 0:
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	case *asJSON && *asMarkdown:
+		return usageErrorf(fs, "--json and --markdown exclude each other")
 	}
 
 	var events []app.TraceEvent

@@ -44,6 +44,9 @@ type workerConfig struct {
 	telemetry   telemetryFlags
 	models      app.Models
 	app         *appFlags
+
+	// perInstallation is --max-per-installation: 0 for half of concurrency.
+	perInstallation int
 }
 
 func (c *workerConfig) register(fs *flag.FlagSet) {
@@ -55,6 +58,8 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
+	fs.IntVar(&c.perInstallation, "max-per-installation", 0,
+		"tasks of one installation run at once by all workers sharing the Redis, so that one installation's backlog never holds up another's (0: half of --concurrency, at least 1)")
 	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
 	fs.StringVar(&c.label, "trigger-label", "", "the issue label that asks for a fix where neither the server config's policy nor the repository's names one (default agent:fix)")
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")
@@ -69,24 +74,48 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 func cmdWorker(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("worker", env)
 	redisURL := fs.String("redis-url", defaultRedisURL, "Redis holding the queue")
+	metricsAddr := fs.String("metrics-addr", defaultMetricsAddr, `address of /healthz, /readyz and /metrics; "off" for none`)
 	var cfg workerConfig
 	cfg.register(fs)
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.check(env); err != nil {
+		return err
+	}
 	log := newLogger(env.Stderr)
-	rdb, err := queue.Connect(*redisURL)
+	rdb, err := connectRedis(ctx, *redisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	return runWorkers(ctx, rdb, cfg, env, log, nil)
+	redis.SetLogger(redisLogger{log})
+	reg, outcomes, err := workerMetrics(rdb)
+	if err != nil {
+		return err
+	}
+	parts := []func(context.Context) error{func(ctx context.Context) error {
+		return runWorkers(ctx, rdb, cfg, env, log, outcomes)
+	}}
+	if *metricsAddr != "off" {
+		parts = append(parts, func(ctx context.Context) error {
+			return listenAndServe(ctx, *metricsAddr, workerHTTP(rdb, reg), log.With("server", "metrics"))
+		})
+	}
+	return runTogether(ctx, parts...)
 }
 
 // runWorkers processes queued tasks until ctx is cancelled, then saves and
 // hands back what is running. Outcomes are counted in metrics when the
-// process exports them (serve); nil otherwise.
+// process exports them (serve, and worker on --metrics-addr); nil otherwise.
 func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
+	perInstallation, err := cfg.maxPerInstallation()
+	if err != nil {
+		return err
+	}
 	id, err := cfg.app.identity()
 	if err != nil {
 		return err
@@ -165,8 +194,22 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
-	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log}).Run,
+	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{
+		Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log, MaxPerInstallation: perInstallation,
+	}).Run,
 		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
+}
+
+// maxPerInstallation is the limit of one installation's running tasks:
+// --max-per-installation, or half of --concurrency.
+func (c *workerConfig) maxPerInstallation() (int, error) {
+	switch {
+	case c.perInstallation < 0:
+		return 0, fmt.Errorf("--max-per-installation %d: must not be negative", c.perInstallation)
+	case c.perInstallation == 0:
+		return max(c.concurrency/2, 1), nil
+	}
+	return c.perInstallation, nil
 }
 
 // workerIDPrefix starts the id of every worker that holds a lease. Other

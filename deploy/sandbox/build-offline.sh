@@ -45,13 +45,31 @@ apt_mirror() {
 	done | head -n1
 }
 
+# step prints what the build is doing after the seconds since it began: a
+# cold build takes minutes, and make demo shows where they go.
+step() { printf '[%5ds] %s\n' "$SECONDS" "$*" >&2; }
+
+# watch waits for the background job PID, printing the newest line of LOG
+# that matches PATTERN every 15 s, and returns the job's status.
+watch() {
+	local pid=$1 log=$2 pattern=$3 next=$((SECONDS + 15))
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		if [ "$SECONDS" -ge "$next" ] && kill -0 "$pid" 2>/dev/null; then
+			step "  $(grep -E "$pattern" "$log" | tail -n1 || true)"
+			next=$((SECONDS + 15))
+		fi
+	done
+	wait "$pid"
+}
+
 work=$(mktemp -d /tmp/agentbot-sandbox.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 	mirror=${MIRROR:-$(apt_mirror)}
 	mirror=${mirror:-http://deb.debian.org/debian}
-	echo "debootstrap bookworm from $mirror" >&2
+	step "debootstrap bookworm from $mirror (a few minutes on a cold cache)"
 	root=$work/rootfs
 	# Downloaded packages are kept, so a rebuild on the same machine does not
 	# fetch them again.
@@ -62,8 +80,10 @@ if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 	echo force-unsafe-io >"$root/etc/dpkg/dpkg.cfg.d/agentbot-build"
 	debootstrap --variant=minbase --components=main --cache-dir=/var/cache/agentbot-debootstrap \
 		--include=git,ca-certificates,gcc,make,libc6-dev,ripgrep,procps \
-		bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+		bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 &
+	watch $! "$work/debootstrap.log" '^I: ' ||
 		{ tail -n 30 "$work/debootstrap.log" >&2; exit 1; }
+	step "importing the root filesystem as $base_tag"
 	# Smaller image; nothing in the sandbox runs apt.
 	rm -rf "$root/etc/dpkg/dpkg.cfg.d/agentbot-build" "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
 		"$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/locale/*
@@ -89,8 +109,9 @@ if [ "${REBUILD:-}" = 1 ] || ! have_image "$base_tag"; then
 		--change "WORKDIR /workspace" \
 		--change 'CMD ["/bin/sh"]' \
 		- "$base_tag" >/dev/null
-	echo "base $base_tag ready after ${SECONDS}s" >&2
+	step "base $base_tag ready"
 fi
+step "adding this machine's Go toolchain ($goroot) as $tag"
 
 # Second layer: the host's Go toolchain, from the local base (nothing pulled).
 # The build context is streamed: the Dockerfile plus the toolchain, no copy on disk.
@@ -99,4 +120,4 @@ printf 'FROM %s\nCOPY go /usr/local/go\n' "$base_tag" >"$work/Dockerfile"
 tar -c -C "$work" Dockerfile -C "$(dirname "$goroot")" --exclude="$(basename "$goroot")/test" --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
 	DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >"$work/build.log" 2>&1 ||
 	{ cat "$work/build.log" >&2; exit 1; }
-echo "built $tag in ${SECONDS}s" >&2
+step "built $tag"

@@ -26,7 +26,11 @@ type Server struct {
 	dir  string
 	port int
 	conf string // a redis.conf to start from, or ""
-	cmd  *exec.Cmd
+	// extra are arguments after the usual ones, and ready the log line
+	// that says the server is up ("Ready to accept connections" when "").
+	extra []string
+	ready string
+	cmd   *exec.Cmd
 }
 
 // Start launches a server on a free loopback port and stops it when the test
@@ -40,6 +44,15 @@ func Start(t testing.TB) *Server {
 // (none when ""), the port, bind address and directory overridden.
 func StartWithConfig(t testing.TB, conf string) *Server {
 	t.Helper()
+	s := newServer(t, conf)
+	s.start(lookPath(t))
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// lookPath finds redis-server, or skips (fails under CI) the test.
+func lookPath(t testing.TB) string {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -47,13 +60,18 @@ func StartWithConfig(t testing.TB, conf string) *Server {
 		}
 		t.Skip("redis-server is not installed (apt-get install -y redis-server)")
 	}
+	return bin
+}
+
+// newServer returns a Server, not started, on a free loopback port.
+func newServer(t testing.TB, conf string) *Server {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("find a free port: %v", err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-
 	s := &Server{
 		Addr: fmt.Sprintf("127.0.0.1:%d", port),
 		t:    t,
@@ -62,8 +80,6 @@ func StartWithConfig(t testing.TB, conf string) *Server {
 		conf: conf,
 	}
 	s.URL = "redis://" + s.Addr + "/0"
-	s.start(bin)
-	t.Cleanup(s.Stop)
 	return s
 }
 
@@ -74,6 +90,11 @@ func (s *Server) start(bin string) {
 		args = append([]string{s.conf}, args...)
 	} else {
 		args = append(args, "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction")
+	}
+	args = append(args, s.extra...)
+	readyLine := s.ready
+	if readyLine == "" {
+		readyLine = "Ready to accept connections"
 	}
 	s.cmd = exec.Command(bin, args...)
 	out, err := s.cmd.StdoutPipe()
@@ -88,7 +109,7 @@ func (s *Server) start(bin string) {
 		sc := bufio.NewScanner(out)
 		found := false
 		for sc.Scan() {
-			if !found && strings.Contains(sc.Text(), "Ready to accept connections") {
+			if !found && strings.Contains(sc.Text(), readyLine) {
 				found = true
 				ready <- true
 			}
@@ -121,6 +142,5 @@ func (s *Server) Stop() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
-	bin, _ := exec.LookPath("redis-server")
-	s.start(bin)
+	s.start(lookPath(s.t))
 }

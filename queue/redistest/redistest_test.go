@@ -3,6 +3,9 @@ package redistest
 import (
 	"net"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestStartStopRestart(t *testing.T) {
@@ -33,5 +36,29 @@ func TestStartStopRestart(t *testing.T) {
 	s.Restart()
 	if err := ping(); err != nil {
 		t.Fatalf("ping a restarted server: %v", err)
+	}
+}
+
+func TestSentinelPromotesAReplica(t *testing.T) {
+	d := StartSentinel(t, 1)
+	old := d.PrimaryAddr()
+	if old != d.Primary.Addr {
+		t.Fatalf("sentinels name %s as the primary, want %s", old, d.Primary.Addr)
+	}
+	d.Primary.Stop()
+	start := time.Now()
+	promoted := d.WaitPromoted(old, 30*time.Second)
+	if promoted != d.Replicas[0] {
+		t.Fatalf("promoted %v, want the only replica %s", promoted, d.Replicas[0].Addr)
+	}
+	t.Logf("failover took %s", time.Since(start))
+	opt, err := redis.ParseFailoverURL(d.URL)
+	if err != nil {
+		t.Fatalf("parse %s: %v", d.URL, err)
+	}
+	c := redis.NewFailoverClient(opt)
+	defer c.Close()
+	if err := c.Set(t.Context(), "k", "v", 0).Err(); err != nil {
+		t.Fatalf("write through the sentinels after the failover: %v", err)
 	}
 }

@@ -355,6 +355,24 @@ func (a *Agent) unanswered() []llm.ToolCall {
 // stop rules, and saves.
 func (a *Agent) record(ctx context.Context, call llm.ToolCall, res tools.Result, took time.Duration) error {
 	st := a.st
+	if res.Changed {
+		// What the tree holds may be beyond recording (a FIFO, a huge or
+		// oddly named file a command left): the model reads why and can
+		// remove it, and the saved diff stays the last one recorded. The
+		// gate refuses the same tree if it is still there at the end.
+		diff, err := a.cfg.Workspace.Diff(ctx)
+		switch _, refused := errors.AsType[*app.Error](err); {
+		case refused:
+			res.Output += "\n\nRefused by the host: " + app.ErrorMessage(err)
+		case err != nil:
+			return fmt.Errorf("step %d of task %s: diff after %s: %w", st.Step, st.TaskID, call.Name, err)
+		default:
+			st.Diff = diff
+			st.Originals = a.tools.Originals()
+			st.Touched = a.tools.Touched()
+			st.Corrected = true
+		}
+	}
 	st.Messages = append(st.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Content: res.Output})
 	st.Counts.ToolCalls++
 	switch res.Outcome {
@@ -366,16 +384,6 @@ func (a *Agent) record(ctx context.Context, call llm.ToolCall, res tools.Result,
 	case tools.BlockedCommand:
 		st.Counts.BlockedCommands++
 		a.log.Warn("command refused by policy", "target", res.Target)
-	}
-	if res.Changed {
-		diff, err := a.cfg.Workspace.Diff(ctx)
-		if err != nil {
-			return fmt.Errorf("step %d of task %s: diff after %s: %w", st.Step, st.TaskID, call.Name, err)
-		}
-		st.Diff = diff
-		st.Originals = a.tools.Originals()
-		st.Touched = a.tools.Touched()
-		st.Corrected = true
 	}
 	st.Checks = append(st.Checks, res.Checks...)
 	a.emit(Event{Step: st.Step, Tool: call.Name, CallID: call.ID, Arguments: call.Arguments, Target: res.Target,

@@ -120,12 +120,18 @@ func copyFile(src, dst, rel string) error {
 }
 
 func (t *Tree) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	return t.gitIn(ctx, t.dir, nil, stdin, args...)
+}
+
+// gitIn runs git with the tree's git dir over the work tree dir, with env
+// added to its environment.
+func (t *Tree) gitIn(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	full := append([]string{"--git-dir=" + t.gitDir, "--work-tree=" + t.dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "safe.directory=*"}, args...)
+	full := append([]string{"--git-dir=" + t.gitDir, "--work-tree=" + dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "safe.directory=*"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = t.dir
-	cmd.Env = []string{"HOME=" + t.home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
+	cmd.Dir = dir
+	cmd.Env = append([]string{"HOME=" + t.home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}, env...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -10,6 +10,7 @@ import (
 	"go/token"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -64,12 +65,16 @@ type ignoreRule struct {
 // ignorer holds the .gitignore rules seen so far in a walk. Rules of deeper
 // files come later, and the last matching rule wins, as in git.
 type ignorer struct {
-	fsys  fs.FS
+	ctx   context.Context
+	root  *os.Root
 	rules []ignoreRule
 }
 
+// maxIgnoreFile bounds a .gitignore that is read; a larger one is skipped.
+const maxIgnoreFile = 1 << 20
+
 func (ig *ignorer) load(dir string) {
-	b, err := fs.ReadFile(ig.fsys, path.Join(dir, ".gitignore"))
+	b, err := readRegular(ig.ctx, ig.root, path.Join(dir, ".gitignore"), maxIgnoreFile)
 	if err != nil {
 		return
 	}
@@ -108,10 +113,11 @@ func (ig *ignorer) ignored(p string, isDir bool) bool {
 }
 
 // walk visits the files and directories under start, skipping .git and what
-// .gitignore files ignore. fn's path is tree-relative.
-func (s *Set) walk(start string, fn func(p string, d fs.DirEntry) error) error {
+// .gitignore files ignore. fn's path is tree-relative. It stops when ctx
+// ends.
+func (s *Set) walk(ctx context.Context, start string, fn func(p string, d fs.DirEntry) error) error {
 	fsys := s.root.FS()
-	ig := &ignorer{fsys: fsys}
+	ig := &ignorer{ctx: ctx, root: s.root}
 	dir := "."
 	ig.load(dir)
 	if start != "." {
@@ -124,6 +130,9 @@ func (s *Set) walk(start string, fn func(p string, d fs.DirEntry) error) error {
 		}
 	}
 	return fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
 		if err != nil {
 			if p == start {
 				return err
@@ -158,7 +167,7 @@ func validGlob(g string) error {
 	return nil
 }
 
-func listFiles(_ context.Context, s *Set, a listFilesArgs) Result {
+func listFiles(ctx context.Context, s *Set, a listFilesArgs) Result {
 	start, err := cleanPath(a.Path)
 	if err != nil {
 		return failed(a.Path, "%v", err)
@@ -176,7 +185,7 @@ func listFiles(_ context.Context, s *Set, a listFilesArgs) Result {
 	}
 	var out []string
 	more := 0
-	err = s.walk(start, func(p string, d fs.DirEntry) error {
+	err = s.walk(ctx, start, func(p string, d fs.DirEntry) error {
 		if p == start {
 			return nil
 		}
@@ -228,8 +237,8 @@ func (a readFileArgs) validate() error {
 	return nil
 }
 
-func readFile(_ context.Context, s *Set, a readFileArgs) Result {
-	p, b, fail, ok := s.readNamed(a.Path)
+func readFile(ctx context.Context, s *Set, a readFileArgs) Result {
+	p, b, fail, ok := s.readNamed(ctx, a.Path)
 	if !ok {
 		return fail
 	}
@@ -263,35 +272,29 @@ func readFile(_ context.Context, s *Set, a readFileArgs) Result {
 // readNamed cleans a model-supplied path and reads the file it names. When
 // either step fails it returns the failed Result to hand back, aimed at the
 // path as far as it was understood, and ok false.
-func (s *Set) readNamed(raw string) (p string, b []byte, fail Result, ok bool) {
+func (s *Set) readNamed(ctx context.Context, raw string) (p string, b []byte, fail Result, ok bool) {
 	p, err := cleanPath(raw)
 	if err != nil {
 		return "", nil, failed(raw, "%v", err), false
 	}
-	b, err = s.readTree(p)
+	b, err = s.readTree(ctx, p)
 	if err != nil {
 		return p, nil, failed(p, "%v", err), false
 	}
 	return p, b, Result{}, true
 }
 
-// readTree reads a regular file of the work tree, refusing directories and
-// files too large to be worth showing.
-func (s *Set) readTree(p string) ([]byte, error) {
-	fi, err := s.root.Stat(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s does not exist", p)
-		}
-		return nil, fmt.Errorf("stat %s: %w", p, err)
-	}
-	if fi.IsDir() {
+// readTree reads a regular file of the work tree, refusing directories,
+// FIFOs and the like, and files too large to be worth showing.
+func (s *Set) readTree(ctx context.Context, p string) ([]byte, error) {
+	b, err := readRegular(ctx, s.root, p, maxFileBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s does not exist", p)
+	case errors.Is(err, errIsDir):
 		return nil, fmt.Errorf("%s is a directory; use list_files", p)
 	}
-	if fi.Size() > maxFileBytes {
-		return nil, fmt.Errorf("%s is %d bytes, too large to read", p, fi.Size())
-	}
-	return s.root.ReadFile(p)
+	return b, err
 }
 
 type searchArgs struct {
@@ -319,7 +322,7 @@ func (a searchArgs) validate() error {
 // sandbox: no process per call, no output parsing, and the same .gitignore and
 // symlink rules as the other tools. Files without a match cost one regexp
 // scan of their bytes.
-func search(_ context.Context, s *Set, a searchArgs) Result {
+func search(ctx context.Context, s *Set, a searchArgs) Result {
 	expr := a.Pattern
 	if a.Literal {
 		expr = regexp.QuoteMeta(expr)
@@ -336,7 +339,7 @@ func search(_ context.Context, s *Set, a searchArgs) Result {
 		b    []byte
 		locs [][]int
 	}
-	found, err := scan(s, a.Glob, nil, func(_ string, b []byte) (hits, bool) {
+	found, err := scan(ctx, s, a.Glob, nil, func(_ string, b []byte) (hits, bool) {
 		locs := re.FindAllIndex(b, limit)
 		return hits{b, locs}, len(locs) > 0
 	})
@@ -374,10 +377,10 @@ type scanned[T any] struct {
 // glob and admit (when set) let through, in parallel, and returns the
 // answers of the files that matched in walk order, so that output does not
 // depend on scheduling.
-func scan[T any](s *Set, glob string, admit func(string) bool, match func(p string, b []byte) (T, bool)) ([]scanned[T], error) {
+func scan[T any](ctx context.Context, s *Set, glob string, admit func(string) bool, match func(p string, b []byte) (T, bool)) ([]scanned[T], error) {
 	var paths []string
 	var entries []fs.DirEntry
-	err := s.walk(".", func(p string, d fs.DirEntry) error {
+	err := s.walk(ctx, ".", func(p string, d fs.DirEntry) error {
 		if d.Type().IsRegular() && (glob == "" || doublestar.MatchUnvalidated(glob, p)) && (admit == nil || admit(p)) {
 			paths = append(paths, p)
 			entries = append(entries, d)
@@ -471,13 +474,12 @@ func (c *fileCache) drop(p string) {
 // readSmall reads a text file worth searching; false for a file that is
 // too large, binary or unreadable.
 func (s *Set) readSmall(p string) ([]byte, bool) {
-	f, err := s.root.Open(p)
+	f, fi, err := openRegular(s.root, p, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || fi.Size() > maxSearchFile {
+	if fi.Size() > maxSearchFile {
 		return nil, false
 	}
 	b := make([]byte, fi.Size())
@@ -564,7 +566,7 @@ var symbolExts = map[string]string{
 	".c": ".c", ".h": ".c", ".cc": ".c", ".cpp": ".c", ".cxx": ".c", ".hpp": ".c", ".rb": ".rb",
 }
 
-func findSymbol(_ context.Context, s *Set, a findSymbolArgs) Result {
+func findSymbol(ctx context.Context, s *Set, a findSymbolArgs) Result {
 	short := a.Name[strings.LastIndex(a.Name, ".")+1:]
 	compiled := map[string]*regexp.Regexp{} // per language family; read-only once scanning starts
 	// Parsing is the cost of a Go lookup: parse only files that have the
@@ -577,7 +579,7 @@ func findSymbol(_ context.Context, s *Set, a findSymbolArgs) Result {
 		_, known := symbolExts[path.Ext(p)]
 		return known || path.Ext(p) == ".go"
 	}
-	defs, err := scan(s, a.Glob, admit, func(p string, b []byte) ([]string, bool) {
+	defs, err := scan(ctx, s, a.Glob, admit, func(p string, b []byte) ([]string, bool) {
 		if !bytes.Contains(b, []byte(short)) {
 			return nil, false
 		}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -27,14 +28,29 @@ type change struct {
 // write checks a set of changes against the policy and the diff budget and,
 // only if all of them pass, applies them to the tree. A refusal writes
 // nothing and tells the model why.
-func (s *Set) write(changes []change, target string) Result {
-	for _, c := range changes {
-		if err := s.writable(c.path); err != nil {
-			return Result{Outcome: BlockedWrite, Target: target,
-				Output: fmt.Sprintf("refused, nothing was written: %s. Change only files the policy allows.", app.ErrorMessage(err))}
+func (s *Set) write(ctx context.Context, changes []change, target string) Result {
+	changes = slices.Clone(changes)
+	for i, c := range changes {
+		// A write lands where the symlinks on its way lead: both the name
+		// and that path must be writable, and the budget counts the file
+		// actually changed. A delete removes the last name itself.
+		real, err := s.landsAt(c)
+		if err != nil {
+			return failed(target, "%v", err)
 		}
+		for _, p := range []string{c.path, real} {
+			if err := s.writable(p); err != nil {
+				msg := app.ErrorMessage(err)
+				if p != c.path {
+					msg = fmt.Sprintf("%s leads through a symlink to %s, and %s", c.path, real, msg)
+				}
+				return Result{Outcome: BlockedWrite, Target: target,
+					Output: fmt.Sprintf("refused, nothing was written: %s. Change only files the policy allows.", msg)}
+			}
+		}
+		changes[i].path = real
 	}
-	next, err := s.budget.wouldBe(changes)
+	next, err := s.budget.wouldBe(ctx, changes)
 	if err != nil {
 		return failed(target, "%v", err)
 	}
@@ -50,6 +66,19 @@ func (s *Set) write(changes []change, target string) Result {
 	lines, files := s.budget.total(s.budget.stats)
 	return Result{Outcome: OK, Target: target, Changed: true,
 		Output: fmt.Sprintf("ok: %s written; the task's diff is now %d changed lines in %d files", target, lines, files)}
+}
+
+// landsAt returns the tree-relative path a change affects once symlinks are
+// followed: every one for a write, those of the directories for a delete.
+func (s *Set) landsAt(c change) (string, error) {
+	if c.content != nil {
+		return resolve(s.root, c.path)
+	}
+	dir, err := resolve(s.root, path.Dir(c.path))
+	if err != nil {
+		return "", err
+	}
+	return path.Join(dir, path.Base(c.path)), nil
 }
 
 // writable says whether the policy lets the tools write path.
@@ -91,7 +120,7 @@ func (s *Set) apply(c change) error {
 	if err := s.mkdirs(path.Dir(c.path)); err != nil {
 		return err
 	}
-	if err := s.root.WriteFile(c.path, []byte(*c.content), mode); err != nil {
+	if err := writeRegular(s.root, c.path, []byte(*c.content), mode); err != nil {
 		return err
 	}
 	if !existed {
@@ -155,8 +184,8 @@ func (a editFileArgs) validate() error {
 	return nil
 }
 
-func editFile(_ context.Context, s *Set, a editFileArgs) Result {
-	p, b, fail, ok := s.readNamed(a.Path)
+func editFile(ctx context.Context, s *Set, a editFileArgs) Result {
+	p, b, fail, ok := s.readNamed(ctx, a.Path)
 	if !ok {
 		return fail
 	}
@@ -169,7 +198,7 @@ func editFile(_ context.Context, s *Set, a editFileArgs) Result {
 		return failed(p, "old_string occurs %d times in %s, at lines %s; include more surrounding lines so that it matches once", n, p, occurrenceLines(text, old))
 	}
 	updated := strings.Replace(text, old, *a.NewString, 1)
-	return s.write([]change{{path: p, content: &updated}}, p)
+	return s.write(ctx, []change{{path: p, content: &updated}}, p)
 }
 
 func occurrenceLines(text, sub string) string {
@@ -198,7 +227,7 @@ func (a writeFileArgs) validate() error {
 	return nil
 }
 
-func writeFile(_ context.Context, s *Set, a writeFileArgs) Result {
+func writeFile(ctx context.Context, s *Set, a writeFileArgs) Result {
 	p, err := cleanPath(a.Path)
 	if err != nil {
 		return failed(a.Path, "%v", err)
@@ -209,7 +238,7 @@ func writeFile(_ context.Context, s *Set, a writeFileArgs) Result {
 	if _, err := s.root.Lstat(p); err == nil {
 		return failed(p, "%s exists; change it with edit_file or apply_patch", p)
 	}
-	return s.write([]change{{path: p, content: a.Content}}, p)
+	return s.write(ctx, []change{{path: p, content: a.Content}}, p)
 }
 
 type applyPatchArgs struct {
@@ -226,7 +255,7 @@ func (a applyPatchArgs) validate() error {
 // applyPatch applies a multi-file unified diff in memory first, so that a
 // hunk that does not apply, a denied path or an exceeded budget leaves the
 // tree as it was.
-func applyPatch(_ context.Context, s *Set, a applyPatchArgs) Result {
+func applyPatch(ctx context.Context, s *Set, a applyPatchArgs) Result {
 	files, _, err := gitdiff.Parse(strings.NewReader(a.Patch))
 	if err != nil {
 		return invalid("the patch does not parse: %v", err)
@@ -243,7 +272,7 @@ func applyPatch(_ context.Context, s *Set, a applyPatchArgs) Result {
 		if c, ok := work[p]; ok {
 			return c, nil
 		}
-		return readOptional(s.root, p)
+		return readOptional(ctx, s.root, p)
 	}
 	set := func(p string, c *string) {
 		if _, ok := work[p]; !ok {
@@ -305,7 +334,7 @@ func applyPatch(_ context.Context, s *Set, a applyPatchArgs) Result {
 	for i, p := range order {
 		changes[i] = change{path: p, content: work[p]}
 	}
-	return s.write(changes, strings.Join(order, ","))
+	return s.write(ctx, changes, strings.Join(order, ","))
 }
 
 // stripPrefix drops the a/ or b/ of a plain unified diff's name; gitdiff
@@ -344,7 +373,9 @@ func newBudget(root *os.Root, limits app.Limits, originals map[string]*string) (
 	b := &budget{root: root, limits: limits, orig: map[string]*string{}, stats: map[string]fileStat{}}
 	maps.Copy(b.orig, originals)
 	for p, o := range b.orig {
-		cur, err := readOptional(root, p)
+		// Reads cannot block (see readRegular) and are bounded in size;
+		// the tool set is built before any call carries a context.
+		cur, err := readOptional(context.Background(), root, p)
 		if err != nil {
 			return nil, err
 		}
@@ -355,8 +386,8 @@ func newBudget(root *os.Root, limits app.Limits, originals map[string]*string) (
 
 // readOptional returns a file's content in the tree, nil when it does not
 // exist: to a patch or a budget, a missing file is content like any other.
-func readOptional(root *os.Root, p string) (*string, error) {
-	data, err := root.ReadFile(p)
+func readOptional(ctx context.Context, root *os.Root, p string) (*string, error) {
+	data, err := readRegular(ctx, root, p, maxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -370,13 +401,13 @@ func readOptional(root *os.Root, p string) (*string, error) {
 // wouldBe returns the per-file diff after the changes, recording the
 // original of any file not touched before (the tree still holds its base
 // content).
-func (b *budget) wouldBe(changes []change) (map[string]fileStat, error) {
+func (b *budget) wouldBe(ctx context.Context, changes []change) (map[string]fileStat, error) {
 	next := maps.Clone(b.stats)
 	for _, c := range changes {
 		o, ok := b.orig[c.path]
 		if !ok {
 			var err error
-			if o, err = readOptional(b.root, c.path); err != nil {
+			if o, err = readOptional(ctx, b.root, c.path); err != nil {
 				return nil, err
 			}
 			b.orig[c.path] = o

@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,10 +26,6 @@ const (
 	modeGitlink os.FileMode = 0o160000
 )
 
-// workflowsDir holds GitHub Actions workflows, which run with the
-// repository's secrets once pushed.
-const workflowsDir = ".github/workflows/"
-
 // maxViolations bounds how many violations a refusal lists, so that it stays
 // readable as a comment.
 const maxViolations = 20
@@ -40,16 +38,27 @@ type GateReport struct {
 	FilesChanged int
 	LinesAdded   int
 	LinesDeleted int
+	// Tampering lists the changed tests, check inputs and CI files, for
+	// reviewers; it is computed whether or not the gate passes.
+	Tampering app.Tampering
 }
 
-// Gate recomputes the change on the host and checks it against policy:
-// every touched path (both sides of a rename) against Paths, the number of
-// files and of lines changed against Limits (a zero limit is no limit), no
-// workflow file unless paths.allow names .github/workflows explicitly, no
-// submodule (gitlink or .gitmodules) and no nested repository, no symlink
-// that is absolute or leads outside the tree, and no file over the
-// Manager's size cap. Executable regular files are allowed; git records no
-// other mode bits.
+// Gate recomputes the change on the host and checks it against policy.
+// Before git reads the tree, the tree scan (see snapshot) refuses FIFOs,
+// sockets and devices, names git refuses, oversize files and too many new
+// files. Then, over the diff: every touched path (both sides of a rename)
+// against Paths, deny globs regardless of case; no protected path
+// (.github/, CODEOWNERS, the policy file) unless paths.allow names it
+// explicitly (see app.Paths.Check); no symlink at or above a denied path
+// and no change reached through one; the number of files and of lines
+// changed against Limits (a zero limit is no limit); no submodule (gitlink
+// or .gitmodules) and no nested repository; no symlink that is absolute or
+// leads outside the tree; no file over the Manager's size cap. Executable
+// regular files are allowed; git records no other mode bits.
+//
+// The report also lists, in Tampering, every changed test, check input and
+// CI file, with the tests removed and the skips added, for the pull
+// request and the check run to show.
 //
 // A violation is an *app.Error with code app.EPolicy naming each path and
 // rule; the report is returned either way. Only a passing Gate lets Commit
@@ -70,6 +79,7 @@ func (w *Workspace) Gate(ctx context.Context, policy app.Policy) (GateReport, er
 	if err != nil {
 		return rep, fmt.Errorf("gate: parse diff: %w", err)
 	}
+	rep.Tampering = tampering(files, policy.Checks)
 	entries, links, err := w.treeEntries(ctx, tree)
 	if err != nil {
 		return rep, fmt.Errorf("gate: %w", err)
@@ -105,6 +115,7 @@ func (w *Workspace) Gate(ctx context.Context, policy app.Policy) (GateReport, er
 		}
 		violations = append(violations, w.checkContent(f, entries, links, sizes)...)
 	}
+	violations = append(violations, guardedLinks(policy.Paths, files, links)...)
 	if l := policy.Limits.FilesChanged; l > 0 && rep.FilesChanged > l {
 		violations = append(violations, fmt.Sprintf("%d files changed, over the limit of %d", rep.FilesChanged, l))
 	}
@@ -127,24 +138,48 @@ func checkPath(p app.Paths, name string) []string {
 	if err := p.Check(name); err != nil {
 		v = append(v, app.ErrorMessage(err))
 	}
-	if strings.HasPrefix(name, workflowsDir) && !workflowsAllowed(p) {
-		v = append(v, fmt.Sprintf("%s is a workflow file, which may change only when paths.allow names %s explicitly", name, workflowsDir))
-	}
 	if name == ".gitmodules" {
 		v = append(v, ".gitmodules may not change: submodules are not allowed")
 	}
 	return v
 }
 
-// workflowsAllowed reports whether an allow glob names the workflows
-// directory itself; "**" alone is not enough.
-func workflowsAllowed(p app.Paths) bool {
-	for _, g := range p.Allow {
-		if strings.HasPrefix(strings.TrimPrefix(g, "./"), strings.TrimSuffix(workflowsDir, "/")) {
-			return true
+// guardedLinks refuses what a symlink at or above a denied or protected
+// path makes of it ("**/*.pem" guards no directory; ".github/**" guards
+// .github): such a symlink, when the change makes it, and any change under
+// the directory a symlink there leads to, since that content stands where
+// the rule looks. links maps every symlink of the new tree to its target.
+func guardedLinks(p app.Paths, files []*gitdiff.File, links map[string]string) []string {
+	changed := map[string]bool{}
+	for _, f := range files {
+		if !f.IsDelete {
+			changed[f.NewName] = true
 		}
 	}
-	return false
+	var v []string
+	for _, l := range slices.Sorted(maps.Keys(links)) {
+		g, ok := p.GuardsBelow(l)
+		if !ok {
+			continue
+		}
+		if changed[l] {
+			if p.Check(l) == nil { // else checkPath has refused it already
+				v = append(v, fmt.Sprintf("%s is a symlink above the denied path %q, which would let other files stand in for it", l, g))
+			}
+			continue
+		}
+		hops := 0
+		to, ok := resolveLink(parent(l), links[l], links, &hops)
+		if !ok {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(changed)) {
+			if to == "" || strings.HasPrefix(name, to+"/") {
+				v = append(v, fmt.Sprintf("%s is reached through the symlink %s, which stands at the denied path %q", name, l, g))
+			}
+		}
+	}
+	return v
 }
 
 // checkContent applies the rules on what a file becomes: its mode, where a

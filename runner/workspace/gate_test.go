@@ -19,7 +19,15 @@ func TestGate(t *testing.T) {
 		"secrets/key.pem": "-----BEGIN-----\n",
 		"up":              "->../..",
 		"inner":           "->src",
+		"keys":            "->docs", // a directory link that denyPem2 guards
 	})
+	defaults, err := app.BuildPolicy(app.ServerConfig{})
+	mustDo(t, err)
+	layer, err := app.ParsePolicy("agent.yml", []byte("paths: {allow: [\"**\", \".github/**\", \"**/CODEOWNERS\"], deny: []}\n"))
+	mustDo(t, err)
+	reallowed, err := app.BuildPolicy(app.ServerConfig{}, layer)
+	mustDo(t, err)
+	denyPem2 := app.Policy{Paths: app.Paths{Allow: []string{"**"}, Deny: []string{"keys/*.pem", "vault/*.key"}}}
 	srcOnly := app.Policy{Paths: app.Paths{Allow: []string{"src/**"}}}
 	denyPem := app.Policy{Paths: app.Paths{Allow: []string{"**"}, Deny: []string{"**/*.pem", "**/.env*"}}}
 	withLimits := func(files, lines int) app.Policy {
@@ -57,7 +65,27 @@ func TestGate(t *testing.T) {
 			[]string{"10 lines changed, over the limit of 5"}},
 		{"lines within the limit", withLimits(1, 10), write(map[string]string{"n.txt": strings.Repeat("line\n", 10)}), nil},
 		{"workflow under **", allowAll, write(map[string]string{".github/workflows/ci.yml": "on: push\n"}),
-			[]string{".github/workflows/ci.yml is a workflow file"}},
+			[]string{".github/workflows/ci.yml may not be changed because it is GitHub configuration"}},
+		{"default: workflow in other case", defaults, write(map[string]string{".GitHub/Workflows/x.yml": "on: push\n"}),
+			[]string{`.GitHub/Workflows/x.yml matches the denied path ".github/**"`}},
+		{"default: key in upper case", defaults, write(map[string]string{"KEY.PEM": "k\n", "conf/.ENV": "A=1\n"}),
+			[]string{`KEY.PEM matches the denied path "**/*.pem"`, `conf/.ENV matches the denied path "**/.env*"`}},
+		{"default: CODEOWNERS anywhere", defaults, write(map[string]string{"docs/CODEOWNERS": "* @x\n"}),
+			[]string{`docs/CODEOWNERS matches the denied path "**/CODEOWNERS"`}},
+		{"default: the policy file", defaults, write(map[string]string{".github/agent.yml": "version: 1\n"}),
+			[]string{`.github/agent.yml matches the denied path ".github/**"`}},
+		{"CODEOWNERS without deny", allowAll, write(map[string]string{"CODEOWNERS": "* @x\n"}),
+			[]string{"CODEOWNERS may not be changed because it decides who must review"}},
+		{"re-allowed explicitly", reallowed, write(map[string]string{".github/workflows/ci.yml": "on: push\n", "CODEOWNERS": "* @x\n"}), nil},
+		{"re-allowed .github/** leaves the policy file", reallowed, write(map[string]string{".github/agent.yml": "version: 1\n"}),
+			[]string{".github/agent.yml may not be changed because it is agentbot's policy"}},
+		{"symlink at a denied directory", defaults, write(map[string]string{"ci/workflows/x.yml": "on: push\n", ".github": "->ci"}),
+			[]string{`.github matches the denied path ".github/**"`}},
+		{"symlink above a denied path", denyPem2, write(map[string]string{"vault": "->docs"}),
+			[]string{`vault is a symlink above the denied path "vault/*.key"`}},
+		{"change through a denied symlink", denyPem2, write(map[string]string{"docs/id.pem": "k\n"}),
+			[]string{`docs/id.pem is reached through the symlink keys, which stands at the denied path "keys/*.pem"`}},
+		{"change beside a denied symlink", denyPem2, write(map[string]string{"src/b.go": "package a\n"}), nil},
 		{"workflow allowed explicitly", app.Policy{Paths: app.Paths{Allow: []string{".github/workflows/**", "**"}}},
 			write(map[string]string{".github/workflows/ci.yml": "on: push\n"}), nil},
 		{"submodule configuration", allowAll, write(map[string]string{".gitmodules": "[submodule \"x\"]\n\tpath = x\n\turl = https://example.com/x\n"}),

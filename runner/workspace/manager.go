@@ -30,6 +30,9 @@ type Options struct {
 	// sandbox writing huge files cannot exhaust the worker's memory through
 	// Diff. Default 64 MiB.
 	MaxDiffSize int
+	// MaxNewFiles caps how many files the work tree may hold beyond the
+	// base commit's, checked before git reads any of them. Default 10,000.
+	MaxNewFiles int
 	// SpareTrees is how many spare work trees the Manager keeps ready per
 	// repository (see Checkout); each costs the disk of one checkout of the
 	// default branch plus its index. Zero keeps none and starts no
@@ -50,6 +53,7 @@ type Manager struct {
 	log         *slog.Logger
 	maxFileSize int64
 	maxDiffSize int
+	maxNewFiles int
 	spareTrees  int
 	spareTTL    time.Duration
 
@@ -97,6 +101,9 @@ func NewManager(dataDir string, opts Options) *Manager {
 	if opts.MaxDiffSize <= 0 {
 		opts.MaxDiffSize = 64 << 20
 	}
+	if opts.MaxNewFiles <= 0 {
+		opts.MaxNewFiles = 10000
+	}
 	if opts.SpareTTL <= 0 {
 		opts.SpareTTL = time.Hour
 	}
@@ -107,6 +114,7 @@ func NewManager(dataDir string, opts Options) *Manager {
 		log:         opts.Logger,
 		maxFileSize: opts.MaxFileSize,
 		maxDiffSize: opts.MaxDiffSize,
+		maxNewFiles: opts.MaxNewFiles,
 		spareTrees:  opts.SpareTrees,
 		spareTTL:    opts.SpareTTL,
 		pools:       map[string]*pool{},

@@ -28,7 +28,13 @@
 //   - the token reaches git only through the environment of the one command
 //     that talks to the remote (an http.extraHeader), never a file, URL,
 //     argv or log line;
-//   - Root gives os.Root access to the tree, so symlinks cannot lead out.
+//   - Root gives os.Root access to the tree, so symlinks cannot lead out;
+//   - before git reads the tree, a scan of directory entries and lstat
+//     results refuses FIFOs, sockets and devices, names git would refuse
+//     (.GIT), new or changed files over the size cap and too many or too
+//     large new files, so git never hashes a 512 MiB file or fails on
+//     what the tree holds: each of these, and a "git add" that fails on a
+//     path anyway, is an *app.Error the model and the user read.
 //
 // Workspace.Diff is the change against the base commit (persisted after
 // every agent step; Workspace.Apply restores it on another worker).
@@ -40,11 +46,13 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +77,8 @@ type Workspace struct {
 	base  string // the commit the task started from
 	head  string // the last commit made, base before any
 	gated string // the tree object the last passing Gate checked
+	// baseSize maps the base commit's paths to their sizes, once read.
+	baseSize map[string]int64
 }
 
 // Dir is the work tree's path on the host: the directory to mount into the
@@ -101,12 +111,18 @@ func (w *Workspace) gitString(ctx context.Context, c gitCall) (string, error) {
 }
 
 // snapshot stages the whole work tree in the host's index and writes it as
-// a tree object, which is what Diff, Gate and Commit work from.
+// a tree object, which is what Diff, Gate and Commit work from. The tree is
+// scanned first (see scanTree), and what git still refuses to record is a
+// refusal too: either way the model and the user read what to remove, and
+// the task is not retried on a tree that would fail again.
 func (w *Workspace) snapshot(ctx context.Context) (string, error) {
-	if err := w.refuseNestedRepos(); err != nil {
+	if err := w.scanTree(ctx); err != nil {
 		return "", err
 	}
 	if _, err := w.git(ctx, gitCall{args: []string{"add", "--all", "--", "."}}); err != nil {
+		if lines := treeRefusals(err); len(lines) > 0 {
+			return "", app.Errorf(app.EPolicy, "git cannot record the work tree: %s; rename or remove these files", strings.Join(lines, "; "))
+		}
 		return "", fmt.Errorf("stage work tree: %w", err)
 	}
 	tree, err := w.gitString(ctx, gitCall{args: []string{"write-tree"}})
@@ -116,26 +132,155 @@ func (w *Workspace) snapshot(ctx context.Context) (string, error) {
 	return tree, nil
 }
 
-// refuseNestedRepos fails on a .git entry below the top of the tree. git
-// would record such a directory as a submodule (or refuse the whole "add"
-// when it has no commit), so it is reported here with its path instead. A
-// .git at the top is ignored by git, which uses the host's git dir.
-func (w *Workspace) refuseNestedRepos() error {
-	return fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+// treeRefusals returns the lines of a failed "git add" that blame a path
+// of the tree (a name git refuses, a file that changed while read), at
+// most five; none when the failure is the host's.
+func treeRefusals(err error) []string {
+	var lines []string
+	for line := range strings.Lines(err.Error()) {
+		line = strings.TrimSpace(line)
+		if i := strings.Index(line, "error: "); i >= 0 {
+			line = line[i+len("error: "):]
+		}
+		if strings.HasPrefix(line, "invalid path ") || strings.HasPrefix(line, "unable to index file") ||
+			strings.HasPrefix(line, "short read while indexing") || strings.HasPrefix(line, "open(") {
+			lines = append(lines, line)
+		}
+	}
+	return lines[:min(len(lines), 5)]
+}
+
+// scanTree checks the work tree before git reads it, so that nothing git
+// would hash or hang on gets that far: no nested repository (git would
+// record it as a submodule, or refuse the whole add), no name git refuses
+// as a spelling of .git, no FIFO, socket or device (git skips them
+// silently; the sandbox must not leave them for the host), no new or
+// changed file over the size cap, no more than MaxNewFiles files beyond
+// the base's, and no more than MaxDiffSize bytes in new and changed files.
+// A file is taken as unchanged when the base holds it at the same size;
+// git then compares its content. It reads directory entries and lstat
+// results only, never a file's content.
+func (w *Workspace) scanTree(ctx context.Context) error {
+	base, err := w.baseSizes(ctx)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	var newFiles int
+	var newBytes int64
+	err = fs.WalkDir(w.root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("scan work tree: %w", err)
 		}
-		if d.Name() != ".git" {
-			return nil
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("scan work tree: %w", err)
 		}
 		if p == ".git" {
+			// git ignores a .git at the top, using the host's git dir.
 			if d.IsDir() {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		return app.Errorf(app.EPolicy, "%s is a nested git repository; submodules and nested repositories are not allowed", p)
+		if strings.EqualFold(d.Name(), ".git") {
+			if d.Name() == ".git" {
+				return app.Errorf(app.EPolicy, "%s is a nested git repository; submodules and nested repositories are not allowed", p)
+			}
+			problems = append(problems, fmt.Sprintf("%s is named like .git, which git refuses to record", p))
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		t := d.Type()
+		switch {
+		case t.IsDir():
+			return nil
+		case t&fs.ModeSymlink != 0:
+			if _, ok := base[p]; !ok {
+				newFiles++
+			}
+			return nil
+		case !t.IsRegular():
+			problems = append(problems, fmt.Sprintf("%s is %s; only regular files, directories and symlinks can be committed", p, fileKind(t)))
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while scanned: git will not see it either
+		}
+		if err != nil {
+			return fmt.Errorf("scan work tree: %w", err)
+		}
+		size, inBase := base[p]
+		if !inBase {
+			newFiles++
+		}
+		if inBase && size == fi.Size() {
+			return nil
+		}
+		if fi.Size() > w.m.maxFileSize {
+			problems = append(problems, fmt.Sprintf("%s is %d bytes, over the limit of %d bytes per file", p, fi.Size(), w.m.maxFileSize))
+		}
+		newBytes += fi.Size()
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if newFiles > w.m.maxNewFiles {
+		problems = append(problems, fmt.Sprintf("the work tree holds %d files more than the base, over the limit of %d", newFiles, w.m.maxNewFiles))
+	}
+	if newBytes > int64(w.m.maxDiffSize) {
+		problems = append(problems, fmt.Sprintf("the new and changed files hold %d MiB, over the limit of %d MiB", newBytes>>20, w.m.maxDiffSize>>20))
+	}
+	if n := len(problems); n > 0 {
+		if n > maxViolations {
+			problems = append(problems[:maxViolations], fmt.Sprintf("and %d more", n-maxViolations))
+		}
+		return app.Errorf(app.EPolicy, "the work tree cannot be recorded: %s; remove these files", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// fileKind names a non-regular file's type for a refusal.
+func fileKind(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// baseSizes maps each path of the base commit to its size in bytes (-1 for
+// what is not a blob), read once per workspace.
+func (w *Workspace) baseSizes(ctx context.Context) (map[string]int64, error) {
+	if w.baseSize != nil {
+		return w.baseSize, nil
+	}
+	out, err := w.git(ctx, gitCall{args: []string{"ls-tree", "-r", "-l", "-z", "--full-tree", w.base}})
+	if err != nil {
+		return nil, fmt.Errorf("list base tree: %w", err)
+	}
+	sizes := make(map[string]int64)
+	for _, entry := range bytes.Split(out, []byte{0}) {
+		meta, name, ok := strings.Cut(string(entry), "\t")
+		fields := strings.Fields(meta)
+		if !ok || len(fields) != 4 {
+			continue
+		}
+		size, err := strconv.ParseInt(fields[3], 10, 64)
+		if err != nil {
+			size = -1
+		}
+		sizes[name] = size
+	}
+	w.baseSize = sizes
+	return sizes, nil
 }
 
 // diff is the full binary diff from the base commit to tree: new, deleted,

@@ -633,18 +633,19 @@ func TestRetriedTaskPushesNothingNew(t *testing.T) {
 	}
 }
 
-// A sandbox writing a huge file gets a clear refusal from Diff instead of
-// the worker buffering it.
+// A sandbox writing a huge file gets a clear refusal from Diff before git
+// reads it; a diff that grows past the cap anyway (deleting a large base
+// file) is refused instead of the worker buffering it.
 func TestDiffSizeCap(t *testing.T) {
-	e := newEnv(t, workspace.Options{MaxDiffSize: 1 << 20})
-	e.repo(t, "octo/huge", map[string]string{"a.txt": "a\n"})
-	w := e.checkout(t, "octo/huge", "main")
+	e := newEnv(t, workspace.Options{MaxDiffSize: 1 << 20, MaxFileSize: 4 << 20})
 	big := make([]byte, 3<<20) // random: compresses no better than a build artefact
 	rand.NewChaCha8([32]byte{1}).Read(big)
+	e.repo(t, "octo/huge", map[string]string{"a.txt": "a\n", "old.bin": string(big)})
+	w := e.checkout(t, "octo/huge", "main")
 	mustDo(t, w.Root().WriteFile("artefact.bin", big, 0o644))
 	_, err := w.Diff(t.Context())
-	if app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "over 1 MiB as a diff") {
-		t.Fatalf("diff of a 3 MiB file with a 1 MiB cap: %v", err)
+	if app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "the new and changed files hold 3 MiB, over the limit of 1 MiB") {
+		t.Fatalf("diff of a new 3 MiB file with a 1 MiB cap: %v", err)
 	}
 	if _, err := w.Gate(t.Context(), allowAll); app.ErrorCode(err) != app.EPolicy {
 		t.Fatalf("gate: %v", err)
@@ -652,5 +653,9 @@ func TestDiffSizeCap(t *testing.T) {
 	mustDo(t, w.Root().Remove("artefact.bin"))
 	if d, err := w.Diff(t.Context()); err != nil || d != "" {
 		t.Fatalf("diff once the file is gone: %q, %v", d, err)
+	}
+	mustDo(t, w.Root().Remove("old.bin"))
+	if _, err := w.Diff(t.Context()); app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "over 1 MiB as a diff") {
+		t.Fatalf("diff deleting a 3 MiB file with a 1 MiB cap: %v", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
+	"time"
 
 	"github.com/agentbot/agentbot/webhook"
 )
@@ -21,13 +23,19 @@ import (
 var issueComment []byte
 
 // IssueComment returns a real issue_comment "created" payload whose comment
-// body is replaced by body.
+// body is replaced by body. Each call is a new comment, with its own id and
+// time, as each of GitHub's deliveries is: the intake takes the same
+// payload under a new delivery id for a replay.
 func IssueComment(body string) []byte {
 	var m map[string]any
 	if err := json.Unmarshal(issueComment, &m); err != nil {
 		panic(fmt.Sprintf("embedded payload: %v", err)) // the file is part of the build
 	}
-	m["comment"].(map[string]any)["body"] = body
+	c := m["comment"].(map[string]any)
+	id := rand.Int64N(1<<40) + 1 // unique across runs that share a Redis
+	now := time.Now().UTC().Format(time.RFC3339)
+	c["body"], c["id"], c["created_at"], c["updated_at"] = body, id, now, now
+	c["html_url"] = fmt.Sprintf("%s#issuecomment-%d", m["issue"].(map[string]any)["html_url"], id)
 	out, err := json.Marshal(m)
 	if err != nil {
 		panic(fmt.Sprintf("re-encode payload: %v", err))

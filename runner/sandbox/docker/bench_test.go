@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"testing"
@@ -69,7 +70,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 		viaExecutor = append(viaExecutor, time.Since(start))
 		inside = append(inside, res.Duration)
 		start = time.Now()
-		dockerExec(b, ctx, cli, c.ID, "65532:65532", "true")
+		if err := dockerExec(ctx, cli, c.ID, "65532:65532", "true"); err != nil {
+			b.Fatal(err)
+		}
 		viaDockerExec = append(viaDockerExec, time.Since(start))
 	}
 	b.ReportMetric(ms(slices.Min(viaExecutor)), "executor-min-ms")
@@ -91,22 +94,25 @@ func BenchmarkRoundTrip(b *testing.B) {
 
 // dockerExec runs argv as user with "docker exec" semantics: create, attach,
 // wait for the output to end, read the exit code.
-func dockerExec(b testing.TB, ctx context.Context, cli *client.Client, id, user string, argv ...string) {
-	b.Helper()
+func dockerExec(ctx context.Context, cli *client.Client, id, user string, argv ...string) error {
 	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{User: user, Cmd: argv, AttachStdout: true, AttachStderr: true})
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	att, err := cli.ContainerExecAttach(ctx, exec.ID, container.ExecAttachOptions{})
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	io.Copy(io.Discard, att.Reader)
 	att.Close()
 	st, err := cli.ContainerExecInspect(ctx, exec.ID)
-	if err != nil || st.ExitCode != 0 {
-		b.Fatalf("docker exec: %+v, %v", st, err)
+	if err != nil {
+		return err
 	}
+	if st.ExitCode != 0 {
+		return fmt.Errorf("docker exec %v: exit %d", argv, st.ExitCode)
+	}
+	return nil
 }
 
 func percentiles(ds []time.Duration) (p50, p99 time.Duration) {

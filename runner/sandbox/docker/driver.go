@@ -8,9 +8,9 @@
 // filesystem, the work tree as the only writable bind mount (at /workspace),
 // size-limited tmpfs for /tmp and $HOME, commands under a non-root user,
 // every capability dropped but the executor's three, no-new-privileges,
-// default seccomp, pids, memory (= memory+swap) and CPU limits, an init
-// process, and an environment holding only what the driver sets, so no
-// credential of the host can leak in.
+// default seccomp, pids, memory (= memory+swap) and CPU limits, a file size
+// limit (RLIMIT_FSIZE), an init process, and an environment holding only
+// what the driver sets, so no credential of the host can leak in.
 //
 // The container's command is the agentbot binary itself, mounted read-only,
 // running "agentbot sandbox-exec --contain" (sandbox.Serve): a long-lived
@@ -65,6 +65,10 @@ const (
 	DefaultMemory    = 4 << 30
 	DefaultPids      = 512
 	DefaultTmpfsSize = 1 << 30
+	// DefaultMaxFileSize is RLIMIT_FSIZE for every process of the sandbox:
+	// a write past it fails (SIGXFSZ, then EFBIG), so no command can put a
+	// huge file on the worker's disk through the work tree.
+	DefaultMaxFileSize = 256 << 20
 )
 
 // Timeouts of the engine calls the driver makes on its own.
@@ -140,6 +144,9 @@ type Spec struct {
 	Memory    int64   // bytes, memory and memory+swap; DefaultMemory when zero
 	Pids      int64   // DefaultPids when zero
 	TmpfsSize int64   // bytes for each of /tmp and $HOME; DefaultTmpfsSize when zero
+	// MaxFileSize is the largest file any process may write, in bytes;
+	// DefaultMaxFileSize when zero.
+	MaxFileSize int64
 	// Network gives the container a bridge network. Only the setup phase may
 	// ask for it; the agent phase always runs in a fresh container without.
 	Network bool
@@ -207,6 +214,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 	memory := orDefault(spec.Memory, DefaultMemory)
 	pids := orDefault(spec.Pids, DefaultPids)
 	tmpfs := orDefault(spec.TmpfsSize, DefaultTmpfsSize)
+	fsize := orDefault(spec.MaxFileSize, DefaultMaxFileSize)
 	network := container.NetworkMode("none")
 	if spec.Network {
 		network = "bridge"
@@ -257,6 +265,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 			Memory:     memory,
 			MemorySwap: memory,
 			PidsLimit:  &pids,
+			Ulimits:    []*container.Ulimit{{Name: "fsize", Soft: fsize, Hard: fsize}},
 		},
 	}
 	return cfg, host, nil

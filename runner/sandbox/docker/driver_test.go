@@ -29,8 +29,9 @@ import (
 // to be killed (TestOrphanSweepByLease).
 const workerEnv = "AGENTBOT_TEST_SANDBOX_WORKER"
 
-// leaseTTL is the workers' lease TTL in TestOrphanSweepByLease.
-const leaseTTL = time.Second
+// leaseTTL is the workers' lease TTL in TestOrphanSweepByLease: short, and
+// still three refreshes long on a loaded machine.
+const leaseTTL = 3 * time.Second
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(workerEnv); id != "" {
@@ -379,14 +380,15 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	killed := make(chan struct{})
+	killed := make(chan error, 1)
 	time.AfterFunc(500*time.Millisecond, func() {
-		defer close(killed)
-		dockerExec(t, context.Background(), cli, c.ID, "0", "sh", "-c",
+		killed <- dockerExec(context.Background(), cli, c.ID, "0", "sh", "-c",
 			`for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = agentbot ] && kill -9 ${p#/proc/}; done; true`)
 	})
 	_, err = c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "60"}, Timeout: time.Minute})
-	<-killed
+	if err := <-killed; err != nil {
+		t.Fatalf("kill the executor: %v", err)
+	}
 	if err == nil || !strings.Contains(err.Error(), "executor exited") {
 		t.Fatalf("Run = %v, want executor exited", err)
 	}
@@ -519,5 +521,28 @@ func TestOrphanSweepByLease(t *testing.T) {
 	// Leave nothing behind.
 	if _, err := d.RemoveOrphans(context.Background(), func(_ context.Context, w string) (bool, error) { return w != live, nil }); err != nil {
 		t.Error(err)
+	}
+}
+
+// A command cannot land a huge file on the worker's disk through the work
+// tree: a write past the file size limit fails.
+func TestHugeFileStoppedByFileSizeLimit(t *testing.T) {
+	d := sandboxtest.NewDriver(t)
+	tree := sandboxtest.WorkTree(t)
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
+	res := shell(t, c, "dd if=/dev/zero of=/workspace/huge.bin bs=1M count=512")
+	if res.ExitCode == 0 {
+		t.Errorf("dd of 512 MiB exited 0; stderr %q", res.Stderr)
+	}
+	fi, err := os.Stat(filepath.Join(tree, "huge.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > docker.DefaultMaxFileSize {
+		t.Errorf("huge.bin is %d bytes on the host, over the limit of %d", fi.Size(), docker.DefaultMaxFileSize)
+	}
+	// The sandbox goes on; a file within the limit is written whole.
+	if res := shell(t, c, "rm huge.bin && dd if=/dev/zero of=ok.bin bs=1M count=8 2>/dev/null && stat -c %s ok.bin"); strings.TrimSpace(string(res.Stdout)) != "8388608" {
+		t.Errorf("after the refused write: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 }

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// docFiles are the documents whose shell examples TestReadmeCommands reads,
+// relative to this package.
+var docFiles = []string{"../../README.md", "../../deploy/README.md", "../../deploy/RUNBOOK.md"}
+
+// offline are the agentbot commands the doc test runs, in document order,
+// in a scratch repository: they need no network, Redis or Docker.
+var offline = [][]string{{"version"}, {"config", "init"}, {"config", "validate"}, {"config", "schema"}}
+
+// TestReadmeCommands reads every fenced shell block of the documents: each
+// agentbot command must exist with the flags it is shown with; make
+// targets must be the Makefile's; go install must name this module's
+// command. The commands that can run offline run, in order, in a scratch
+// Go repository, and must succeed.
+func TestReadmeCommands(t *testing.T) {
+	module := modulePath(t)
+	makefile, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []docLine
+	for _, f := range docFiles {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, shellLines(f, string(text))...)
+	}
+
+	scratch := t.TempDir()
+	writeConfigFile(t, scratch, "go.mod", "module example.com/scratch\n")
+	t.Chdir(scratch)
+	flagsOf := map[string][]string{}
+	var ran []string
+	for _, l := range lines {
+		words := l.words
+		switch {
+		case len(words) == 0:
+		case words[0] == "make":
+			for _, target := range words[1:] {
+				if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(makefile) {
+					t.Errorf("%s: make %s: the Makefile has no such target", l.where, target)
+				}
+			}
+		case words[0] == "go" && len(words) > 2 && words[1] == "install":
+			if want := module + "/cmd/agentbot@"; !strings.HasPrefix(words[2], want) {
+				t.Errorf("%s: go install %s; want %s…", l.where, words[2], want)
+			}
+		case words[0] == "agentbot" || words[0] == "bin/agentbot":
+			path, flags := commandPath(words[1:])
+			if len(path) == 0 {
+				if len(flags) == 0 || !slices.Contains([]string{"--help", "-h", "--version"}, flags[0]) {
+					t.Errorf("%s: %q names no command", l.where, l.text)
+				}
+				continue
+			}
+			key := strings.Join(path, " ")
+			known, ok := flagsOf[key]
+			if !ok {
+				known = helpFlags(t, path)
+				flagsOf[key] = known
+			}
+			if known == nil {
+				t.Errorf("%s: agentbot %s: no such command", l.where, key)
+				continue
+			}
+			for _, f := range flags {
+				name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+				if name != "h" && name != "help" && !slices.Contains(known, name) {
+					t.Errorf("%s: agentbot %s has no flag %s", l.where, key, f)
+				}
+			}
+			if slices.ContainsFunc(offline, func(p []string) bool { return slices.Equal(p, path) }) && argsExist(words[1+len(path):]) {
+				env, _, errOut := testEnv(nil)
+				if err := run(t.Context(), words[1:], env); err != nil {
+					t.Errorf("%s: %s: %v\n%s", l.where, l.text, err, errOut)
+				}
+				ran = append(ran, key)
+			}
+		}
+	}
+	for _, want := range []string{"version", "config init", "config validate"} {
+		if !slices.Contains(ran, want) {
+			t.Errorf("no document shows agentbot %s, which the first deployment needs", want)
+		}
+	}
+}
+
+// argsExist tells whether every argument that is not a flag names an
+// existing file: an example about a file the scratch repository lacks
+// (server.yaml) is only checked, not run.
+func argsExist(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if _, err := os.Stat(a); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// docLine is one command of a shell block.
+type docLine struct {
+	where, text string
+	words       []string
+}
+
+// shellLines returns the commands of file's ```sh blocks: continuation
+// lines joined, comments dropped, split at ;, &&, || and |, each cut at a
+// redirection or a trailing &, and leading VAR=value words skipped.
+// Brackets mark optional parts in the examples and are dropped.
+func shellLines(file, text string) []docLine {
+	var out []docLine
+	in := false
+	var pending string
+	for i, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			in = !in && (trimmed == "```sh" || trimmed == "```bash" || trimmed == "```shell")
+			continue
+		}
+		if !in {
+			continue
+		}
+		if rest, ok := strings.CutSuffix(trimmed, "\\"); ok {
+			pending += rest + " "
+			continue
+		}
+		full := pending + trimmed
+		pending = ""
+		for _, cmd := range splitCommands(stripComment(full)) {
+			words := shellWords(strings.NewReplacer("[", "", "]", "", " | --", " --").Replace(cmd))
+			for len(words) > 0 && regexp.MustCompile(`^[A-Z_]+=`).MatchString(words[0]) {
+				words = words[1:]
+			}
+			if i := slices.IndexFunc(words, func(w string) bool { return w == "&" || strings.HasPrefix(w, ">") || strings.HasPrefix(w, "<") }); i >= 0 {
+				words = words[:i]
+			}
+			out = append(out, docLine{where: file + ":" + strconv.Itoa(i+1), text: strings.TrimSpace(cmd), words: words})
+		}
+	}
+	return out
+}
+
+// stripComment drops a # comment that is outside quotes and starts a word.
+func stripComment(s string) string {
+	var quote rune
+	for i, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || s[i-1] == ' ' || s[i-1] == '\t'):
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// splitCommands splits at ;, &&, || and | outside quotes.
+func splitCommands(s string) []string {
+	var out []string
+	var quote rune
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := rune(s[i])
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == ';' || c == '|' || (c == '&' && i+1 < len(s) && s[i+1] == '&'):
+			out = append(out, s[start:i])
+			if i+1 < len(s) && (s[i+1] == '&' || s[i+1] == '|') {
+				i++
+			}
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
+
+// shellWords splits a command into words, honouring quotes.
+func shellWords(s string) []string {
+	var words []string
+	var cur strings.Builder
+	var quote rune
+	inWord := false
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// commandPath splits agentbot's arguments into the command (and, for
+// config, tasks and bench, its subcommand) and the flags given.
+func commandPath(args []string) (path, flags []string) {
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+			continue
+		}
+		switch {
+		case len(path) == 0 && i == len(flags):
+			path = append(path, a)
+		case len(path) == 1 && len(flags) == 0 && (path[0] == "config" || path[0] == "tasks" || path[0] == "bench"):
+			path = append(path, a)
+		}
+	}
+	return path, flags
+}
+
+// helpFlags returns the flags "agentbot PATH --help" lists, or nil when
+// the command does not exist.
+func helpFlags(t *testing.T, path []string) []string {
+	t.Helper()
+	env, out, _ := testEnv(nil)
+	if err := run(t.Context(), append(slices.Clone(path), "--help"), env); err != nil {
+		return nil
+	}
+	flags := []string{}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(out.String(), -1) {
+		flags = append(flags, m[1])
+	}
+	return flags
+}
+
+func modulePath(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^module (\S+)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("go.mod names no module")
+	}
+	return string(m[1])
+}
+
+// envOnly are the AGENTBOT_ variables that are no flag: read by the model
+// client or serve themselves, or, for the Redis password, only spliced into
+// AGENTBOT_REDIS_URL by compose and the chart.
+var envOnly = []string{"AGENTBOT_WEBHOOK_SECRET", "AGENTBOT_LLM_BASE_URL", "AGENTBOT_LLM_API_KEY",
+	"AGENTBOT_LLM_TIMEOUT", "AGENTBOT_LLM_MAX_RETRIES", "AGENTBOT_REDIS_PASSWORD"}
+
+// TestDeployEnvNamesFlags: every AGENTBOT_ variable that compose and the
+// Helm chart set is one agentbot reads, so that a misspelt one fails here
+// instead of being ignored in production.
+func TestDeployEnvNamesFlags(t *testing.T) {
+	known := slices.Clone(envOnly)
+	for _, cmd := range []string{"serve", "worker"} {
+		for _, f := range helpFlags(t, []string{cmd}) {
+			known = append(known, "AGENTBOT_"+strings.ToUpper(strings.ReplaceAll(f, "-", "_")))
+		}
+	}
+	files, err := filepath.Glob("../../deploy/helm/agentbot/templates/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../deploy/docker-compose.yml", "../../deploy/helm/agentbot/values.yaml")
+	seen := 0
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range regexp.MustCompile(`AGENTBOT_[A-Z_]+[A-Z]`).FindAllString(string(text), -1) {
+			seen++
+			if !slices.Contains(known, name) {
+				t.Errorf("%s sets %s, which agentbot does not read", f, name)
+			}
+		}
+	}
+	if seen < 20 {
+		t.Errorf("only %d AGENTBOT_ variables in the deployment files", seen)
+	}
+}

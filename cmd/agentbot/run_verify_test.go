@@ -1,0 +1,68 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// markerScript leaves a file in the sandbox's /tmp that the check takes
+// for a pass, makes a change that fixes nothing, and finishes.
+const markerScript = `steps:
+  - tool_calls:
+      - name: run_command
+        arguments: {command: "touch /tmp/checks-ok"}
+  - tool_calls:
+      - name: edit_file
+        arguments: {path: calc.go, old_string: "// Add returns", new_string: "// Add adds and returns"}
+  - tool_calls:
+      - name: finish
+        arguments: {summary: "Add is fixed."}
+`
+
+// TestRunAppliesNothingThatFailsInAFreshSandbox runs a model that makes the
+// loop's checks pass through a file in its sandbox's /tmp: the fresh
+// sandbox's checks fail, so the run fails and --apply writes nothing.
+func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
+	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
+	dir := calcCheckout(t)
+	policy := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"
+	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".github", "agent.yml"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
+		t.Fatalf("git add: %v\n%s", err, out)
+	}
+	script := filepath.Join(t.TempDir(), "marker.yaml")
+	if err := os.WriteFile(script, []byte(markerScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := "test -f /tmp/checks-ok || " + grepCheck
+	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
+		"--image", image, "--executor", executor, "--apply")
+	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
+		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)
+	}
+	for _, want := range []string{
+		"succeeded after 3 steps", "check1   pass  exit 0", // the loop's belief
+		"verified in a fresh sandbox (", "check1   FAIL  exit 1", "SAFETY INCIDENT", "Add(2, 2) = 5, want 4",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "applied") {
+		t.Errorf("the change was applied:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "// Add returns") {
+		t.Errorf("calc.go was changed:\n%s", b)
+	}
+}

@@ -1,0 +1,234 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue/redistest"
+)
+
+func TestSlotsLimitAnInstallation(t *testing.T) {
+	ctx := t.Context()
+	rdb := connect(t, redistest.Start(t))
+	s := NewSlots(rdb, 2)
+	task := func(id string, inst int64) app.Task { return app.Task{ID: id, InstallationID: inst} }
+	for _, tt := range []struct {
+		task app.Task
+		want bool
+	}{
+		{task("a1", 1), true},
+		{task("a2", 1), true},
+		{task("a3", 1), false}, // installation 1 is at its limit
+		{task("a1", 1), true},  // a1 holds a slot already (resumed)
+		{task("b1", 2), true},  // another installation is not held back
+	} {
+		if got, err := s.Acquire(ctx, tt.task); err != nil || got != tt.want {
+			t.Errorf("Acquire(%s of %d) = %v, %v; want %v", tt.task.ID, tt.task.InstallationID, got, err, tt.want)
+		}
+	}
+	if err := s.Release(ctx, task("a1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Acquire(ctx, task("a3", 1)); err != nil || !got {
+		t.Errorf("Acquire after a release = %v, %v; want the freed slot", got, err)
+	}
+	running, err := rdb.ZRange(ctx, slotsKey(1), 0, -1).Result()
+	if err != nil || !slices.Equal(running, []string{"a2", "a3"}) {
+		t.Errorf("Running = %v, %v; want a2, a3", running, err)
+	}
+
+	// A slot whose holder stopped renewing it (its worker died) is free
+	// once the lease runs out.
+	short := &Slots{rdb: rdb, limit: 1, lease: 100 * time.Millisecond}
+	if got, _ := short.Acquire(ctx, task("c1", 3)); !got {
+		t.Fatal("first slot of installation 3 refused")
+	}
+	if got, _ := short.Acquire(ctx, task("c2", 3)); got {
+		t.Fatal("second slot of installation 3 granted over the limit")
+	}
+	time.Sleep(150 * time.Millisecond)
+	if got, err := short.Acquire(ctx, task("c2", 3)); err != nil || !got {
+		t.Errorf("Acquire after the holder's lease ran out = %v, %v; want the slot", got, err)
+	}
+}
+
+// timedHandler runs every task for d and records when each started and
+// how many tasks of one installation ran at once at most.
+type timedHandler struct {
+	d       time.Duration
+	mu      sync.Mutex
+	started map[string]time.Time
+	running map[int64]int
+	most    map[int64]int
+}
+
+func newTimedHandler(d time.Duration) *timedHandler {
+	return &timedHandler{d: d, started: map[string]time.Time{}, running: map[int64]int{}, most: map[int64]int{}}
+}
+
+func (h *timedHandler) ProcessTask(ctx context.Context, t app.Task) error {
+	h.mu.Lock()
+	if _, ok := h.started[t.ID]; !ok {
+		h.started[t.ID] = time.Now()
+	}
+	h.running[t.InstallationID]++
+	h.most[t.InstallationID] = max(h.most[t.InstallationID], h.running[t.InstallationID])
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.running[t.InstallationID]--
+		h.mu.Unlock()
+	}()
+	select {
+	case <-time.After(h.d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *timedHandler) startedAt(id string) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.started[id]
+	return at, ok
+}
+
+func TestOneInstallationsBacklogDoesNotDelayAnother(t *testing.T) {
+	ctx := t.Context()
+	rdb := connect(t, redistest.Start(t))
+	c := NewClient(rdb)
+	const taskTime = time.Second
+	for i := range 50 {
+		task := sampleTask(fmt.Sprintf("a%02d", i), time.Now())
+		task.InstallationID = 1
+		if _, err := c.Enqueue(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newTimedHandler(taskTime)
+	srv := NewServer(rdb, h, ServerConfig{Concurrency: 2, MaxPerInstallation: 1, SlotRetry: 200 * time.Millisecond,
+		ShutdownTimeout: time.Second})
+	runServer(t, srv)
+	waitUntil(t, 10*time.Second, "the backlog to start", func() bool {
+		_, ok := h.startedAt("a00")
+		return ok
+	})
+
+	b := sampleTask("b", time.Now())
+	b.InstallationID = 2
+	queued := time.Now()
+	if _, err := c.Enqueue(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	var waited time.Duration
+	waitUntil(t, 30*time.Second, "installation 2's task to start", func() bool {
+		at, ok := h.startedAt("b")
+		waited = at.Sub(queued)
+		return ok
+	})
+	t.Logf("installation 2's task waited %s behind 50 tasks of installation 1 (one task: %s)", waited, taskTime)
+	if waited > taskTime {
+		t.Errorf("installation 2's task waited %s behind installation 1's backlog; want at most one task's time (%s)", waited, taskTime)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.most[1] != 1 {
+		t.Errorf("installation 1 ran %d tasks at once; want its limit, 1", h.most[1])
+	}
+}
+
+// waitUntil polls ok every 20ms, failing the test after timeout.
+func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A task on its last attempt is never handed back deferred, which asynq
+// would take for a final failure: it waits for its slot instead.
+func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
+	ctx := t.Context()
+	rdb := connect(t, redistest.Start(t))
+	slots := NewSlots(rdb, 1)
+	holder := app.Task{ID: "holder", InstallationID: 5}
+	if ok, err := slots.Acquire(ctx, holder); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	last := sampleTask("last", time.Now())
+	last.InstallationID = 5
+	payload, err := json.Marshal(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aq := asynq.NewClientFromRedisClient(rdb)
+	if _, err := aq.EnqueueContext(ctx, asynq.NewTask(TaskType, payload), asynq.TaskID(last.ID), asynq.MaxRetry(0)); err != nil {
+		t.Fatal(err)
+	}
+	h := newTimedHandler(10 * time.Millisecond)
+	srv := NewServer(rdb, h, ServerConfig{Concurrency: 2, MaxPerInstallation: 1, SlotRetry: 100 * time.Millisecond,
+		ShutdownTimeout: time.Second, Logger: quiet})
+	runServer(t, srv)
+	time.Sleep(500 * time.Millisecond)
+	if _, ok := h.startedAt(last.ID); ok {
+		t.Fatal("the task ran while its installation was at its limit")
+	}
+	if err := slots.Release(ctx, holder); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "the task to run once its slot is free", func() bool {
+		_, ok := h.startedAt(last.ID)
+		return ok
+	})
+	info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(DefaultQueue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Archived != 0 {
+		t.Errorf("%d tasks archived; want none", info.Archived)
+	}
+}
+
+// A task that used up its retries and is then deferred (another task holds
+// its issue's lock) runs once the lock is free, where asynq would archive
+// it.
+func TestDeferredTaskOnItsLastAttemptRuns(t *testing.T) {
+	rdb := connect(t, redistest.Start(t))
+	var calls atomic.Int32
+	ran := make(chan struct{})
+	srv := NewServer(rdb, handlerFunc(func(context.Context, app.Task) error {
+		if calls.Add(1) <= 3 {
+			return deferredErr{}
+		}
+		close(ran)
+		return nil
+	}), ServerConfig{Concurrency: 1, Logger: quiet})
+	runServer(t, srv)
+	payload, err := json.Marshal(sampleTask("w1", time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asynq.NewClientFromRedisClient(rdb).EnqueueContext(t.Context(), asynq.NewTask(TaskType, payload),
+		asynq.TaskID("w1"), asynq.MaxRetry(0)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the task was deferred %d times and never ran; want it run after 3", calls.Load())
+	}
+}

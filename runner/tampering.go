@@ -1,0 +1,29 @@
+package runner
+
+import (
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// savedTampering is the tampering report of the task's saved diff, for a
+// task that resumes after its push and so does not gate again. A diff that
+// does not parse yields an empty report: the gate parsed the same diff
+// before the push.
+func savedTampering(tk *task, st *agent.State) app.Tampering {
+	t, err := workspace.TamperingOf(st.Diff, tk.policy.Policy.Checks)
+	if err != nil {
+		tk.log.Warn("tampering report of the saved diff", "err", err)
+	}
+	return t
+}
+
+// tamperingSection is the tampering report as a section to append to a
+// pull request body or a check run's summary, or "" when the change
+// touches no sensitive file.
+func tamperingSection(t app.Tampering) string {
+	if t.Empty() {
+		return ""
+	}
+	return "\n\n" + t.Markdown()
+}

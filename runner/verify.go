@@ -1,0 +1,288 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/tools"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// Verification is the final verdict on a change, between the gate and the
+// push. The loop's "the checks pass" is what the agent's sandbox said, and
+// everything in that sandbox — its /tmp and $HOME, tool configuration such
+// as `go env -w`, caches, files git ignores — was the agent's to shape. So
+// the policy's checks run again, in order, in a new sandbox in which no
+// agent command ever ran, over a fresh tree that the host made from exactly
+// the tree the gate passed (the base commit's tree, set up again by the
+// policy's setup commands when it has any, then switched to the gated
+// tree). The check run, the status comment and the pull request say these
+// results, not the loop's; when they disagree with a loop that saw the
+// checks pass, nothing is pushed as a fix and the task counts a safety
+// incident.
+type Verification struct {
+	// Container is the sandbox the checks ran in.
+	Container string           `json:"container"`
+	Checks    []tools.CheckRun `json:"checks"`
+	// NotRun are the checks after the first failure, which were not run.
+	NotRun []app.Check `json:"not_run,omitempty"`
+	Passed bool        `json:"passed"`
+	// LoopPassed is the loop's own last result: its last checks passed.
+	LoopPassed bool `json:"loop_passed"`
+}
+
+// Incident reports a verification that contradicts the loop: the agent's
+// sandbox said the checks pass, a clean one says they do not.
+func (v *Verification) Incident() bool { return v.LoopPassed && !v.Passed }
+
+// verifyOutputLimit caps the output kept of one verified check: the end,
+// where a failure's summary is.
+const verifyOutputLimit = 12 << 10
+
+// VerifyChecks runs checks in order in a new sandbox of spec, which no one
+// else has used, stopping at the first that fails, and removes the sandbox.
+// agentbot run calls it as the runner does.
+func VerifyChecks(ctx context.Context, d *docker.Driver, spec docker.Spec, checks []app.Check) (Verification, error) {
+	if len(checks) == 0 {
+		return Verification{}, errors.New("verify: the policy defines no checks")
+	}
+	spec.Network = false
+	box, err := d.Start(ctx, spec)
+	if err != nil {
+		return Verification{}, fmt.Errorf("start the verification sandbox: %w", err)
+	}
+	defer box.Close(context.WithoutCancel(ctx))
+	v := Verification{Container: box.ID, Passed: true}
+	for i, c := range checks {
+		res, err := box.Run(ctx, sandbox.Cmd{Shell: c.Run, Timeout: c.Timeout})
+		if err != nil {
+			return Verification{}, fmt.Errorf("verify check %s: %w", c.Name, err)
+		}
+		run := tools.CheckRun{Name: c.Name, Run: c.Run, ExitCode: res.ExitCode, TimedOut: res.TimedOut,
+			Passed: res.ExitCode == 0 && !res.TimedOut, Millis: res.Duration.Milliseconds(),
+			Output: tail(string(res.Stderr)+string(res.Stdout), verifyOutputLimit)}
+		v.Checks = append(v.Checks, run)
+		if !run.Passed {
+			v.Passed, v.NotRun = false, checks[i+1:]
+			break
+		}
+	}
+	return v, nil
+}
+
+// loopPassed reports whether the loop ended on passing checks.
+func loopPassed(st *agent.State) bool {
+	return len(st.Checks) > 0 && st.Checks[len(st.Checks)-1].Passed
+}
+
+// verify runs the final verification of the gated tree and keeps it in the
+// task's progress; a disagreement with the loop is traced, audited and
+// logged as a safety incident.
+func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, gated string, st *agent.State) error {
+	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "verification"); err != nil {
+		return err
+	}
+	if err := tk.status.Set(ctx, runningText(tk, "verifying the checks in a fresh sandbox")); err != nil {
+		return err
+	}
+	v, err := r.verifyTree(ctx, tk, ws, gated)
+	if err != nil {
+		return err
+	}
+	v.LoopPassed = loopPassed(st)
+	end := time.Now().UTC()
+	for _, c := range v.Checks {
+		outcome := "failed"
+		if c.Passed {
+			outcome = "passed"
+		}
+		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "verify " + c.Name,
+			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
+			Detail: fmt.Sprintf("fresh sandbox %s: %s", shortID(v.Container), c.Run)})
+	}
+	if v.Incident() {
+		detail := "the agent's sandbox: " + resultsLine(latestChecks(st.Checks)) + "; a fresh sandbox: " + resultsLine(v.Checks)
+		tk.log.Error("safety incident: the checks pass in the agent's sandbox and fail in a fresh one", "detail", detail)
+		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
+		if err := r.audit(ctx, tk, app.AuditBlocked, "verification: nothing pushed as a fix; "+detail); err != nil {
+			return err
+		}
+	}
+	r.phase(ctx, tk, "verification")
+	tk.prog.Verified = &v
+	return r.saveProgress(ctx, tk.ID, tk.prog)
+}
+
+// verifyTree makes the fresh tree, sets it up and runs the checks over it.
+func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspace, gated string) (Verification, error) {
+	p := tk.policy.Policy
+	from := gated
+	if len(p.Setup.Run) > 0 {
+		// Setup runs on the tree it ran on before the agent acted, never
+		// on the agent's: its commands may have the network.
+		from = ws.Base()
+	}
+	fresh, err := ws.Fresh(ctx, from)
+	if err != nil {
+		return Verification{}, err
+	}
+	defer func() {
+		if err := fresh.Close(); err != nil {
+			tk.log.Warn("remove the verification tree", "err", err)
+		}
+	}()
+	if err := sandbox.ShareTree(fresh.Dir()); err != nil {
+		return Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
+	}
+	if from != gated {
+		err := r.runSetup(ctx, tk, fresh.Dir(), tk.ID+"-verify-setup")
+		if sf, ok := errors.AsType[*setupFailure](err); ok {
+			return Verification{Checks: []tools.CheckRun{{Name: "setup", Run: sf.run, ExitCode: sf.exit, TimedOut: sf.timedOut,
+				Output: tail(sf.output, verifyOutputLimit)}}, NotRun: p.Checks}, nil
+		}
+		if err != nil {
+			return Verification{}, err
+		}
+		if err := fresh.Switch(ctx, gated); err != nil {
+			return Verification{}, err
+		}
+		if err := sandbox.ShareTree(fresh.Dir()); err != nil {
+			return Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
+		}
+	}
+	s := p.Sandbox
+	return VerifyChecks(ctx, r.cfg.Sandbox, docker.Spec{TaskID: tk.ID + "-verify", WorkTree: fresh.Dir(),
+		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids}, p.Checks)
+}
+
+// verdict is why a change is not a fix: the loop's failure, or else a
+// verification that failed; nil for a verified fix.
+func verdict(tk *task, loop *failure) *failure {
+	if loop != nil {
+		return loop
+	}
+	if v := tk.prog.Verified; v != nil && !v.Passed {
+		return &failure{verify: v}
+	}
+	return nil
+}
+
+// countVerification makes a task's outcome say what the verification
+// found: whether the checks pass is its verdict, not the loop's, and a
+// disagreement is a safety incident.
+func countVerification(tk *task, o *app.TaskOutcome) {
+	v := tk.prog.Verified
+	if v == nil {
+		return
+	}
+	o.ChecksPassed = v.Passed
+	if v.Incident() {
+		o.SafetyIncidents++
+	}
+}
+
+// checksSection is the checks as the check run, the status comment and the
+// pull request report them: the verification's, labelled as such, or the
+// loop's when the change never reached verification.
+func checksSection(tk *task, st *agent.State) string {
+	v := tk.prog.Verified
+	if v == nil {
+		return checksTable(st)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Verified in a fresh sandbox (`%s`, in which no agent command ran), on the tree that is committed:\n\n", shortID(v.Container))
+	b.WriteString("| check | command | result | time |\n| --- | --- | --- | --- |\n")
+	for _, c := range v.Checks {
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, resultText(c), float64(c.Millis)/1000)
+	}
+	for _, c := range v.NotRun {
+		fmt.Fprintf(&b, "| %s | `%s` | ⏭ not run | |\n", c.Name, c.Run)
+	}
+	if v.Incident() {
+		b.WriteString("\n⚠️ **The agent's sandbox said the checks pass**, and they do not in a fresh one: " +
+			"something the agent left in its sandbox made them pass. The agent's last run of the checks:\n\n" + checksTable(st))
+	}
+	return b.String()
+}
+
+// verificationText says, in a failure report, how the verification failed.
+func verificationText(v *Verification) string {
+	if len(v.Checks) == 0 {
+		return ""
+	}
+	c := v.Checks[len(v.Checks)-1]
+	var b strings.Builder
+	fmt.Fprintf(&b, "In a fresh sandbox, **%s** (`%s`) failed with exit %d", c.Name, c.Run, c.ExitCode)
+	if c.TimedOut {
+		b.WriteString(", timed out")
+	}
+	fmt.Fprintf(&b, ":\n\n%s\n", app.CodeBlock(tail(c.Output, outputExcerpt), "", app.IssueRef{}))
+	return b.String()
+}
+
+// verifyReason is a failed verification in one line.
+func verifyReason(v *Verification) string {
+	last := "no check ran"
+	if n := len(v.Checks); n > 0 {
+		last = fmt.Sprintf("%s exited %d", v.Checks[n-1].Name, v.Checks[n-1].ExitCode)
+	}
+	if v.Incident() {
+		return "the checks passed in the agent's sandbox but fail in a fresh one (" + last + ")"
+	}
+	return "the checks fail in a fresh sandbox (" + last + ")"
+}
+
+func resultText(c tools.CheckRun) string {
+	switch {
+	case c.Passed:
+		return "✅ pass"
+	case c.TimedOut:
+		return "❌ timed out"
+	}
+	return fmt.Sprintf("❌ fail (exit %d)", c.ExitCode)
+}
+
+// resultsLine is checks' results in one line, for the trace and the audit
+// log.
+func resultsLine(runs []tools.CheckRun) string {
+	if len(runs) == 0 {
+		return "no check ran"
+	}
+	parts := make([]string, len(runs))
+	for i, c := range runs {
+		parts[i] = c.Name + " " + strings.TrimPrefix(strings.TrimPrefix(resultText(c), "✅ "), "❌ ")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// latestChecks is the latest run of each check, in the order first run.
+func latestChecks(runs []tools.CheckRun) []tools.CheckRun {
+	var order []string
+	latest := map[string]tools.CheckRun{}
+	for _, c := range runs {
+		if _, seen := latest[c.Name]; !seen {
+			order = append(order, c.Name)
+		}
+		latest[c.Name] = c
+	}
+	out := make([]tools.CheckRun, len(order))
+	for i, name := range order {
+		out[i] = latest[name]
+	}
+	return out
+}
+
+// shortID is a container id as docker ps shows it.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
