@@ -16,13 +16,14 @@ const (
 	AuditPush        AuditKind = "push"         // a branch was pushed (detail names branch and commit)
 	AuditPROpened    AuditKind = "pr_opened"    // a pull request was opened
 	AuditPolicyError AuditKind = "policy_error" // .github/agent.yml could not be used
+	AuditAnswered    AuditKind = "answered"     // a question was answered (detail names the commit read)
 )
 
 // Valid reports whether k is one of the kinds above.
 func (k AuditKind) Valid() bool {
 	switch k {
 	case AuditCommand, AuditAdmission, AuditApproval, AuditDenial, AuditBlocked,
-		AuditPush, AuditPROpened, AuditPolicyError:
+		AuditPush, AuditPROpened, AuditPolicyError, AuditAnswered:
 		return true
 	}
 	return false

@@ -43,7 +43,7 @@ func (a Action) String() string {
 type Parsed struct {
 	Action       Action
 	Verb         Verb   // set for Run; VerbHelp for Reply
-	Instructions string // cleaned free-form text, for fix, retry, approve and deny
+	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask and explain
 	Reason       string // set for Ignore and Reply
 }
 
@@ -51,7 +51,7 @@ type Parsed struct {
 // follow it on the command line.
 func verbArgs(word string) (v Verb, known, args bool) {
 	switch v := Verb(strings.ToLower(word)); v {
-	case VerbFix, VerbRetry, VerbApprove, VerbDeny:
+	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain:
 		return v, true, true
 	case VerbStop, VerbStatus, VerbHelp:
 		return v, true, false
@@ -113,6 +113,9 @@ func parseArgs(trigger, args, more string) Parsed {
 	instr := strings.TrimSpace(args + "\n" + more)
 	if word == "" && instr == "" {
 		return reply("`%s` needs a verb or instructions; try `%s help`.", trigger, trigger)
+	}
+	if verb == VerbAsk && instr == "" {
+		return reply("`%s ask` needs a question, such as `%s ask where are retries configured?`.", trigger, trigger)
 	}
 	if len(instr) > MaxInstructions {
 		return reply("The instructions are %d bytes long; the limit is %d.", len(instr), MaxInstructions)

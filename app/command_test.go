@@ -29,6 +29,11 @@ func TestParseCommand(t *testing.T) {
 		{"bare trigger then lines", "/agent\nplease add tests", Run, VerbFix, "please add tests"},
 		{"CRLF", "/agent fix it\r\nnow\r\n", Run, VerbFix, "it\nnow"},
 		{"first command wins", "/agent status\n/agent stop", Run, VerbStatus, ""},
+		{"ask", "/agent ask where are retries configured?", Run, VerbAsk, "where are retries configured?"},
+		{"ask on later lines", "/agent ask\nwhy does Sum skip\nthe first sample?", Run, VerbAsk, "why does Sum skip\nthe first sample?"},
+		{"explain alone", "/agent explain", Run, VerbExplain, ""},
+		{"explain a thing", "/agent Explain the retry policy", Run, VerbExplain, "the retry policy"},
+		{"ask glued is a fix", "/agent asking nicely", Run, VerbFix, "asking nicely"},
 		{"code block in instructions is kept", "/agent fix this:\n```\npanic: boom\n```", Run, VerbFix, "this:\n```\npanic: boom\n```"},
 
 		{"no command", "Looks good to me", Ignore, "", ""},
@@ -53,6 +58,9 @@ func TestParseCommand(t *testing.T) {
 		{"bare trigger with spaces", "/agent   \n\n", Reply, VerbHelp, ""},
 		{"no-argument verb with arguments", "/agent stop now please", Reply, VerbHelp, ""},
 		{"instructions too long", "/agent fix " + long, Reply, VerbHelp, ""},
+		{"ask without a question", "/agent ask", Reply, VerbHelp, ""},
+		{"ask with blank lines only", "/agent ask  \n\n", Reply, VerbHelp, ""},
+		{"question too long", "/agent ask " + long, Reply, VerbHelp, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,6 +113,7 @@ func FuzzParseCommand(f *testing.F) {
 	for _, s := range []string{
 		"/agent fix", "/agent", "```\n/agent fix\n```", "> /agent stop",
 		"/agent deny no\nmore", "<!-- /agent -->", "\t/agent", "/AGENT\u200b fix",
+		"/agent ask", "/agent ask why?", "/agent explain\nthis",
 	} {
 		f.Add(s, "/agent")
 	}
@@ -120,6 +129,9 @@ func FuzzParseCommand(f *testing.F) {
 			}
 			if CleanText(got.Instructions) != got.Instructions {
 				t.Fatalf("instructions not clean: %q", got.Instructions)
+			}
+			if got.Verb == VerbAsk && got.Instructions == "" {
+				t.Fatalf("ask without a question")
 			}
 		case Ignore, Reply:
 			if got.Reason == "" {

@@ -1,7 +1,8 @@
 // Package app is agentbot's domain: the task and its command (Task, Verb,
 // State, the command grammar), the repository policy read from
 // .github/agent.yml and its schema, the operator's server config, trust
-// decisions, user-facing errors, and the types of what a task reports and
+// decisions, the conversation a model may read (only what people who may
+// command wrote), user-facing errors, and the types of what a task reports and
 // leaves behind (reactions, check conclusions, traces, outcomes).
 //
 // app talks to nothing: it links no GitHub client and no Docker. The GitHub

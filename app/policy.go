@@ -95,6 +95,10 @@ type Limits struct {
 	Tokens       int64
 	CostUSD      float64
 	WallClock    time.Duration
+	// ContextTokens bounds the conversation shown to the model (the
+	// issue's or pull request's thread), in estimated tokens; a longer
+	// thread is cut from the middle.
+	ContextTokens int
 }
 
 // Approval is how calls of one tool class are approved.
@@ -124,6 +128,9 @@ type Tools struct {
 type Models struct {
 	Edit string // drives the loop
 	Fast string // digests long logs and old context
+	// Vision says the edit model reads images: the conversation's image
+	// attachments are then passed to it.
+	Vision bool
 }
 
 // PullRequestSpec says how the agent's pull requests look.

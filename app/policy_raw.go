@@ -69,12 +69,13 @@ type RawPaths struct {
 
 // RawLimits is the limits section of a policy file.
 type RawLimits struct {
-	Iterations   *int         `yaml:"iterations" desc:"Maximum model turns."`
-	DiffLines    *int         `yaml:"diff_lines" desc:"Maximum changed lines; a larger diff is refused, never truncated."`
-	FilesChanged *int         `yaml:"files_changed" desc:"Maximum files changed."`
-	Tokens       *int64       `yaml:"tokens" desc:"Maximum model tokens, prompt and completion."`
-	CostUSD      *float64     `yaml:"cost_usd" desc:"Maximum model cost in US dollars."`
-	WallClock    *RawDuration `yaml:"wall_clock" desc:"Maximum time from start to pull request, such as 1h."`
+	Iterations    *int         `yaml:"iterations" desc:"Maximum model turns."`
+	DiffLines     *int         `yaml:"diff_lines" desc:"Maximum changed lines; a larger diff is refused, never truncated."`
+	FilesChanged  *int         `yaml:"files_changed" desc:"Maximum files changed."`
+	Tokens        *int64       `yaml:"tokens" desc:"Maximum model tokens, prompt and completion."`
+	CostUSD       *float64     `yaml:"cost_usd" desc:"Maximum model cost in US dollars."`
+	WallClock     *RawDuration `yaml:"wall_clock" desc:"Maximum time from start to pull request, such as 1h."`
+	ContextTokens *int         `yaml:"context_tokens" desc:"Maximum tokens of the issue's or pull request's conversation shown to the model; a longer thread is cut from the middle."`
 }
 
 // RawTools is the tools section of a policy file.
@@ -94,8 +95,9 @@ func (*RawToolRule) shorthandField() string { return "policy" }
 
 // RawModels is the model section of a policy file.
 type RawModels struct {
-	Edit *string `yaml:"edit" desc:"The model that drives the loop."`
-	Fast *string `yaml:"fast" desc:"The model that digests long logs and old context."`
+	Edit   *string `yaml:"edit" desc:"The model that drives the loop."`
+	Fast   *string `yaml:"fast" desc:"The model that digests long logs and old context."`
+	Vision *bool   `yaml:"vision" desc:"Whether the edit model reads images: images attached to the conversation are passed to it (at most 5, 5 MiB each, PNG, JPEG, GIF or WebP)."`
 }
 
 // RawPullRequest is the pull_request section of a policy file.

@@ -55,7 +55,7 @@ func TestDesignExample(t *testing.T) {
 		Setup:   Setup{Network: true, Run: []string{"go mod download"}, Timeout: 10 * time.Minute},
 		Sandbox: SandboxSpec{Image: "golang:1.26", CPUs: 2, Memory: 4 << 30, Pids: 512, Timeout: 45 * time.Minute},
 		Paths:   Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem", "**/.env*"}},
-		Limits:  Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25, Tokens: 2000000, CostUSD: 10, WallClock: time.Hour},
+		Limits:  Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25, Tokens: 2000000, CostUSD: 10, WallClock: time.Hour, ContextTokens: 20000},
 		Tools: Tools{
 			Write: ToolRule{Policy: ApprovalAuto},
 			Shell: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"go test ./...", "go vet ./...", "make lint"}},
@@ -85,12 +85,12 @@ func TestEveryKeySet(t *testing.T) {
 		Setup:   Setup{Network: true, Run: []string{"go mod download", "make tools"}, Timeout: 5 * time.Minute},
 		Sandbox: SandboxSpec{Image: "agentbot-sandbox:go", CPUs: 1.5, Memory: 512 << 20, Pids: 256, Timeout: 30 * time.Minute},
 		Paths:   Paths{Allow: []string{"src/**", "docs/*.md"}, Deny: []string{"src/vendor/**"}},
-		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute},
+		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute, ContextTokens: 8000},
 		Tools: Tools{
 			Write: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"src/**"}},
 			Shell: ToolRule{Policy: ApprovalHuman},
 		},
-		Model:       Models{Edit: "big-model", Fast: "small-model"},
+		Model:       Models{Edit: "big-model", Fast: "small-model", Vision: true},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
 		Source:      PolicyPath,
 	}
@@ -164,7 +164,8 @@ func TestBrokenFiles(t *testing.T) {
 		{"above-cap.yml", []string{
 			`.github/agent.yml:4: limits.iterations: 80 is above this server's cap of 50`,
 			`.github/agent.yml:5: limits.wall_clock: 3h is above this server's cap of 2h`,
-			`.github/agent.yml:7: sandbox.memory: 16GiB is above this server's cap of 8GiB`,
+			`.github/agent.yml:6: limits.context_tokens: 90000 is above this server's cap of 40000`,
+			`.github/agent.yml:8: sandbox.memory: 16GiB is above this server's cap of 8GiB`,
 		}},
 		{"below-minimum.yml", []string{
 			`.github/agent.yml:4: sandbox.memory: 12 is below the least a sandbox can run with, 64MiB`,

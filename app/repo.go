@@ -17,10 +17,12 @@ type RepoInfo struct {
 // on: the words of the request's context, and for a pull request where its
 // branch lives.
 type IssueInfo struct {
-	Title  string
-	Body   string
-	Author string
-	Pull   *PullInfo // set for a pull request
+	Title      string
+	Body       string
+	Author     string
+	AuthorType string // GitHub's user type: "User", "Bot"
+	CreatedAt  time.Time
+	Pull       *PullInfo // set for a pull request
 }
 
 // PullInfo locates a pull request's branches.

@@ -15,7 +15,15 @@ const (
 	VerbHelp    Verb = "help"
 	VerbApprove Verb = "approve"
 	VerbDeny    Verb = "deny"
+	// VerbAsk and VerbExplain answer a question in a comment, reading the
+	// repository without changing it.
+	VerbAsk     Verb = "ask"
+	VerbExplain Verb = "explain"
 )
+
+// ReadOnly reports whether the verb only reads the repository: it answers
+// in a comment and never opens a branch or a pull request.
+func (v Verb) ReadOnly() bool { return v == VerbAsk || v == VerbExplain }
 
 // State is where a task is in its lifecycle.
 type State string

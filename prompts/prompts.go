@@ -38,11 +38,23 @@ type SystemData struct {
 // System renders the system prompt.
 func System(d SystemData) (string, error) { return render("system.tmpl", d) }
 
+// AskData is what the system prompt of a question states.
+type AskData struct {
+	Limits app.Limits
+}
+
+// Ask renders the system prompt of /agent ask and /agent explain: read,
+// cite, answer; nothing is changed.
+func Ask(d AskData) (string, error) { return render("ask.tmpl", d) }
+
 // TaskData is the first user message: what is asked and where.
 type TaskData struct {
-	Repo         string // owner/name, or a local directory for agentbot run
-	Title        string // issue or pull request title
-	Body         string // issue or pull request body
+	Repo  string // owner/name, or a local directory for agentbot run
+	Title string // issue or pull request title
+	Body  string // issue or pull request body, when there is no Thread
+	// Thread is the issue's or pull request's conversation, as shown to
+	// the model (app.BuildThread); nil outside GitHub.
+	Thread       *app.Thread
 	Instructions string // the command's own words
 	Review       *app.ReviewComment
 	Context      Repo

@@ -1,38 +1,17 @@
 package runner_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner"
 )
-
-// traceMem keeps traces in memory.
-type traceMem struct {
-	mu     sync.Mutex
-	events map[string][]app.TraceEvent
-}
-
-func (tr *traceMem) Append(_ context.Context, id string, e app.TraceEvent) error {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.events[id] = append(tr.events[id], e)
-	return nil
-}
-
-func (tr *traceMem) Trace(_ context.Context, id string) ([]app.TraceEvent, error) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.events[id], nil
-}
 
 // registry is an HTTP server on every host address, standing for a package
 // registry, that counts its requests and answers as a dumb git server.
@@ -88,7 +67,7 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
 	gw := bridgeGateway(t)
 	allowedPort, allowed := registry(t)
 	otherPort, other := registry(t)
-	traces := &traceMem{events: map[string][]app.TraceEvent{}}
+	traces := &memTraces{}
 	policy := quickPolicy + fmt.Sprintf(`setup:
   network: true
   run:
@@ -164,7 +143,7 @@ func TestSetupThatBypassesTheProxyFails(t *testing.T) {
 // task, and the status comment says which host was refused besides the
 // command's output.
 func TestSetupRefusedAHostFailsSayingWhich(t *testing.T) {
-	traces := &traceMem{events: map[string][]app.TraceEvent{}}
+	traces := &memTraces{}
 	policy := quickPolicy + "setup:\n  network: true\n  run: [\"timeout 20 git ls-remote https://evil.example/x.git\"]\n"
 	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"archive/zip"
-	"context"
 	"fmt"
 	"maps"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,25 +120,6 @@ func (p *goProxy) tidy(t *testing.T, files map[string]string) (gomod, gosum stri
 	mod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 	sum, _ := os.ReadFile(filepath.Join(dir, "go.sum"))
 	return string(mod), string(sum)
-}
-
-// memTraces keeps traces in memory.
-type memTraces struct {
-	mu     sync.Mutex
-	events map[string][]app.TraceEvent
-}
-
-func (m *memTraces) Append(_ context.Context, id string, e app.TraceEvent) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events[id] = append(m.events[id], e)
-	return nil
-}
-
-func (m *memTraces) Trace(_ context.Context, id string) ([]app.TraceEvent, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.events[id], nil
 }
 
 // setupDetail is the setup phase's detail in task id's trace.

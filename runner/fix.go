@@ -165,13 +165,17 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	defer cancel()
 	box := boot(ctx, r.cfg.Sandbox, spec, cancel)
 	defer box.Close(ctx)
-	system, text, err := renderPrompts(tk, ws)
+	th, err := r.thread(ctx, tk)
+	if err != nil {
+		return nil, "", err
+	}
+	system, text, err := renderPrompts(tk, ws, th)
 	if err != nil {
 		return nil, "", err
 	}
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
-		Store: r.cfg.Store, System: system, Task: text, Logger: tk.log,
+		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
 		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
 	})
 	if err != nil {
@@ -297,7 +301,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	title, body := prTitle(tk, st), prBody(tk, st)
 	if failed != nil {
 		p.PullRequest.Draft = true
-		title = head("Draft: "+app.InertPlain(tk.issue.Title, ownIssue(tk)), 72)
+		title = shortTitle("Draft: " + app.InertPlain(tk.issue.Title, ownIssue(tk)))
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}

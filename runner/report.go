@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
@@ -213,42 +214,94 @@ func trace(st *agent.State) string {
 	return b.String()
 }
 
-// prTitle is the change's title: the first line of the agent's summary,
-// or the issue's title.
+// prTitle is the change's title: the one the model gave finish, which
+// the tool holds to tools.MaxTitle characters, or one made from the
+// issue's title. Never the summary cut short: a title is written whole.
 func prTitle(tk *task, st *agent.State) string {
-	if t := firstLine(st.Summary); t != "" {
-		return head(app.InertPlain(t, ownIssue(tk)), 72)
+	if t := strings.TrimSpace(st.Title); t != "" {
+		return shortTitle(app.InertPlain(t, ownIssue(tk)))
 	}
-	return head("Fix: "+app.InertPlain(tk.issue.Title, ownIssue(tk)), 72)
+	title := app.InertPlain(strings.TrimSpace(tk.issue.Title), ownIssue(tk))
+	if tk.issue.Pull != nil {
+		return shortTitle(title)
+	}
+	return shortTitle("Fix: " + title)
 }
 
+// shortTitle fits a title in tools.MaxTitle characters, cutting at a word
+// boundary and saying so.
+func shortTitle(t string) string {
+	r := []rune(t)
+	if len(r) <= tools.MaxTitle {
+		return t
+	}
+	cut := string(r[:tools.MaxTitle-1])
+	if i := strings.LastIndexByte(cut, ' '); i > len(cut)/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:-") + "…"
+}
+
+// commitMessage is the commit's message: finish's title or, when the model
+// gave none, the summary's first line if it fits a subject, then the
+// summary and who asked.
 func commitMessage(tk *task, st *agent.State) string {
-	msg := prTitle(tk, st) + "\n"
-	if s := strings.TrimSpace(st.Summary); s != "" && s != firstLine(s) {
+	subject := strings.TrimSpace(st.Title)
+	if first := firstLine(st.Summary); subject == "" && first != "" && utf8.RuneCountInString(first) <= tools.MaxTitle {
+		subject = first
+	}
+	if subject == "" {
+		subject = prTitle(tk, st)
+	}
+	msg := app.InertPlain(subject, ownIssue(tk)) + "\n"
+	if s := summaryBody(&agent.State{Summary: st.Summary, Title: subject}); s != "" {
 		msg += "\n" + app.InertPlain(s, ownIssue(tk)) + "\n"
 	}
 	return msg + fmt.Sprintf("\nAsked by @%s on #%d.\n", tk.Requester, tk.Number)
 }
 
-// prBody is the pull request's description: the request quoted, what
-// changed and why, the checks with their results, the usage, the issue
-// link and the trace.
+// prBody is the pull request's description, in the order a reviewer
+// reads it: what changed and why, the checks with their results, the
+// usage, who asked (the request quoted only when it says more than the
+// bare verb), the issue link, and the trace folded away.
 func prBody(tk *task, st *agent.State) string {
 	var b strings.Builder
-	b.WriteString(quoteRequest(tk))
-	b.WriteString("\n## What changed and why\n\n")
-	if s := strings.TrimSpace(st.Summary); s != "" {
+	b.WriteString("## What changed and why\n\n")
+	if s := summaryBody(st); s != "" {
 		b.WriteString(app.Inert(s, ownIssue(tk)) + "\n")
 	} else {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
 	b.WriteString("\n## Checks\n\n" + checksSection(tk, st))
 	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
+	fmt.Fprintf(&b, "\nAsked by @%s on #%d", tk.Requester, tk.Number)
+	if what := strings.TrimSpace(tk.Instructions); what != "" {
+		b.WriteString(":\n\n")
+		for line := range strings.SplitSeq(what, "\n") {
+			b.WriteString("> " + line + "\n")
+		}
+	} else {
+		b.WriteString(".\n")
+	}
+	if rc := tk.ReviewComment; rc != nil {
+		fmt.Fprintf(&b, "\non `%s` line %d\n", rc.Path, rc.Line)
+	}
 	if tk.issue.Pull == nil {
 		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
 	}
 	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n%s\n</details>\n", app.CodeBlock(tail(trace(st), diffExcerpt), "", ownIssue(tk)))
 	return b.String()
+}
+
+// summaryBody is finish's summary without a first line that repeats the
+// title: models often open the summary with it.
+func summaryBody(st *agent.State) string {
+	s := strings.TrimSpace(st.Summary)
+	first, rest, _ := strings.Cut(s, "\n")
+	if t := strings.TrimSpace(st.Title); t != "" && strings.EqualFold(strings.TrimRight(strings.TrimSpace(first), "."), strings.TrimRight(t, ".")) {
+		return strings.TrimSpace(rest)
+	}
+	return s
 }
 
 // helpText is the grammar and the repository's policy in short.
@@ -259,6 +312,8 @@ func helpText(p app.Policy) string {
 	for _, l := range [][2]string{
 		{"fix [instructions]", "fix this issue and open a pull request"},
 		{"<feedback>", "on an agent pull request: change it as asked"},
+		{"ask <question>", "answer a question about the code, with links to the lines; changes nothing"},
+		{"explain [topic]", "explain this issue or pull request, or the topic, from the code; changes nothing"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
 		{"status", "where the tasks on this issue or pull request are"},

@@ -258,6 +258,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.stop(ctx, tk)
 	case app.VerbApprove, app.VerbDeny:
 		err = r.decide(ctx, tk)
+	case app.VerbAsk, app.VerbExplain:
+		err = r.ask(ctx, tk)
 	default:
 		err = r.unavailable(ctx, tk)
 	}
@@ -321,8 +323,11 @@ func commandText(p app.Policy, t *app.Task) string {
 	if trigger == "" {
 		trigger = app.DefaultCommand
 	}
-	if t.Verb == app.VerbFix && t.Instructions != "" {
+	switch {
+	case t.Verb == app.VerbFix && t.Instructions != "":
 		return trigger + " " + firstLine(t.Instructions)
+	case t.Verb.ReadOnly() && t.Instructions != "":
+		return trigger + " " + string(t.Verb) + " " + firstLine(t.Instructions)
 	}
 	return trigger + " " + string(t.Verb)
 }
@@ -543,8 +548,9 @@ func (r *Runner) watchStop(ctx context.Context, id string, cancel context.Cancel
 	}
 }
 
-// prompts renders the system prompt and the task message.
-func renderPrompts(tk *task, ws *workspace.Workspace) (system, text string, err error) {
+// renderPrompts renders the system prompt and the task message; th is
+// the conversation the model may read.
+func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
 	p := tk.policy.Policy
 	repo, err := prompts.LoadRepo(ws.Root().FS())
 	if err != nil {
@@ -558,7 +564,7 @@ func renderPrompts(tk *task, ws *workspace.Workspace) (system, text string, err 
 		return "", "", err
 	}
 	text, err = prompts.Task(prompts.TaskData{
-		Repo: tk.Repo, Title: tk.issue.Title, Body: tk.issue.Body, Instructions: tk.Instructions,
+		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: tk.Instructions,
 		Review: tk.ReviewComment, Context: repo,
 	})
 	return system, text, err

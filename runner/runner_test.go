@@ -46,6 +46,8 @@ type world struct {
 	store  *memStore
 	locks  *memLocks
 	runner *runner.Runner
+	model  *llmtest.Server // what the model was asked
+	traces *memTraces
 	cfg    runner.Config // what runner was made with
 }
 
@@ -79,7 +81,7 @@ func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sim.Close() })
-	w := &world{sim: sim, inst: sim.AddInstallation("acme"), store: newMemStore(), locks: &memLocks{held: map[string]string{}}}
+	w := &world{sim: sim, inst: sim.AddInstallation("acme"), store: newMemStore(), locks: &memLocks{held: map[string]string{}}, traces: &memTraces{}}
 	if err := sim.AddRepo(w.inst, repo, files); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +96,7 @@ func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure 
 		t.Fatal(err)
 	}
 	model := llmtest.NewServer(t, script)
+	w.model = model
 	client, err := llm.New(llm.Config{BaseURL: model.URL()})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +104,7 @@ func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure 
 	w.cfg = runner.Config{
 		GitHub: gh, Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
-		Store: w.store, Tasks: w.store, Locks: w.locks,
+		Store: w.store, Tasks: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}
 	configure(&w.cfg)
@@ -251,6 +254,28 @@ func (s *memStore) record(id string) runner.TaskState {
 		}
 	}
 	return runner.TaskState{}
+}
+
+// memTraces keeps tasks' traces in memory.
+type memTraces struct {
+	mu     sync.Mutex
+	events map[string][]app.TraceEvent
+}
+
+func (m *memTraces) Append(_ context.Context, id string, e app.TraceEvent) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.events == nil {
+		m.events = map[string][]app.TraceEvent{}
+	}
+	m.events[id] = append(m.events[id], e.Capped())
+	return nil
+}
+
+func (m *memTraces) Trace(_ context.Context, id string) ([]app.TraceEvent, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.events[id]), nil
 }
 
 // memLocks are the queue's locks without their expiry.

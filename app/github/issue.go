@@ -22,7 +22,8 @@ func (i *Installation) Issue(ctx context.Context, repo string, number int) (app.
 		}
 		return app.IssueInfo{}, fmt.Errorf("get issue %s#%d: %w", repo, number, err)
 	}
-	info := app.IssueInfo{Title: is.GetTitle(), Body: is.GetBody(), Author: is.GetUser().GetLogin()}
+	info := app.IssueInfo{Title: is.GetTitle(), Body: is.GetBody(), Author: is.GetUser().GetLogin(),
+		AuthorType: is.GetUser().GetType(), CreatedAt: is.GetCreatedAt().Time}
 	if !is.IsPullRequest() {
 		return info, nil
 	}

@@ -120,13 +120,16 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 		t.Errorf("title %q", pr.Title)
 	}
 	for _, want := range []string{
-		"@ada asked on #1", "> fix", "## What changed and why", "now starts at 0",
+		"## What changed and why", "now starts at 0", "Asked by @ada on #1.",
 		"| build | `go build ./...` | ✅ pass", "| test | `go test ./...` | ✅ pass", "| sandboxed |",
 		"4 iterations", "tokens", "$0.0000", "Fixes #1", "<summary>Trace</summary>", "edit_file",
 	} {
 		if !strings.Contains(pr.Body, want) {
 			t.Errorf("pull request body lacks %q:\n%s", want, pr.Body)
 		}
+	}
+	if strings.Contains(pr.Body, "> fix") {
+		t.Errorf("the bare verb is quoted in the pull request body:\n%s", pr.Body)
 	}
 
 	// The fix is on the branch, committed by the App with the requester as
@@ -686,5 +689,39 @@ func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 	}
 	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Errorf("check runs %+v; want one failure", runs)
+	}
+}
+
+func TestAskIsAnsweredWithoutAPullRequest(t *testing.T) {
+	script := llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
+		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts at index 1: stats.go:7."}`}}},
+	}}
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: &script}, nil)
+	_, id, err := w.deliverComment(t.Context(), demoRequester, "/agent ask why does Sum drop a sample?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("question ended %s (%s)", rec.State, rec.Step)
+	}
+	main, err := w.sim.BranchSHA(w.repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply string
+	for _, c := range w.sim.Comments(w.repo, w.issue) {
+		if strings.Contains(c.Body, "agentbot:task="+id) {
+			reply = c.Body
+		}
+	}
+	if want := "[`stats.go:7`](" + w.sim.URL() + "/" + w.repo + "/blob/" + main + "/stats.go#L7)"; !strings.Contains(reply, want) {
+		t.Errorf("answer lacks %q:\n%s", want, reply)
+	}
+	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+		t.Errorf("%d pull requests after a question", len(prs))
+	}
+	if branches, _ := w.sim.Branches(w.repo); len(branches) != 1 {
+		t.Errorf("branches %v after a question; want main alone", branches)
 	}
 }

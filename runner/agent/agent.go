@@ -73,6 +73,8 @@ type Config struct {
 	Store     StateStore
 	System    string
 	Task      string
+	// Images go with the task message, for a model that reads images.
+	Images []llm.Image
 	// ContextWindow is the edit model's window in tokens; zero means 128k.
 	// Old tool results are digested when the transcript passes three
 	// quarters of it.
@@ -84,7 +86,11 @@ type Config struct {
 	// ObserveModel, when set, is called after every chat completion the
 	// loop asks for, answered or not, on the loop's goroutine.
 	ObserveModel func(ModelCall)
-	Logger       *slog.Logger
+	// ReadOnly runs the loop over the read tools and answer only, for a
+	// question: nothing is written and nothing runs in a sandbox, so
+	// Runner may be nil.
+	ReadOnly bool
+	Logger   *slog.Logger
 }
 
 // Event is one step's progress: a tool call and its result, or an answer
@@ -130,7 +136,7 @@ type Agent struct {
 // and brings the work tree to the saved diff. The tree must be at the base
 // commit or already carry exactly the saved diff.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
-	if cfg.Model == nil || cfg.Runner == nil || cfg.Workspace == nil || cfg.Store == nil || cfg.TaskID == "" {
+	if cfg.Model == nil || (cfg.Runner == nil && !cfg.ReadOnly) || cfg.Workspace == nil || cfg.Store == nil || cfg.TaskID == "" {
 		return nil, errors.New("agent: TaskID, Model, Runner, Workspace and Store are required")
 	}
 	if cfg.Fast == nil {
@@ -151,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	if raw == nil {
 		a.st = &State{TaskID: cfg.TaskID, Status: app.StateRunning, Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: cfg.System},
-			{Role: llm.RoleUser, Content: cfg.Task},
+			{Role: llm.RoleUser, Content: cfg.Task, Images: cfg.Images},
 		}}
 	} else {
 		a.st = &State{}
@@ -163,7 +169,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	a.before = a.st.Elapsed
-	a.tools, err = tools.New(tools.Config{Root: cfg.Workspace.Root(), Policy: cfg.Policy, Runner: cfg.Runner, Originals: a.st.Originals})
+	a.tools, err = tools.New(tools.Config{Root: cfg.Workspace.Root(), Policy: cfg.Policy, Runner: cfg.Runner, Originals: a.st.Originals, ReadOnly: cfg.ReadOnly})
 	if err != nil {
 		return nil, fmt.Errorf("tools of task %s: %w", cfg.TaskID, err)
 	}
@@ -276,15 +282,21 @@ func (a *Agent) ask(ctx context.Context) error {
 		a.st.Plan = msg.Content
 	}
 	if len(msg.ToolCalls) == 0 {
-		a.st.Messages = append(a.st.Messages, llm.Message{Role: llm.RoleUser, Content: nudge})
+		a.st.Messages = append(a.st.Messages, llm.Message{Role: llm.RoleUser, Content: a.nudge()})
 		a.emit(Event{Step: a.st.Step})
 	}
 	return a.save(ctx)
 }
 
 // nudge answers a reply without a tool call: the loop only advances through
-// tools, and finish is how the model says it is done.
-const nudge = "Continue with a tool call. When the checks pass and the task is complete, call finish with a summary."
+// tools, and finish (answer, for a question) is how the model says it is
+// done.
+func (a *Agent) nudge() string {
+	if a.cfg.ReadOnly {
+		return "Continue with a tool call. When you can answer the question, call answer with your reply."
+	}
+	return "Continue with a tool call. When the checks pass and the task is complete, call finish with a summary."
+}
 
 // answerCalls runs the calls of the last answer that have no result yet: all
 // of them after a fresh answer, the rest of them after a restart.
@@ -378,7 +390,7 @@ func (a *Agent) record(ctx context.Context, call llm.ToolCall, res tools.Result,
 		Outcome: res.Outcome, Result: res.Output, ResultBytes: len(res.Output), Checks: res.Checks, Took: took})
 
 	if res.Done {
-		st.Summary = res.Summary
+		st.Summary, st.Title = res.Summary, res.Title
 		return a.stop(ctx, StopDone, res.Output)
 	}
 	if reason, detail := a.afterChecks(res.Checks); reason != "" {

@@ -34,7 +34,8 @@ type State struct {
 	Pending   *llm.ToolCall `json:"pending,omitempty"`
 	Approvals []Approval    `json:"approvals,omitempty"`
 	Stop      *Stop         `json:"stop,omitempty"`
-	Summary   string        `json:"summary,omitempty"` // finish's summary
+	Summary   string        `json:"summary,omitempty"` // finish's summary, or a question's answer
+	Title     string        `json:"title,omitempty"`   // finish's title for the pull request
 
 	// The stop rules' memory.
 	Recent      []string `json:"recent,omitempty"`       // signatures of the last calls

@@ -276,7 +276,14 @@ func toMessageParam(m Message) (openai.ChatCompletionMessageParamUnion, error) {
 	case RoleSystem:
 		return openai.SystemMessage(m.Content), nil
 	case RoleUser:
-		return openai.UserMessage(m.Content), nil
+		if len(m.Images) == 0 {
+			return openai.UserMessage(m.Content), nil
+		}
+		parts := []openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(m.Content)}
+		for _, im := range m.Images {
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: im.DataURL()}))
+		}
+		return openai.UserMessage(parts), nil
 	case RoleTool:
 		if m.ToolCallID == "" {
 			return openai.ChatCompletionMessageParamUnion{}, errors.New("tool message without a tool call id")

@@ -1,6 +1,9 @@
 package llm
 
-import "encoding/json"
+import (
+	"encoding/base64"
+	"encoding/json"
+)
 
 // Roles of chat messages.
 const (
@@ -11,12 +14,25 @@ const (
 )
 
 // Message is one chat message. Assistant messages may carry tool calls; tool
-// messages answer one call by its ID.
+// messages answer one call by its ID; user messages may carry images, for
+// a model that reads them.
 type Message struct {
 	Role       string     `json:"role"`
 	Content    string     `json:"content,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Images     []Image    `json:"images,omitempty"`
+}
+
+// Image is an image input, sent after the message's text as a data URL.
+type Image struct {
+	MediaType string `json:"media_type"` // image/png, image/jpeg, image/gif or image/webp
+	Data      []byte `json:"data"`
+}
+
+// DataURL is the image as a data: URL, as the wire carries it.
+func (im Image) DataURL() string {
+	return "data:" + im.MediaType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }
 
 // ToolCall is the model's request to run a tool. Arguments are the raw JSON

@@ -37,11 +37,23 @@ func runChecks(ctx context.Context, s *Set, _ noArgs) Result {
 
 type finishArgs struct {
 	Summary string `json:"summary"`
+	Title   string `json:"title"`
 }
+
+// MaxTitle bounds, in characters, the pull request title finish may give:
+// what GitHub shows in a list without cutting it.
+const MaxTitle = 72
 
 func (a finishArgs) validate() error {
 	if strings.TrimSpace(a.Summary) == "" {
 		return errors.New("summary is required: say what changed and why")
+	}
+	t := strings.TrimSpace(a.Title)
+	if strings.ContainsAny(t, "\r\n") {
+		return errors.New("title must be one line")
+	}
+	if n := utf8.RuneCountInString(t); n > MaxTitle {
+		return fmt.Errorf("title is %d characters long; give one of at most %d", n, MaxTitle)
 	}
 	return nil
 }
@@ -58,7 +70,7 @@ func finish(ctx context.Context, s *Set, a finishArgs) Result {
 			Output: "finish refused: the checks do not pass yet.\n" + describeFailure(runs)}
 	}
 	return Result{Outcome: OK, Target: "finish", Checks: runs, Done: true, Summary: a.Summary,
-		Output: "accepted: " + describePass(runs)}
+		Title: strings.TrimSpace(a.Title), Output: "accepted: " + describePass(runs)}
 }
 
 // checks runs the policy's checks in order, stopping at the first failure.

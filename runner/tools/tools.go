@@ -67,6 +67,7 @@ type Result struct {
 	Checks  []CheckRun // the checks this call ran, in order
 	Done    bool       // finish was accepted: the checks pass on the current tree
 	Summary string     // finish's summary, when Done
+	Title   string     // finish's title for the pull request, when given
 }
 
 // CheckRun is one run of one of the policy's checks.
@@ -91,6 +92,9 @@ type Config struct {
 	Originals map[string]*string
 	// OutputLimit caps the bytes of one result the model sees; 0 means 16 KiB.
 	OutputLimit int
+	// ReadOnly offers only the read tools and answer, for a question: no
+	// write, command or check; Runner may be nil.
+	ReadOnly bool
 }
 
 // Set is the tools of one task. It is not safe for concurrent calls: the
@@ -117,7 +121,7 @@ type tool struct {
 
 // New returns the tools for a work tree under a policy.
 func New(cfg Config) (*Set, error) {
-	if cfg.Root == nil || cfg.Runner == nil {
+	if cfg.Root == nil || (cfg.Runner == nil && !cfg.ReadOnly) {
 		return nil, errors.New("tools: Root and Runner are required")
 	}
 	s := &Set{root: cfg.Root, policy: cfg.Policy, runner: cfg.Runner, limit: cfg.OutputLimit}
@@ -130,7 +134,11 @@ func New(cfg Config) (*Set, error) {
 	}
 	s.budget = b
 	s.tools = map[string]*tool{}
-	for _, t := range registry() {
+	reg := registry()
+	if cfg.ReadOnly {
+		reg = readOnlyRegistry()
+	}
+	for _, t := range reg {
 		s.tools[t.name] = t
 		s.order = append(s.order, t.name)
 	}
@@ -305,5 +313,6 @@ const (
 	runCommandSchema = `{"type":"object","properties":{
 "command":{"type":"string"}},"required":["command"],"additionalProperties":false}`
 	finishSchema = `{"type":"object","properties":{
-"summary":{"type":"string","description":"what changed and why, for the pull request"}},"required":["summary"],"additionalProperties":false}`
+"summary":{"type":"string","description":"what changed and why, for the pull request"},
+"title":{"type":"string","maxLength":72,"description":"the pull request's title: one line of at most 72 characters, in the imperative, e.g. Fix Sum dropping the first sample"}},"required":["summary"],"additionalProperties":false}`
 )

@@ -151,6 +151,8 @@ func TestBadCallsAreResults(t *testing.T) {
 		{"edit_file", `{"path":"main.go","old_string":"main"}`, "new_string is required"},
 		{"read_file", `{"path":"main.go"} {}`, "not valid JSON"},
 		{"finish", `{"summary":"  "}`, "summary is required"},
+		{"finish", `{"summary":"done","title":"` + strings.Repeat("t", tools.MaxTitle+1) + `"}`, "at most 72"},
+		{"finish", `{"summary":"done","title":"Fix it\nand more"}`, "one line"},
 	}
 	for _, c := range cases {
 		r := s.Call(context.Background(), c.tool, c.args)
@@ -359,9 +361,9 @@ func TestChecksAndFinish(t *testing.T) {
 	}
 	p.Checks = p.Checks[:2]
 	s = newSet(t, dir, p, nil)
-	r = s.Call(ctx, "finish", `{"summary":"fixed it"}`)
-	if r.Outcome != tools.OK || !r.Done || r.Summary != "fixed it" {
-		t.Errorf("finish on green: %s %q", r.Outcome, r.Output)
+	r = s.Call(ctx, "finish", `{"summary":"fixed it","title":" Create the ok file "}`)
+	if r.Outcome != tools.OK || !r.Done || r.Summary != "fixed it" || r.Title != "Create the ok file" {
+		t.Errorf("finish on green: %s %q, title %q", r.Outcome, r.Output, r.Title)
 	}
 }
 

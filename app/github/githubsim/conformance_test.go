@@ -328,6 +328,13 @@ func TestConformance(t *testing.T) {
 			_, r, err := c.PullRequests.CreateReview(ctx, owner, name, 2, &github.PullRequestReviewRequest{Event: github.String("APPROVE")})
 			return r, err
 		}, 422},
+		{"list reviews", func() (*github.Response, error) {
+			if _, err := w.s.AddReview(full, 2, "octocat", "CHANGES_REQUESTED", "Please rename it."); err != nil {
+				return nil, err
+			}
+			_, r, err := c.PullRequests.ListReviews(ctx, owner, name, 2, &github.ListOptions{PerPage: 1})
+			return r, err
+		}, 200},
 		{"list review comments", func() (*github.Response, error) {
 			_, r, err := c.PullRequests.ListComments(ctx, owner, name, 2, nil)
 			return r, err
@@ -367,6 +374,7 @@ func TestConformance(t *testing.T) {
 		"repos/get-content", "issues/list-comments", "issues/create-comment", "issues/update-comment",
 		"reactions/create-for-issue-comment", "issues/get", "pulls/get", "pulls/list", "pulls/create",
 		"checks/create", "checks/update", "pulls/list-review-comments", "pulls/create-review",
+		"pulls/list-reviews",
 	}
 	for _, op := range want {
 		if !slices.Contains(slices.Collect(mapKeys(v.seen)), op) {

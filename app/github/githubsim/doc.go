@@ -23,7 +23,7 @@
 //     WithEnterpriseURLs(base, base) and ghinstallation's BaseURL work
 //     unchanged. Beyond the subset's 16 operations it serves what the
 //     App flows need: GET /app, installations, branches, issue labels and
-//     reactions, requested reviewers, review comments and their replies,
+//     reactions, requested reviewers, reviews, review comments and their replies,
 //     reactions on review comments (routes.go lists them all). The Git
 //     database operations (blobs, trees, commits, refs; gitdb.go) write
 //     real objects into the bare repository, so git reads what a client
@@ -59,7 +59,10 @@
 //
 // A test builds the world with AddInstallation, AddRepo (a real bare
 // repository on branch main with an initial commit), AddFork,
-// SetPermission, AddIssue, AddComment and AddPullRequest; acts as GitHub
+// SetPermission, AddIssue, AddComment, AddPullRequest, AddReview,
+// AddReviewComment and AddAttachment (a file served under
+// /user-attachments/assets/, as GitHub serves what people drop into a
+// comment); acts as GitHub
 // toward the bot with Deliver and the Deliver* helpers, which make the
 // change and send the payload signed as GitHub does; injects failures with
 // Inject (5xx, primary and secondary rate limits, latency, and failures

@@ -41,6 +41,7 @@ func (s *Server) routes() http.Handler {
 	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/comments/{comment_id}/replies", s.replyReviewComment)
 	api("POST /repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", s.reactToReviewComment)
 	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", s.createReview)
+	api("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", s.listReviews)
 
 	api("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
 	api("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", s.updateCheckRun)
@@ -48,6 +49,7 @@ func (s *Server) routes() http.Handler {
 
 	mux.HandleFunc("POST /settings/apps/new", s.newApp)
 	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)
+	mux.HandleFunc("GET /user-attachments/assets/{id}", s.getAttachment)
 	mux.HandleFunc("/{owner}/{repo}/{rest...}", s.serveGitOrNotFound)
 	return s.withFaults(mux)
 }

@@ -84,6 +84,7 @@ type Server struct {
 	hookID         int64
 	deliveries     []Delivery
 	out            *outbox
+	attachments    map[string][]byte // user attachments by asset id
 }
 
 const defaultAppName = "agentbot-sim"

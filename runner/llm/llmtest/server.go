@@ -1,6 +1,7 @@
 package llmtest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -364,14 +365,28 @@ func (wm wireMessage) decode() (llm.Message, error) {
 	case content == "" || content == "null":
 	case strings.HasPrefix(content, "["):
 		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			ImageURL struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
 		}
 		if err := json.Unmarshal(wm.Content, &parts); err != nil {
 			return llm.Message{}, fmt.Errorf("content: %w", err)
 		}
 		for _, p := range parts {
-			m.Content += p.Text
+			switch p.Type {
+			case "text":
+				m.Content += p.Text
+			case "image_url":
+				im, err := decodeDataURL(p.ImageURL.URL)
+				if err != nil {
+					return llm.Message{}, fmt.Errorf("content: image_url: %w", err)
+				}
+				m.Images = append(m.Images, im)
+			default:
+				return llm.Message{}, fmt.Errorf("content: unknown part type %q", p.Type)
+			}
 		}
 	default:
 		if err := json.Unmarshal(wm.Content, &m.Content); err != nil {
@@ -413,4 +428,22 @@ type wireChoice struct {
 	Index        int         `json:"index"`
 	Message      wireMessage `json:"message"`
 	FinishReason string      `json:"finish_reason"`
+}
+
+// decodeDataURL reads an image sent inline as data:TYPE;base64,DATA; a
+// model server cannot fetch other URLs here.
+func decodeDataURL(u string) (llm.Image, error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return llm.Image{}, fmt.Errorf("%.40q is not a data URL", u)
+	}
+	mediaType, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || !strings.HasPrefix(mediaType, "image/") {
+		return llm.Image{}, errors.New("want a data:image/TYPE;base64,DATA URL")
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return llm.Image{}, fmt.Errorf("image data: %w", err)
+	}
+	return llm.Image{MediaType: mediaType, Data: b}, nil
 }

@@ -1,0 +1,164 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// ask answers "/agent ask <question>" and "/agent explain": the loop
+// reads a checkout of the issue's default branch, or of the pull
+// request's head, with the read tools only — no sandbox, no write, no
+// branch, no pull request — and the answer is posted in the status
+// comment with its citations linked to the commit it read. The task is
+// admitted, audited, traced and bounded by the policy's budgets as a fix
+// is. It changes nothing, so it does not queue behind the issue's running
+// task.
+func (r *Runner) ask(ctx context.Context, tk *task) error {
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+		return err
+	}
+	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
+		return err
+	}
+	r.phase(ctx, tk, "admission")
+	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "checkout"); err != nil {
+		return err
+	}
+	base := tk.prog.Base
+	if base == "" {
+		base = readAt(tk)
+	}
+	if err := tk.status.Set(ctx, runningText(tk, "reading "+base)); err != nil {
+		return err
+	}
+	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
+	if err != nil {
+		return err
+	}
+	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo,
+		Remote: workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}, Base: base})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	if tk.prog.Base == "" {
+		tk.prog.Base = ws.Base()
+		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+			return err
+		}
+	}
+	r.phase(ctx, tk, "workspace")
+
+	st, err := r.answer(ctx, tk, ws)
+	if err != nil {
+		return err
+	}
+	tk.run = st
+	r.phase(ctx, tk, "agent")
+	if st.Status != app.StateSucceeded {
+		text := noAnswerText(tk, st)
+		if err := r.completeCheck(ctx, tk, app.ConclusionFailure, app.CheckOutput{Title: "No answer: " + reasonLine(st, failure{stop: st.Stop}),
+			Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
+			return err
+		}
+		return r.finish(ctx, tk, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
+	}
+	web := strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git")
+	body := answerText(tk, st, linkCitations(st.Summary, web, tk.prog.Base, ws.Root().FS()), web)
+	if err := r.audit(ctx, tk, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
+		return err
+	}
+	if err := r.completeCheck(ctx, tk, app.ConclusionNeutral, app.CheckOutput{Title: "Answered; nothing was changed",
+		Summary: usageLine(st), Text: r.checkText(ctx, tk, st)}); err != nil {
+		return err
+	}
+	return r.finish(ctx, tk, app.StateSucceeded, body, "answered")
+}
+
+// readAt is the ref a question reads: the pull request's head, or the
+// default branch.
+func readAt(tk *task) string {
+	if pull := tk.issue.Pull; pull != nil {
+		if pull.HeadRepo == tk.Repo {
+			return pull.HeadSHA
+		}
+		return fmt.Sprintf("refs/pull/%d/head", tk.Number)
+	}
+	return tk.policy.Repo.DefaultBranch
+}
+
+// answer runs the read-only loop over ws.
+func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) (*agent.State, error) {
+	p := &tk.policy.Policy
+	if p.Model.Edit == "" {
+		p.Model.Edit = r.cfg.Models.Edit
+	}
+	if p.Model.Fast == "" {
+		p.Model.Fast = r.cfg.Models.Fast
+	}
+	th, err := r.thread(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := prompts.LoadRepo(ws.Root().FS())
+	if err != nil {
+		return nil, fmt.Errorf("read the repository for the prompt: %w", err)
+	}
+	system, err := prompts.Ask(prompts.AskData{Limits: p.Limits})
+	if err != nil {
+		return nil, err
+	}
+	text, err := prompts.Task(prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
+		Instructions: question(tk), Review: tk.ReviewComment, Context: repo})
+	if err != nil {
+		return nil, err
+	}
+	a, err := agent.New(ctx, agent.Config{
+		TaskID: tk.ID, Policy: *p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
+		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
+		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.status.Set(ctx, runningText(tk, "reading the code")); err != nil {
+		return nil, err
+	}
+	return a.Run(ctx)
+}
+
+// question is what the model is asked: the question, or for a bare
+// "/agent explain" an explanation of the issue or pull request.
+func question(tk *task) string {
+	q := strings.TrimSpace(tk.Instructions)
+	switch {
+	case tk.Verb == app.VerbExplain && q == "" && tk.issue.Pull != nil:
+		return "Explain this pull request: what it changes, in which code, and why."
+	case tk.Verb == app.VerbExplain && q == "":
+		return "Explain this issue: what it is about, the code it concerns, and how that code works."
+	case tk.Verb == app.VerbExplain:
+		return "Explain " + q
+	}
+	return "Question: " + q
+}
+
+// answerText is the status comment of an answered question.
+func answerText(tk *task, st *agent.State, answer, web string) string {
+	short := tk.prog.Base
+	if len(short) > 7 {
+		short = short[:7]
+	}
+	return fmt.Sprintf("💬 **Answer** (read at [`%s`](%s/tree/%s); nothing was changed)\n\n%s\n\n<sub>%s</sub>\n\n%s",
+		short, web, tk.prog.Base, answer, usageLine(st), quoteRequest(tk))
+}
+
+// noAnswerText says why a question got no answer.
+func noAnswerText(tk *task, st *agent.State) string {
+	return fmt.Sprintf("❌ **No answer.** %s\n\n<sub>%s</sub>\n\n%s", reasonLine(st, failure{stop: st.Stop}), usageLine(st), quoteRequest(tk))
+}

@@ -1,0 +1,120 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/llm"
+)
+
+// Bounds on the images passed to a model that reads them
+// (model.vision): each is fetched on the host, never in the sandbox.
+const (
+	maxImages     = 5
+	maxImageBytes = 5 << 20
+	imageTimeout  = 30 * time.Second
+)
+
+// imageTypes are the formats models take, as the bytes sniff.
+var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// attachmentHosts serve github.com's older user attachments.
+var attachmentHosts = []string{"user-images.githubusercontent.com", "private-user-images.githubusercontent.com"}
+
+// images fetches the image attachments of the thread's shown posts when
+// the policy says the model reads images. Every image not passed — not a
+// GitHub attachment, past the count, too large, of another type, or not
+// fetched — is a refusal in the task's trace; none fails the task.
+func (r *Runner) images(ctx context.Context, tk *task, th *app.Thread) []llm.Image {
+	if !tk.policy.Policy.Model.Vision || th == nil || len(th.Images) == 0 {
+		return nil
+	}
+	if saved, err := r.cfg.Store.LoadState(ctx, tk.ID); err != nil || saved != nil {
+		return nil // a resumed transcript holds its images already
+	}
+	web, err := url.Parse(strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git"))
+	if err != nil {
+		tk.log.Warn("no web address to tell attachments by", "err", err)
+		return nil
+	}
+	client := &http.Client{Timeout: imageTimeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		// GitHub sends an attachment's bytes from its storage hosts;
+		// a redirect is followed only over https, and not far.
+		if req.URL.Scheme != "https" || len(via) >= 3 {
+			return fmt.Errorf("redirected to %s", req.URL.Redacted())
+		}
+		return nil
+	}}
+	var out []llm.Image
+	for _, u := range th.Images {
+		var im llm.Image
+		err := errors.New("more than 5 images; the first 5 were passed")
+		if len(out) < maxImages {
+			im, err = fetchAttachment(ctx, client, web, u)
+		}
+		if err != nil {
+			tk.log.Info("image refused", "url", u, "reason", err)
+			r.trace(ctx, tk, app.TraceEvent{Time: time.Now().UTC(), Kind: app.TraceRefusal, Name: "image", Outcome: "refused", Args: u, Detail: err.Error()})
+			continue
+		}
+		out = append(out, im)
+	}
+	return out
+}
+
+// fetchAttachment reads one GitHub user attachment, within the limits.
+func fetchAttachment(ctx context.Context, client *http.Client, web *url.URL, raw string) (llm.Image, error) {
+	u, err := url.Parse(raw)
+	if err != nil || !isAttachment(u, web) {
+		return llm.Image{}, errors.New("not a GitHub user attachment")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return llm.Image{}, fmt.Errorf("fetch: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return llm.Image{}, fmt.Errorf("fetch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return llm.Image{}, fmt.Errorf("fetch: %s", resp.Status)
+	}
+	if resp.ContentLength > maxImageBytes {
+		return llm.Image{}, fmt.Errorf("%d bytes; the limit is %d", resp.ContentLength, maxImageBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxImageBytes+1))
+	if err != nil {
+		return llm.Image{}, fmt.Errorf("fetch: %w", err)
+	}
+	if len(data) > maxImageBytes {
+		return llm.Image{}, fmt.Errorf("over %d bytes; the limit is %d", maxImageBytes, maxImageBytes)
+	}
+	typ := http.DetectContentType(data)
+	if !slices.Contains(imageTypes, typ) {
+		return llm.Image{}, fmt.Errorf("of type %s; PNG, JPEG, GIF and WebP are passed", typ)
+	}
+	return llm.Image{MediaType: typ, Data: data}, nil
+}
+
+// isAttachment reports whether u is a file people attached on GitHub:
+// under /user-attachments/assets/ of the GitHub the repository lives on,
+// or on GitHub's attachment hosts. Other addresses are not fetched, so a
+// comment cannot make the host fetch what it likes.
+func isAttachment(u, web *url.URL) bool {
+	if u.User != nil {
+		return false
+	}
+	if u.Scheme == web.Scheme && u.Host == web.Host && strings.HasPrefix(u.Path, "/user-attachments/assets/") {
+		return true
+	}
+	return u.Scheme == "https" && slices.Contains(attachmentHosts, u.Host)
+}
