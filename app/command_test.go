@@ -29,6 +29,7 @@ func TestParseCommand(t *testing.T) {
 		{"bare trigger then lines", "/agent\nplease add tests", Run, VerbFix, "please add tests"},
 		{"CRLF", "/agent fix it\r\nnow\r\n", Run, VerbFix, "it\nnow"},
 		{"first command wins", "/agent status\n/agent stop", Run, VerbStatus, ""},
+		{"fix-ci", "/agent fix-ci", Run, VerbFixCI, ""},
 		{"code block in instructions is kept", "/agent fix this:\n```\npanic: boom\n```", Run, VerbFix, "this:\n```\npanic: boom\n```"},
 
 		{"no command", "Looks good to me", Ignore, "", ""},

@@ -116,6 +116,9 @@ type PullRequestSpec struct {
 	Labels       []string
 	Reviewers    []string
 	OnFailure    string // "comment" (default) or "draft_pr"
+	// CIFollowups bounds the follow-ups that the repository's failing CI
+	// starts on one of the agent's pull requests; 0 turns them off.
+	CIFollowups int
 }
 
 // Branch returns the deterministic branch name for a task on an issue.

@@ -103,6 +103,7 @@ type RawPullRequest struct {
 	Labels       []string `yaml:"labels" desc:"Labels added to the agent's pull requests."`
 	Reviewers    []string `yaml:"reviewers" desc:"Logins asked to review the agent's pull requests."`
 	OnFailure    *string  `yaml:"on_failure" desc:"When checks stay red: comment explains on the issue, draft_pr opens a draft pull request anyway." enum:"comment,draft_pr"`
+	CIFollowups  *int     `yaml:"ci_followups" desc:"How many times failing CI on one of the agent's pull requests starts a follow-up that fixes it; 0 turns this off." zero:"allowed"`
 }
 
 // RawDuration is a Go duration as written, such as 90s, 15m or 1h30m.
