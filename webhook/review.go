@@ -1,0 +1,20 @@
+package webhook
+
+import "github.com/agentbot/agentbot/app"
+
+// reviewFollowUp decides whether a submitted review is one follow-up that
+// addresses all its inline comments together: when it requests changes
+// and holds no command (Implicit: the worker runs it only for someone who
+// may command, and refuses no one else in words), or when its body is a
+// fix command, whose instructions then come with the comments. Any other
+// review is read as a comment would be; nil says so.
+func reviewFollowUp(id int64, state, body, trigger string) *app.ReviewRef {
+	cmd := app.ParseCommand(body, trigger)
+	switch {
+	case cmd.Action == app.Ignore && state == "changes_requested":
+		return &app.ReviewRef{ID: id, Implicit: true}
+	case cmd.Action == app.Run && cmd.Verb == app.VerbFix:
+		return &app.ReviewRef{ID: id}
+	}
+	return nil
+}
