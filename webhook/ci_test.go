@@ -76,7 +76,9 @@ func TestFailedCIOnAPullRequestIsAFollowUp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var repo struct{ FullName string `json:"full_name"` }
+			var repo struct {
+				FullName string `json:"full_name"`
+			}
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(payload, &m); err != nil || json.Unmarshal(m["repository"], &repo) != nil {
 				t.Fatal(err)
