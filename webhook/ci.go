@@ -15,10 +15,6 @@ func isCIEvent(event string) bool {
 	return event == "check_run" || event == "check_suite" || event == "workflow_run"
 }
 
-// ciFailed are the conclusions of a check that failed on the change,
-// rather than being cancelled, skipped or left for a person to act on.
-var ciFailed = map[string]bool{"failure": true, "timed_out": true, "startup_failure": true}
-
 // ciObject holds what intake reads of a check run, check suite or
 // workflow run.
 type ciObject struct {
@@ -95,7 +91,7 @@ func ciAnswer(event, action string, o *ciObject) answer {
 	if o == nil {
 		return invalid("%s without its %s", event, event)
 	}
-	if !ciFailed[o.Conclusion] {
+	if !app.CIFailed(o.Conclusion) {
 		return ignored("%s concluded %q, not a failure", event, o.Conclusion)
 	}
 	if o.HeadSHA == "" {
