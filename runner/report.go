@@ -255,6 +255,7 @@ func helpText(p app.Policy) string {
 	for _, l := range [][2]string{
 		{"fix [instructions]", "fix this issue and open a pull request"},
 		{"<feedback>", "on an agent pull request: change it as asked"},
+		{"fix-ci", "on an agent pull request: make its failing CI pass"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
 		{"status", "where the tasks on this issue or pull request are"},

@@ -121,7 +121,7 @@ func (h *Handler) classify(event, delivery string, p *payload) answer {
 			// A review is no issue comment: there is nothing to react to.
 			t.CommentID = 0
 			if t.Review.Implicit {
-				t.Verb = app.VerbFix
+				t.Verb, t.Instructions = app.VerbFix, reviewInstructions(text)
 			}
 		}
 	case "issues":

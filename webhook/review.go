@@ -1,6 +1,10 @@
 package webhook
 
-import "github.com/agentbot/agentbot/app"
+import (
+	"strings"
+
+	"github.com/agentbot/agentbot/app"
+)
 
 // reviewFollowUp decides whether a submitted review is one follow-up that
 // addresses all its inline comments together: when it requests changes
@@ -17,4 +21,11 @@ func reviewFollowUp(id int64, state, body, trigger string) *app.ReviewRef {
 		return &app.ReviewRef{ID: id}
 	}
 	return nil
+}
+
+// reviewInstructions are the words of a review that requests changes
+// without a command: what the reviewer asks beyond the inline comments,
+// cleaned as a command's are and cut to app.MaxInstructions.
+func reviewInstructions(body string) string {
+	return app.FitText(strings.TrimSpace(app.CleanText(body)), app.MaxInstructions)
 }
