@@ -145,8 +145,13 @@ func (i *Installation) describeFailure(ctx context.Context, owner, repo string, 
 	if c.AppSlug != actionsSlug {
 		return nil
 	}
-	c.Log, c.LogCut, err = i.jobLogTail(ctx, owner, repo, c.ID)
-	return err
+	if c.Log, c.LogCut, err = i.jobLogTail(ctx, owner, repo, c.ID); err != nil {
+		// Without the log (an installation that has not granted
+		// actions: read, a log already expired) the summary and the
+		// annotations still say much.
+		i.parent.cfg.Logger.WarnContext(ctx, "job log unavailable", "repo", owner+"/"+repo, "job", c.ID, "err", err)
+	}
+	return nil
 }
 
 // jobLogTail downloads the tail of GitHub Actions job id's log. Its API
