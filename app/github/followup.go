@@ -2,6 +2,7 @@ package github
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -88,7 +89,11 @@ func (i *Installation) CIChecks(ctx context.Context, repo, sha, name string, app
 		}
 		suiteOpts.Page = resp.NextPage
 	}
-	slices.SortStableFunc(out, func(a, b app.CICheck) int { return b.CompletedAt.Compare(a.CompletedAt) })
+	// Newest first; GitHub's ids grow, so they order runs finished within
+	// the same second.
+	slices.SortFunc(out, func(a, b app.CICheck) int {
+		return cmp.Or(b.CompletedAt.Compare(a.CompletedAt), cmp.Compare(b.ID, a.ID))
+	})
 	for k := range out {
 		if !app.CIFailed(out[k].Conclusion) {
 			continue

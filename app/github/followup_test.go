@@ -49,10 +49,14 @@ func TestCIChecksReadWhyAnotherAppsCheckFailed(t *testing.T) {
 		t.Fatalf("checks %+v; want test and lint, not agentbot's", checks)
 	}
 	var got app.CICheck
+	var lintApp int64
 	for _, c := range checks {
 		if c.Name == "test" {
 			got = c
-		} else if c.Log != "" || len(c.Annotations) != 0 {
+			continue
+		}
+		lintApp = c.AppID
+		if c.Log != "" || len(c.Annotations) != 0 {
 			t.Errorf("the passing check %s was read further: %+v", c.Name, c)
 		}
 	}
@@ -65,6 +69,15 @@ func TestCIChecksReadWhyAnotherAppsCheckFailed(t *testing.T) {
 	if !got.LogCut || len(got.Log) > app.CILogTailBytes || !strings.HasSuffix(got.Log, "got 1, want 2\n") || !strings.HasPrefix(got.Log, "2026-") {
 		t.Errorf("log tail (%d bytes, cut %v) starts %q; want the last whole lines within %d bytes",
 			len(got.Log), got.LogCut, got.Log[:min(40, len(got.Log))], app.CILogTailBytes)
+	}
+	// The latest run of a check comes first, even within one second.
+	rerun, err := w.sim.AddCIRun(repo, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "failure"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lint, err := inst.CIChecks(ctx, repo, sha, "lint", lintApp)
+	if err != nil || len(lint) != 2 || lint[0].ID != rerun.RunID {
+		t.Errorf("lint runs %+v, %v; want the failed rerun first", lint, err)
 	}
 	// Narrowed to one check of one App, as on the base commit.
 	only, err := inst.CIChecks(ctx, repo, sha, "test", got.AppID)
