@@ -84,9 +84,14 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 		f.comments = append(f.comments, c)
 	}
 	tk.follow = f
+	if len(comments) == 0 {
+		// "/agent fix" in a review without inline comments is a follow-up
+		// like one in a comment.
+		return true, nil
+	}
 	if len(f.comments) == 0 && tk.Instructions == "" {
 		return false, r.finish(ctx, tk, app.StateRefused,
-			"The review has no inline comment on a path agentbot may change, and no instructions; nothing to do.", "")
+			"Every inline comment of the review is on a path agentbot may not change, and the review gives no instructions; nothing to do.", "")
 	}
 	var b strings.Builder
 	if len(f.comments) > 0 {
