@@ -264,12 +264,15 @@ func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, err
 		if t.ID == tk.ID || t.Verb != app.VerbFixCI || t.CI == nil {
 			continue
 		}
+		// A task still queued has not looked yet, and one refused did not
+		// follow up: neither took the head.
+		if t.State == app.StateRefused || t.State == app.StateQueued {
+			continue
+		}
 		if t.CI.HeadSHA == head {
 			return false, r.ignore(ctx, tk, fmt.Sprintf("task %s already took failing CI on %s", t.ID, head))
 		}
-		if t.State != app.StateRefused && t.State != app.StateQueued {
-			used++
-		}
+		used++
 	}
 	if used < limit {
 		return true, nil
