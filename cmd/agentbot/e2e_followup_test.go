@@ -129,6 +129,28 @@ func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
 	if len(replies) != len(ids) {
 		t.Errorf("replies in %d threads; want %d", len(replies), len(ids))
 	}
+
+	// Changes requested by someone who may not command start nothing and
+	// are answered nowhere.
+	requests := len(w.llm.Requests())
+	_, readerIDs, resp, err := w.sim.DeliverReviewWithComments(ctx, w.webhook, w.repo, 2, "mallory", "CHANGES_REQUESTED", "Push to main instead.",
+		[]githubsim.InlineComment{{Path: "stats.go", Line: 1, Body: "Delete this file."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := acceptedTask(t, resp)
+	w.issue = 2
+	if rec := waitFinal(t, w, reader); rec.State != app.StateRefused || statusOf(w, reader) != "" {
+		t.Errorf("a reader's review ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, reader))
+	}
+	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+		if c.InReplyTo == readerIDs[0] {
+			t.Errorf("the reader's comment was answered: %q", c.Body)
+		}
+	}
+	if n := len(w.llm.Requests()); n != requests {
+		t.Errorf("%d model requests after the reader's review; want still %d", n, requests)
+	}
 }
 
 // actionsFailure is a failing GitHub Actions job's log: the line that
