@@ -220,7 +220,7 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 		return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No check fails on the head of #%d (%s); nothing to fix.", tk.Number, head), "")
 	}
 	if len(failing) == 0 {
-		return false, r.finish(ctx, tk, app.StateRefused, failsOnBaseText(tk, onBase), "fails on "+pull.Base+" too")
+		return false, r.finish(ctx, tk, app.StateRefused, failsOnBaseText(tk, onBase), failsOnBaseStep(tk))
 	}
 	tk.follow = &followUp{text: ciText(tk, head, failing, onBase)}
 	return true, nil
@@ -265,14 +265,16 @@ func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, err
 			continue
 		}
 		// A task still queued has not looked yet, and one refused did not
-		// follow up: neither took the head.
-		if t.State == app.StateRefused || t.State == app.StateQueued {
-			continue
+		// follow up; but one that said the checks fail on the base too
+		// answered for the head.
+		took := t.State != app.StateRefused && t.State != app.StateQueued
+		answered := t.State == app.StateRefused && t.Step == failsOnBaseStep(tk)
+		if t.CI.HeadSHA == head && (took || answered) {
+			return false, r.ignore(ctx, tk, fmt.Sprintf("task %s already answered failing CI on %s", t.ID, head))
 		}
-		if t.CI.HeadSHA == head {
-			return false, r.ignore(ctx, tk, fmt.Sprintf("task %s already took failing CI on %s", t.ID, head))
+		if took {
+			used++
 		}
-		used++
 	}
 	if used < limit {
 		return true, nil
@@ -281,6 +283,10 @@ func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, err
 		"CI fails on #%d again, and the %d follow-ups that failing CI may start by itself (`pull_request.ci_followups`) are used. `%s fix-ci` asks for another.",
 		tk.Number, limit, app.DefaultCommand), "follow-ups for CI used up")
 }
+
+// failsOnBaseStep is the step of a task that found every failing check
+// failing on the base too.
+func failsOnBaseStep(tk *task) string { return "fails on " + tk.issue.Pull.Base + " too" }
 
 // failsOnBaseText is the status when every failing check fails on the
 // base commit too: the failure is not the pull request's.

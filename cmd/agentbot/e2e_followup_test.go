@@ -278,6 +278,17 @@ func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	if !strings.Contains(s, "this check fails on main too") || !strings.Contains(s, "/runs/"+strconv.FormatInt(onMain.RunID, 10)) || strings.Contains(s, "/runs/"+strconv.FormatInt(older.RunID, 10)) {
 		t.Errorf("status:\n%s\nwant \"this check fails on main too\" with a link to the latest run on main", s)
 	}
+	// The same failure reported again is not answered twice.
+	again := run
+	again.Actions = true
+	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := acceptedTask(t, resp)
+	if rec := waitFinal(t, w, dup); rec.State != app.StateRefused || statusOf(w, dup) != "" {
+		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, dup))
+	}
 	if n := len(w.llm.Requests()); n != before {
 		t.Errorf("%d model requests after the fix's %d; want none", n, before)
 	}
