@@ -34,6 +34,7 @@ func TestParseCommand(t *testing.T) {
 		{"explain alone", "/agent explain", Run, VerbExplain, ""},
 		{"explain a thing", "/agent Explain the retry policy", Run, VerbExplain, "the retry policy"},
 		{"ask glued is a fix", "/agent asking nicely", Run, VerbFix, "asking nicely"},
+		{"fix-ci", "/agent fix-ci", Run, VerbFixCI, ""},
 		{"code block in instructions is kept", "/agent fix this:\n```\npanic: boom\n```", Run, VerbFix, "this:\n```\npanic: boom\n```"},
 
 		{"no command", "Looks good to me", Ignore, "", ""},

@@ -144,6 +144,9 @@ type PullRequestSpec struct {
 	// database API, which GitHub signs as the App's; false pushes them
 	// over git, unsigned.
 	SignedCommits bool
+	// CIFollowups bounds the follow-ups that the repository's failing CI
+	// starts on one of the agent's pull requests; 0 turns them off.
+	CIFollowups int
 }
 
 // Branch returns the deterministic branch name for a task on an issue.

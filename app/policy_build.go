@@ -35,7 +35,7 @@ paths:
   deny: [".github/**", ".github/agent.yml", "**/CODEOWNERS", "**/*.pem", "**/.env*"]
 limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h, context_tokens: 20000}
 tools: {write: auto, shell: auto}
-pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment, signed_commits: true}
+pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment, signed_commits: true, ci_followups: 2}
 `
 
 // defaultCheckTimeout applies to a check that names no timeout.
@@ -298,6 +298,7 @@ func policySettings() []policySetting {
 		listSetting("pull_request.reviewers", func(r *RawPolicy) []string { return r.PullRequest.Reviewers }, func(p *Policy) *[]string { return &p.PullRequest.Reviewers }, checkLogin),
 		valueSetting("pull_request.on_failure", func(r *RawPolicy) *string { return r.PullRequest.OnFailure }, func(p *Policy) *string { return &p.PullRequest.OnFailure }, checkOneOf("comment", "draft_pr")),
 		valueSetting("pull_request.signed_commits", func(r *RawPolicy) *bool { return r.PullRequest.SignedCommits }, func(p *Policy) *bool { return &p.PullRequest.SignedCommits }, asIs[bool]),
+		valueSetting("pull_request.ci_followups", func(r *RawPolicy) *int { return r.PullRequest.CIFollowups }, func(p *Policy) *int { return &p.PullRequest.CIFollowups }, checkNotNegative),
 	}
 }
 
@@ -471,6 +472,14 @@ func checkPositive[T capNumber](capOf func(Caps) T) func(*policyBuilder, T) (T, 
 	return func(b *policyBuilder, v T) (T, string) {
 		return withinCap(b, v, fmt.Sprint(v), capOf, func(c T) string { return fmt.Sprint(c) })
 	}
+}
+
+// checkNotNegative checks a count for which zero means "none".
+func checkNotNegative(_ *policyBuilder, v int) (int, string) {
+	if v < 0 {
+		return 0, fmt.Sprintf("%d is negative; 0 turns it off", v)
+	}
+	return v, ""
 }
 
 func checkDuration(capOf func(Caps) time.Duration) func(*policyBuilder, RawDuration) (time.Duration, string) {

@@ -108,6 +108,7 @@ type RawPullRequest struct {
 	Reviewers     []string `yaml:"reviewers" desc:"Logins asked to review the agent's pull requests."`
 	OnFailure     *string  `yaml:"on_failure" desc:"When checks stay red: comment explains on the issue, draft_pr opens a draft pull request anyway." enum:"comment,draft_pr"`
 	SignedCommits *bool    `yaml:"signed_commits" desc:"Create the agent's commits through GitHub's API, signed by the App and shown as verified; false pushes them over git, unsigned."`
+	CIFollowups   *int     `yaml:"ci_followups" desc:"How many times failing CI on one of the agent's pull requests starts a follow-up that fixes it; 0 turns this off." zero:"allowed"`
 }
 
 // RawDuration is a Go duration as written, such as 90s, 15m or 1h30m.

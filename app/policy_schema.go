@@ -53,6 +53,11 @@ func schemaOf(t reflect.Type, enum string) map[string]any {
 			if d := f.Tag.Get("desc"); d != "" {
 				p["description"] = d
 			}
+			if f.Tag.Get("zero") == "allowed" {
+				// A count for which 0 means "none".
+				delete(p, "exclusiveMinimum")
+				p["minimum"] = 0
+			}
 			props[key] = p
 		}
 		obj := map[string]any{"type": "object", "properties": props, "additionalProperties": false}

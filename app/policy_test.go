@@ -61,7 +61,7 @@ func TestDesignExample(t *testing.T) {
 			Shell: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"go test ./...", "go vet ./...", "make lint"}},
 		},
 		Model:       Models{Edit: "plugsky-coder", Fast: "plugsky-coder-fast"},
-		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment", SignedCommits: true},
+		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment", SignedCommits: true, CIFollowups: 2},
 		Source:      PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -186,6 +186,7 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:5: trigger.users[0]: "not a login" is not a GitHub login`,
 			`.github/agent.yml:7: pull_request.branch_prefix: "-x" cannot start a git branch name; use letters, digits, '-', '_', '.' and '/', such as agent/`,
 			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
+			`.github/agent.yml:9: pull_request.ci_followups: -1 is negative; 0 turns it off`,
 		}},
 		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}

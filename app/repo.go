@@ -31,6 +31,7 @@ type PullInfo struct {
 	HeadRepo string // owner/name of the repository holding Head: the base repository or a fork
 	HeadSHA  string
 	Base     string
+	BaseSHA  string // the base branch's commit the pull request compares with
 }
 
 // LoadedPolicy is the policy that governs a task, with where it was read.
@@ -49,6 +50,7 @@ type TokenPermissions struct {
 	Issues       string
 	PullRequests string
 	Checks       string
+	Actions      string
 }
 
 // RepoToken is an installation token scoped to one repository. It is a

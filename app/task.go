@@ -19,6 +19,10 @@ const (
 	// repository without changing it.
 	VerbAsk     Verb = "ask"
 	VerbExplain Verb = "explain"
+	// VerbFixCI asks for a follow-up on the agent's pull request that
+	// makes its failing CI pass; a failing check run of another App
+	// starts one by itself.
+	VerbFixCI Verb = "fix-ci"
 )
 
 // ReadOnly reports whether the verb only reads the repository: it answers
@@ -77,6 +81,31 @@ type Task struct {
 	// Label is the label added to the issue, for a task from an "issues
 	// labeled" event: the worker runs it only when the label is the
 	// repository's trigger label, which intake cannot know.
-	Label      string    `json:"label,omitempty"`
+	Label string `json:"label,omitempty"`
+	// Review is set for a task that addresses a submitted review's inline
+	// comments together.
+	Review *ReviewRef `json:"review,omitempty"`
+	// CI is set for a follow-up that failing CI started by itself.
+	CI         *CIEvent  `json:"ci,omitempty"`
 	ReceivedAt time.Time `json:"created_at"`
+}
+
+// ReviewRef names a submitted pull request review whose inline comments a
+// task addresses as one follow-up.
+type ReviewRef struct {
+	ID int64 `json:"id"`
+	// Implicit is set when the review holds no command: its "changes
+	// requested" state asks for the follow-up, which runs only for someone
+	// who may command and is refused to no one else in words.
+	Implicit bool `json:"implicit,omitempty"`
+}
+
+// CIEvent is a failing check of the repository's CI on a pull request's
+// head, as a check_run, check_suite or workflow_run event reported it.
+type CIEvent struct {
+	Kind    string `json:"kind"` // the event: check_run, check_suite or workflow_run
+	ID      int64  `json:"id"`   // the check run's, check suite's or workflow run's id
+	Name    string `json:"name,omitempty"`
+	HeadSHA string `json:"head_sha"`
+	AppID   int64  `json:"app_id,omitempty"` // the App that ran the check
 }

@@ -14,6 +14,9 @@ import (
 // audit log and its record. Someone who may command but not approve is
 // always answered.
 func (r *Runner) deny(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation, reason string) error {
+	if quiet(tk) {
+		return r.ignore(ctx, tk, reason)
+	}
 	answer := false
 	if inv.Verb == app.VerbApprove || inv.Verb == app.VerbDeny {
 		inv.Verb = app.VerbFix

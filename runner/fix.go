@@ -28,7 +28,10 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 		return err
 	}
 	r.phase(ctx, tk, "admission")
-	err = r.work(ctx, tk, tg)
+	ok, err = r.followUp(ctx, tk)
+	if ok && err == nil {
+		err = r.work(ctx, tk, tg)
+	}
 	release(err == nil)
 	return err
 }

@@ -216,6 +216,7 @@ type task struct {
 	prog   progress
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
+	follow *followUp    // a review's comments or failing CI, once read
 	since  time.Time    // when the trace's current phase began
 	env    *prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
@@ -246,7 +247,7 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		return err
 	}
 	switch t.Verb {
-	case app.VerbFix:
+	case app.VerbFix, app.VerbFixCI:
 		err = r.fix(ctx, tk)
 	case app.VerbHelp:
 		err = r.help(ctx, tk)
@@ -302,7 +303,7 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 		inv.FromFork = tk.issue.Pull.HeadRepo != tk.Repo
 	}
 	authz := app.NewAuthorizer(tk.inst, tk.policy.Policy)
-	d, err := authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
+	d, err := r.authorize(ctx, tk, authz, inv)
 	if err != nil {
 		return false, err
 	}
@@ -365,6 +366,9 @@ func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
 func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step string) error {
 	body += egressText(tk)
 	if err := tk.status.Set(ctx, body); err != nil {
+		return err
+	}
+	if err := r.answerReview(ctx, tk, st, body); err != nil {
 		return err
 	}
 	if rc := tk.ReviewComment; rc != nil && !tk.prog.Replied {
@@ -508,7 +512,7 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 		return err
 	}
 	for _, t := range all {
-		if t.ID == tk.ID || t.State.Final() || (t.Verb != app.VerbFix && t.Verb != app.VerbRetry) {
+		if t.ID == tk.ID || t.State.Final() || (t.Verb != app.VerbFix && t.Verb != app.VerbRetry && t.Verb != app.VerbFixCI) {
 			continue
 		}
 		if err := r.cfg.Store.RequestStop(ctx, t.ID, tk.Requester); err != nil {
@@ -564,7 +568,7 @@ func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, t
 		return "", "", err
 	}
 	text, err = prompts.Task(prompts.TaskData{
-		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: tk.Instructions,
+		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk),
 		Review: tk.ReviewComment, Context: repo,
 	})
 	return system, text, err

@@ -41,8 +41,9 @@ type payload struct {
 		DiffHunk     string `json:"diff_hunk"`
 	} `json:"comment"`
 	Review *struct {
-		ID   int64  `json:"id"`
-		Body string `json:"body"`
+		ID    int64  `json:"id"`
+		Body  string `json:"body"`
+		State string `json:"state"` // lower case in webhooks: changes_requested, approved, commented
 	} `json:"review"`
 	Label *struct {
 		Name string `json:"name"`
@@ -64,6 +65,9 @@ func invalid(format string, args ...any) answer {
 func (h *Handler) interpret(event, delivery string, body []byte) answer {
 	if event == "ping" {
 		return answer{status: http.StatusOK, outcome: "ping", body: map[string]any{"pong": true}}
+	}
+	if isCIEvent(event) {
+		return h.interpretCI(event, delivery, body)
 	}
 	var p payload
 	if err := json.Unmarshal(body, &p); err != nil {
@@ -114,6 +118,13 @@ func (h *Handler) classify(event, delivery string, p *payload) answer {
 			return invalid("pull_request_review without pull_request or review")
 		}
 		t.Number, t.IsPR, t.CommentID, text = p.PullRequest.Number, true, p.Review.ID, p.Review.Body
+		if t.Review = reviewFollowUp(p.Review.ID, p.Review.State, text, h.cfg.Command); t.Review != nil {
+			// A review is no issue comment: there is nothing to react to.
+			t.CommentID = 0
+			if t.Review.Implicit {
+				t.Verb, t.Instructions = app.VerbFix, reviewInstructions(text)
+			}
+		}
 	case "issues":
 		if p.Action != "labeled" {
 			return ignored("issues %s is not a command", p.Action)

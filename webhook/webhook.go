@@ -14,7 +14,11 @@
 // {"ignored": reason}. So what is not signed costs at most its share of the
 // budget, never memory in proportion to how many send it. A merged pull request, or a push that reverts commits, is queued
 // the same way as an outcome event (202 {"event": id}) for the worker that
-// records what became of the agent's pull requests. The delivery is
+// records what became of the agent's pull requests. A check_run,
+// check_suite or workflow_run that completed with a failure on a pull
+// request's head is queued as a fix-ci task (ci.go), and a review that
+// requests changes, or whose body is a fix command, as one follow-up
+// for all its inline comments (review.go). The delivery is
 // remembered last, once its task or event is queued; what is ignored costs
 // one Redis round trip. Nothing happens after the answer, so a restart
 // loses nothing; when Redis cannot be reached the answer is 503 and GitHub
@@ -280,7 +284,7 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 func eventLabel(event string) string {
 	switch event {
 	case "ping", "issue_comment", "pull_request_review_comment", "pull_request_review", "issues",
-		"pull_request", "push", "installation", "installation_repositories", "check_run", "check_suite":
+		"pull_request", "push", "installation", "installation_repositories", "check_run", "check_suite", "workflow_run":
 		return event
 	}
 	return "other"

@@ -165,6 +165,12 @@ func TestEveryFixture(t *testing.T) {
 				if r.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(r.Body["error"]), "installation") {
 					t.Errorf("labeled without installation: %d %v; want 400 naming the installation", r.Status, r.Body)
 				}
+			case isCIFailure(t, event, payload) && len(p.Installation) == 0:
+				// A failed check on a pull request's head is a follow-up
+				// (ci_test.go); only the missing installation stops it.
+				if r.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(r.Body["error"]), "installation") {
+					t.Errorf("failed check without installation: %d %v; want 400 naming the installation", r.Status, r.Body)
+				}
 			case r.Status != http.StatusOK || r.Body["ignored"] == nil:
 				t.Errorf("unchanged payload: %d %v; want 200 ignored (none holds a command)", r.Status, r.Body)
 			}
@@ -243,14 +249,20 @@ func checkTask(t *testing.T, in *intake, event, delivery string) {
 		}
 		want.ReviewComment = rec.ReviewComment
 	case "pull_request_review":
-		want.Number, want.IsPR, want.CommentID = 2, true, rec.CommentID
+		// A fix command in a review addresses the review's inline
+		// comments; a review is nothing to react to.
+		want.Number, want.IsPR = 2, true
+		if rv := rec.Review; rv == nil || rv.ID == 0 || rv.Implicit {
+			t.Errorf("review = %+v; want the review's id, explicit", rv)
+		}
+		want.Review = rec.Review
 	case "issues":
 		want.Number, want.Instructions, want.Label = 1, "", "agent:fix"
 	}
 	if rec.Task != want || rec.State != app.StateQueued || rec.ReceivedAt.IsZero() {
 		t.Errorf("queued %+v (%s);\nwant   %+v (queued)", rec.Task, rec.State, want)
 	}
-	if event != "issues" && rec.CommentID == 0 {
+	if event != "issues" && event != "pull_request_review" && rec.CommentID == 0 {
 		t.Error("no comment id")
 	}
 }

@@ -193,6 +193,7 @@ func tokenOptions(name string, perms app.TokenPermissions) *gh.InstallationToken
 			Issues:       permissionOrNil(perms.Issues),
 			PullRequests: permissionOrNil(perms.PullRequests),
 			Checks:       permissionOrNil(perms.Checks),
+			Actions:      permissionOrNil(perms.Actions),
 		},
 	}
 }

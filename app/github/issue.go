@@ -36,6 +36,7 @@ func (i *Installation) Issue(ctx context.Context, repo string, number int) (app.
 		HeadRepo: pr.GetHead().GetRepo().GetFullName(),
 		HeadSHA:  pr.GetHead().GetSHA(),
 		Base:     pr.GetBase().GetRef(),
+		BaseSHA:  pr.GetBase().GetSHA(),
 	}
 	return info, nil
 }

@@ -37,7 +37,11 @@ func TestIssueReadsIssuesAndPullRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := app.PullInfo{Head: "feature", HeadRepo: "acme/a", HeadSHA: head, Base: "main"}
+	base, err := w.sim.BranchSHA("acme/a", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.PullInfo{Head: "feature", HeadRepo: "acme/a", HeadSHA: head, Base: "main", BaseSHA: base}
 	if got.Title != "Feature" || got.Pull == nil || *got.Pull != want {
 		t.Errorf("pull request = %+v, pull %+v; want %+v", got, got.Pull, want)
 	}

@@ -23,12 +23,13 @@ func TestAppManifest(t *testing.T) {
 	}
 	wantPerms := map[string]string{
 		"contents": "write", "issues": "write", "pull_requests": "write", "checks": "write", "metadata": "read",
+		"actions": "read",
 	}
 	if !maps.Equal(m.DefaultPermissions, wantPerms) {
 		t.Errorf("permissions %v, want %v", m.DefaultPermissions, wantPerms)
 	}
-	wantEvents := []string{"installation", "installation_repositories", "issue_comment", "issues",
-		"pull_request", "pull_request_review", "pull_request_review_comment", "push"}
+	wantEvents := []string{"check_suite", "installation", "installation_repositories", "issue_comment", "issues",
+		"pull_request", "pull_request_review", "pull_request_review_comment", "push", "workflow_run"}
 	if got := slices.Sorted(slices.Values(m.DefaultEvents)); !slices.Equal(got, wantEvents) {
 		t.Errorf("events %v, want %v", got, wantEvents)
 	}

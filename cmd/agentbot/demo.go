@@ -132,6 +132,7 @@ type demoWorld struct {
 	issue   int
 	title   string
 	model   string
+	llm     *llmtest.Server // the scripted model, when one plays
 	webhook string
 	// workerArgs and workerEnv configure a worker for this world, as serve's
 	// own workers are.
@@ -211,6 +212,7 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 			return err
 		}
 		w.closers = append(w.closers, srv.Close)
+		w.llm = srv
 		llmURL, llmKey, w.model = srv.URL(), "", "scripted, playing the recorded fix (set AGENTBOT_LLM_BASE_URL for a real model)"
 	}
 

@@ -42,9 +42,16 @@ func (s *Server) routes() http.Handler {
 	api("POST /repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", s.reactToReviewComment)
 	api("POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", s.createReview)
 	api("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", s.listReviews)
+	api("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", s.listReviewCommentsOf)
 
 	api("POST /repos/{owner}/{repo}/check-runs", s.createCheckRun)
 	api("PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}", s.updateCheckRun)
+	api("GET /repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", s.listAnnotations)
+	api("GET /repos/{owner}/{repo}/commits/{ref}/check-suites", s.listSuitesForRef)
+	api("GET /repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs", s.listRunsForSuite)
+	api("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs", s.jobLogs)
+	mux.HandleFunc("GET /_logs/jobs/{job_id}", s.serveLog)
+
 	s.gitdbRoutes(api)
 
 	mux.HandleFunc("POST /settings/apps/new", s.newApp)

@@ -79,6 +79,7 @@ type Server struct {
 	comments       map[int64]*Comment
 	reviewComments map[int64]*ReviewComment
 	checkRuns      map[int64]*CheckRun
+	ciRuns         []*CIRun // the repositories' CI, by other Apps
 	manifestCodes  map[string]manifestCode
 	faults         []*fault
 	hookID         int64
@@ -143,7 +144,7 @@ func New(opts Options) (*Server, error) {
 		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		Permissions: map[string]string{
 			"contents": "write", "issues": "write", "pull_requests": "write",
-			"checks": "write", "metadata": "read",
+			"checks": "write", "metadata": "read", "actions": "read",
 		},
 		Events: []string{"issue_comment", "issues", "pull_request", "pull_request_review",
 			"pull_request_review_comment", "installation", "installation_repositories"},

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+)
+
+// The sample's fix goes to this branch and opens pull request #2.
+const sampleBranch = "agent/1-sum-drops-the-first-sample"
+
+// sampleThen is the sample's recorded fix followed by steps.
+func sampleThen(t *testing.T, steps ...llmtest.Step) *llmtest.Script {
+	t.Helper()
+	s, err := llmtest.Load(filepath.Join(sampleDir, "model.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Steps = append(s.Steps, steps...)
+	return &s
+}
+
+// edit is an edit_file call.
+func edit(path, old, replacement string) llmtest.Call {
+	args, _ := json.Marshal(map[string]string{"path": path, "old_string": old, "new_string": replacement})
+	return llmtest.Call{Name: "edit_file", Arguments: llmtest.Arguments(args)}
+}
+
+// branchLog is the subjects of the commits on the agent's branch, newest
+// first.
+func branchLog(t *testing.T, w *demoWorld) []string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "log", "--format=%s", "main.."+sampleBranch).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// firstRequestAfter is the text of the first model request after the
+// first n: the task message of the task that began there.
+func firstRequestAfter(t *testing.T, w *demoWorld, n int) string {
+	t.Helper()
+	reqs := w.llm.Requests()
+	if len(reqs) <= n {
+		t.Fatalf("%d model requests; want more than %d", len(reqs), n)
+	}
+	var b strings.Builder
+	for _, m := range reqs[n].Messages {
+		b.WriteString(m.Content + "\n")
+	}
+	return b.String()
+}
+
+func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
+	script := sampleThen(t,
+		llmtest.Step{ToolCalls: []llmtest.Call{
+			edit("stats.go", "// Sum returns the sum of xs.", "// Sum returns the sum of xs; 0 for none."),
+			edit("stats.go", "// Mean returns the arithmetic mean of xs, or 0 for no samples.", "// Mean returns the arithmetic mean of xs; 0 for none."),
+			edit("stats_test.go", "func TestSum(t *testing.T) {", "// TestSum covers empty, single and mixed-sign samples.\nfunc TestSum(t *testing.T) {"),
+		}},
+		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Say what Sum and Mean give for no samples"}`}}},
+	)
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: script}, nil)
+	ctx := t.Context()
+	fixTo(t, w, app.StateSucceeded)
+	before := len(w.llm.Requests())
+
+	// Three comments on paths the agent may change (two on lines it did
+	// not touch), one on a path it may not.
+	comments := []githubsim.InlineComment{
+		{Path: "stats.go", Line: 4, Body: "Say what Sum of no samples is."},
+		{Path: "stats.go", Line: 13, Body: "Same for Mean."},
+		{Path: "stats_test.go", Line: 5, Body: "Document what TestSum covers."},
+		{Path: "README.md", Line: 1, Body: "Mention the fix here."},
+	}
+	_, ids, resp, err := w.sim.DeliverReviewWithComments(ctx, w.webhook, w.repo, 2, demoRequester, "CHANGES_REQUESTED", "", comments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acceptedTask(t, resp)
+	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
+		t.Fatalf("review follow-up ended %s (%s)", rec.State, rec.Step)
+	}
+
+	task := firstRequestAfter(t, w, before)
+	for _, c := range comments[:3] {
+		if !strings.Contains(task, c.Body) {
+			t.Errorf("the model's task lacks the comment %q:\n%s", c.Body, task)
+		}
+	}
+	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Say what Sum and Mean give") {
+		t.Errorf("branch commits %q; want the fix and one follow-up commit", log)
+	}
+	head, err := w.sim.BranchSHA(w.repo, sampleBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := map[int64][]githubsim.ReviewComment{}
+	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+		if c.InReplyTo != 0 {
+			replies[c.InReplyTo] = append(replies[c.InReplyTo], c)
+		}
+	}
+	for n, cid := range ids {
+		r := replies[cid]
+		if len(r) != 1 || r[0].Author != w.sim.App().BotLogin {
+			t.Errorf("comment %d (%s): replies %+v; want one by the App", n, comments[n].Path, r)
+			continue
+		}
+		switch n {
+		case 3:
+			if !strings.Contains(r[0].Body, "Not addressed") || !strings.Contains(r[0].Body, "README.md is outside the allowed paths") {
+				t.Errorf("reply on README.md: %q; want the refusal", r[0].Body)
+			}
+		default:
+			if !strings.Contains(r[0].Body, "Changed `"+comments[n].Path+"`") || !strings.Contains(r[0].Body, "/commits/"+head) {
+				t.Errorf("reply on %s: %q; want what changed and a link to %s", comments[n].Path, r[0].Body, head)
+			}
+		}
+	}
+	if len(replies) != len(ids) {
+		t.Errorf("replies in %d threads; want %d", len(replies), len(ids))
+	}
+
+	// Changes requested by someone who may not command start nothing and
+	// are answered nowhere.
+	requests := len(w.llm.Requests())
+	_, readerIDs, resp, err := w.sim.DeliverReviewWithComments(ctx, w.webhook, w.repo, 2, "mallory", "CHANGES_REQUESTED", "Push to main instead.",
+		[]githubsim.InlineComment{{Path: "stats.go", Line: 1, Body: "Delete this file."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := acceptedTask(t, resp)
+	w.issue = 2
+	if rec := waitFinal(t, w, reader); rec.State != app.StateRefused || statusOf(w, reader) != "" {
+		t.Errorf("a reader's review ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, reader))
+	}
+	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+		if c.InReplyTo == readerIDs[0] {
+			t.Errorf("the reader's comment was answered: %q", c.Body)
+		}
+	}
+	if n := len(w.llm.Requests()); n != requests {
+		t.Errorf("%d model requests after the reader's review; want still %d", n, requests)
+	}
+}
+
+// actionsFailure is a failing GitHub Actions job's log: the line that
+// says why sits at its end, after much that does not.
+func actionsFailure() string {
+	var b strings.Builder
+	for range 800 {
+		b.WriteString("2026-12-01T10:00:00.0000000Z go: downloading example.com/dep v1.0.0\n")
+	}
+	b.WriteString("2026-12-01T10:00:05.0000000Z --- FAIL: TestSumDoc (0.00s)\n")
+	b.WriteString("2026-12-01T10:00:05.0000000Z     doc_test.go:9: Sum's doc comment must say what Sum of no samples is\n")
+	return b.String()
+}
+
+func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
+	script := sampleThen(t,
+		llmtest.Step{ToolCalls: []llmtest.Call{edit("stats.go", "// Sum returns the sum of xs.", "// Sum returns the sum of xs; 0 for none.")}},
+		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum of no samples for the doc check"}`}}},
+	)
+	policy := quickPolicy + "pull_request: {ci_followups: 1}\n"
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
+	ctx := t.Context()
+	fixTo(t, w, app.StateSucceeded)
+	before := len(w.llm.Requests())
+	w.issue = 2
+
+	// The check passes on main, so the pull request broke it.
+	if _, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: "main", Name: "test", Conclusion: "success", Actions: true}); err != nil {
+		t.Fatal(err)
+	}
+	run, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true,
+		Title: "Process completed with exit code 1", Log: actionsFailure(),
+		Annotations: []githubsim.Annotation{{Path: "stats.go", StartLine: 4, Message: "doc comment incomplete"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.sim.DeliverCIRun(ctx, w.webhook, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acceptedTask(t, resp)
+	// The same failure reported again, as the check run of the same job,
+	// is no second follow-up.
+	again := run
+	again.Actions = false
+	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := acceptedTask(t, resp)
+	// Either may run first; one follows up, the other ends without a word.
+	first, second := waitFinal(t, w, id), waitFinal(t, w, dup)
+	if first.State == app.StateRefused {
+		first, second = second, first
+	}
+	if first.State != app.StateSucceeded {
+		t.Fatalf("CI follow-up ended %s (%s)", first.State, first.Step)
+	}
+	if second.State != app.StateRefused || statusOf(w, second.ID) != "" {
+		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", second.State, second.Step, statusOf(w, second.ID))
+	}
+	task := firstRequestAfter(t, w, before)
+	for _, want := range []string{"doc_test.go:9: Sum's doc comment must say what Sum of no samples is", "stats.go:4 failure: doc comment incomplete", "Process completed with exit code 1"} {
+		if !strings.Contains(task, want) {
+			t.Errorf("the model's task lacks %q", want)
+		}
+	}
+	if strings.Contains(task, strings.Repeat("go: downloading example.com/dep v1.0.0\n2026-12-01T10:00:00.0000000Z ", 300)) {
+		t.Error("the model's task holds the whole log, not its tail")
+	}
+	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Document Sum of no samples") {
+		t.Errorf("branch commits %q; want the fix and the CI follow-up", log)
+	}
+
+	// CI fails on the follow-up's commit too: the one follow-up the
+	// policy allows is used.
+	next, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Log: "FAIL\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped := acceptedTask(t, resp)
+	if rec := waitFinal(t, w, capped); rec.State != app.StateRefused {
+		t.Errorf("the follow-up past the cap ended %s (%s); want refused", rec.State, rec.Step)
+	}
+	if s := statusOf(w, capped); !strings.Contains(s, "ci_followups") || !strings.Contains(s, "/agent fix-ci") {
+		t.Errorf("status past the cap:\n%s", s)
+	}
+	if log := branchLog(t, w); len(log) != 2 {
+		t.Errorf("branch commits %q; want no commit past the cap", log)
+	}
+}
+
+func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	ctx := t.Context()
+	fixTo(t, w, app.StateSucceeded)
+	before := len(w.llm.Requests())
+	w.issue = 2
+
+	older, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "success"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	onMain, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: sampleBranch, Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.sim.DeliverCIRun(ctx, w.webhook, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := acceptedTask(t, resp)
+	if rec := waitFinal(t, w, id); rec.State != app.StateRefused {
+		t.Fatalf("ended %s (%s); want no follow-up", rec.State, rec.Step)
+	}
+	s := statusOf(w, id)
+	if !strings.Contains(s, "this check fails on main too") || !strings.Contains(s, "/runs/"+strconv.FormatInt(onMain.RunID, 10)) || strings.Contains(s, "/runs/"+strconv.FormatInt(older.RunID, 10)) {
+		t.Errorf("status:\n%s\nwant \"this check fails on main too\" with a link to the latest run on main", s)
+	}
+	// The same failure reported again is not answered twice.
+	again := run
+	again.Actions = true
+	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := acceptedTask(t, resp)
+	if rec := waitFinal(t, w, dup); rec.State != app.StateRefused || statusOf(w, dup) != "" {
+		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, dup))
+	}
+	if n := len(w.llm.Requests()); n != before {
+		t.Errorf("%d model requests after the fix's %d; want none", n, before)
+	}
+	if log := branchLog(t, w); len(log) != 1 {
+		t.Errorf("branch commits %q; want only the fix", log)
+	}
+}

@@ -1,0 +1,354 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+// followUp is what a follow-up on a pull request addresses beyond the
+// command's own words: a review's inline comments, or failing CI.
+type followUp struct {
+	text     string              // for the model, after the instructions
+	comments []app.InlineComment // answered in their threads when the task ends
+	refused  []refusedComment    // outside the allowed paths: answered with the refusal
+}
+
+type refusedComment struct {
+	comment app.InlineComment
+	why     string
+}
+
+// quiet reports whether a refusal of tk is kept off GitHub: nobody asked
+// for it in words. A review that requests changes of someone who may not
+// command, or the CI of a pull request that is not the agent's, is no
+// command to refuse.
+func quiet(tk *task) bool {
+	return tk.CI != nil || (tk.Review != nil && tk.Review.Implicit)
+}
+
+// authorize decides whether tk may run. A follow-up that failing CI
+// started has no requester to ask about: it runs on the agent's own pull
+// requests, which someone who may command asked for.
+func (r *Runner) authorize(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation) (app.Decision, error) {
+	if tk.CI == nil {
+		return authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
+	}
+	if !agentsPull(tk) {
+		return app.Decision{Reason: fmt.Sprintf("#%d is not one of agentbot's pull requests", tk.Number)}, nil
+	}
+	return app.Decision{Allowed: true, Reason: "failing CI on agentbot's pull request"}, nil
+}
+
+// agentsPull reports whether tk is on one of agentbot's pull requests: a
+// branch of the repository itself under the policy's branch prefix.
+func agentsPull(tk *task) bool {
+	p := tk.issue.Pull
+	return p != nil && p.HeadRepo == tk.Repo && strings.HasPrefix(p.Head, tk.policy.Policy.PullRequest.BranchPrefix)
+}
+
+// followUp gathers what a review or CI follow-up addresses, once the task
+// is admitted and holds its pull request. It returns false when the task
+// ended here, said so where it should.
+func (r *Runner) followUp(ctx context.Context, tk *task) (bool, error) {
+	switch {
+	case tk.Review != nil:
+		return r.reviewFollowUp(ctx, tk)
+	case tk.Verb == app.VerbFixCI:
+		return r.ciFollowUp(ctx, tk)
+	}
+	return true, nil
+}
+
+// reviewFollowUp reads the review's inline comments: the ones on paths
+// the agent may change become the task, the others are answered with the
+// refusal once the task ends.
+func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
+	if tk.Review.Implicit && !agentsPull(tk) {
+		return false, r.ignore(ctx, tk, "changes requested on a pull request that is not agentbot's")
+	}
+	comments, err := tk.inst.ReviewComments(ctx, tk.Repo, tk.Number, tk.Review.ID)
+	if err != nil {
+		return false, err
+	}
+	f := &followUp{}
+	for _, c := range comments {
+		if err := tk.policy.Policy.Paths.Check(c.Path); err != nil {
+			f.refused = append(f.refused, refusedComment{c, app.ErrorMessage(err)})
+			continue
+		}
+		f.comments = append(f.comments, c)
+	}
+	tk.follow = f
+	if len(comments) == 0 {
+		// "/agent fix" in a review without inline comments is a follow-up
+		// like one in a comment.
+		return true, nil
+	}
+	if len(f.comments) == 0 && tk.Instructions == "" {
+		return false, r.finish(ctx, tk, app.StateRefused,
+			"Every inline comment of the review is on a path agentbot may not change, and the review gives no instructions; nothing to do.", "")
+	}
+	var b strings.Builder
+	if len(f.comments) > 0 {
+		fmt.Fprintf(&b, "## The review's inline comments\n\nAddress every comment below in one change. A comment may concern lines the pull request did not change; it is still in scope.\n")
+	}
+	for n, c := range f.comments {
+		fmt.Fprintf(&b, "\n### %d. %s", n+1, c.Path)
+		if c.Line > 0 {
+			fmt.Fprintf(&b, " line %d", c.Line)
+		}
+		fmt.Fprintf(&b, " (@%s)\n\n%s\n", c.Author, strings.TrimSpace(app.CleanText(c.Body)))
+		if c.DiffHunk != "" {
+			fmt.Fprintf(&b, "\n%s\n", fence(c.DiffHunk, "diff"))
+		}
+	}
+	for _, c := range f.refused {
+		fmt.Fprintf(&b, "\n(A comment on %s is outside the paths you may change and is answered apart; leave it.)\n", c.comment.Path)
+	}
+	f.text = b.String()
+	return true, nil
+}
+
+// answerReview replies in the thread of each of the review's inline
+// comments: what changed, with a link to the commit, or why nothing did.
+// A reply carries the task's marker, so that answering again is a no-op.
+func (r *Runner) answerReview(ctx context.Context, tk *task, final app.State, status string) error {
+	f := tk.follow
+	if f == nil {
+		return nil
+	}
+	changed := changedPaths(tk)
+	for _, c := range f.comments {
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.ID, tk.ID, reviewReply(tk, c, final, changed, status)); err != nil {
+			return err
+		}
+	}
+	for _, c := range f.refused {
+		body := "🚫 **Not addressed:** " + c.why
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.comment.ID, tk.ID, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reviewReply is the answer to one inline comment.
+func reviewReply(tk *task, c app.InlineComment, final app.State, changed map[string]bool, status string) string {
+	if final != app.StateSucceeded || tk.prog.Pushed == "" || tk.prog.PR == nil {
+		first, _, _ := strings.Cut(strings.TrimSpace(status), "\n\n")
+		return "Nothing changed: " + first
+	}
+	sha := tk.prog.Pushed
+	link := fmt.Sprintf("[%s](%s/commits/%s)", sha[:min(7, len(sha))], tk.prog.PR.HTMLURL, sha)
+	why := ""
+	if tk.run != nil {
+		why = app.Inert(firstLine(tk.run.Summary), ownIssue(tk))
+	}
+	if changed[c.Path] {
+		return fmt.Sprintf("✅ Changed `%s` in %s: %s", c.Path, link, why)
+	}
+	return fmt.Sprintf("`%s` is unchanged in %s, which addresses the review as: %s", c.Path, link, why)
+}
+
+// changedPaths are the files the task's pushed change touches.
+func changedPaths(tk *task) map[string]bool {
+	out := map[string]bool{}
+	if tk.run == nil || tk.prog.Pushed == "" {
+		return out
+	}
+	files, _, err := gitdiff.Parse(strings.NewReader(tk.run.Diff))
+	if err != nil {
+		tk.log.Warn("read the pushed diff for the review replies", "err", err)
+		return out
+	}
+	for _, f := range files {
+		out[f.OldName], out[f.NewName] = true, true
+	}
+	delete(out, "")
+	return out
+}
+
+// ciFollowUp finds the pull request's failing checks and what they said;
+// it ends the task when there is nothing for it to fix: the head moved
+// on, the checks fail on the base too, or the automatic follow-ups are
+// used up.
+func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
+	pull := tk.issue.Pull
+	if pull == nil {
+		return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s fix-ci` works on a pull request; #%d is an issue.", app.DefaultCommand, tk.Number), "")
+	}
+	head := pull.HeadSHA
+	if tk.prog.Base != "" {
+		// Resumed: the head may be this task's own push by now.
+		head = tk.prog.Base
+	} else if ci := tk.CI; ci != nil {
+		if ci.HeadSHA != head {
+			return false, r.ignore(ctx, tk, fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
+		}
+		if ok, err := r.ciBudget(ctx, tk, head); !ok || err != nil {
+			return false, err
+		}
+	}
+	checks, err := tk.inst.CIChecks(ctx, tk.Repo, head, "", 0)
+	if err != nil {
+		return false, err
+	}
+	var failing, onBase []ciFailure
+	for _, c := range checks {
+		if !app.CIFailed(c.Conclusion) || len(failing)+len(onBase) == app.CIChecksShown {
+			continue
+		}
+		f := ciFailure{check: c}
+		if f.base, err = r.baseRun(ctx, tk, c); err != nil {
+			return false, err
+		}
+		if f.base != nil && app.CIFailed(f.base.Conclusion) {
+			onBase = append(onBase, f)
+		} else {
+			failing = append(failing, f)
+		}
+	}
+	if len(failing) == 0 && len(onBase) == 0 {
+		if tk.CI != nil {
+			return false, r.ignore(ctx, tk, "no check of another App fails on "+head)
+		}
+		return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No check fails on the head of #%d (%s); nothing to fix.", tk.Number, head), "")
+	}
+	if len(failing) == 0 {
+		return false, r.finish(ctx, tk, app.StateRefused, failsOnBaseText(tk, onBase), failsOnBaseStep(tk))
+	}
+	tk.follow = &followUp{text: ciText(tk, head, failing, onBase)}
+	return true, nil
+}
+
+// ciFailure is a failing check, and its latest finished run on the base.
+type ciFailure struct {
+	check app.CICheck
+	base  *app.CICheck
+}
+
+// baseRun is the latest finished run of check c on the pull request's
+// base commit, or nil when there is none.
+func (r *Runner) baseRun(ctx context.Context, tk *task, c app.CICheck) (*app.CICheck, error) {
+	base := tk.issue.Pull.BaseSHA
+	if base == "" {
+		base = tk.issue.Pull.Base
+	}
+	runs, err := tk.inst.CIChecks(ctx, tk.Repo, base, c.Name, c.AppID)
+	if err != nil || len(runs) == 0 {
+		return nil, err
+	}
+	return &runs[0], nil // newest first
+}
+
+// ciBudget decides whether failing CI on head may start a follow-up by
+// itself: one per head commit, and pull_request.ci_followups per pull
+// request. Tasks on a pull request run one at a time, so the count is
+// not raced.
+func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, error) {
+	limit := tk.policy.Policy.PullRequest.CIFollowups
+	if limit == 0 {
+		return false, r.ignore(ctx, tk, "pull_request.ci_followups is 0")
+	}
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return false, err
+	}
+	used := 0
+	for _, t := range all {
+		if t.ID == tk.ID || t.Verb != app.VerbFixCI || t.CI == nil {
+			continue
+		}
+		// A task still queued has not looked yet, and one refused did not
+		// follow up; but one that said the checks fail on the base too
+		// answered for the head.
+		took := t.State != app.StateRefused && t.State != app.StateQueued
+		answered := t.State == app.StateRefused && t.Step == failsOnBaseStep(tk)
+		if t.CI.HeadSHA == head && (took || answered) {
+			return false, r.ignore(ctx, tk, fmt.Sprintf("task %s already answered failing CI on %s", t.ID, head))
+		}
+		if took {
+			used++
+		}
+	}
+	if used < limit {
+		return true, nil
+	}
+	return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf(
+		"CI fails on #%d again, and the %d follow-ups that failing CI may start by itself (`pull_request.ci_followups`) are used. `%s fix-ci` asks for another.",
+		tk.Number, limit, app.DefaultCommand), "follow-ups for CI used up")
+}
+
+// failsOnBaseStep is the step of a task that found every failing check
+// failing on the base too.
+func failsOnBaseStep(tk *task) string { return "fails on " + tk.issue.Pull.Base + " too" }
+
+// failsOnBaseText is the status when every failing check fails on the
+// base commit too: the failure is not the pull request's.
+func failsOnBaseText(tk *task, onBase []ciFailure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**No follow-up:** the failing checks fail on %s too, so #%d did not break them.\n\n", tk.issue.Pull.Base, tk.Number)
+	for _, f := range onBase {
+		fmt.Fprintf(&b, "- `%s`: this check fails on %s too ([its latest run there](%s))\n",
+			app.InertPlain(f.check.Name, ownIssue(tk)), tk.issue.Pull.Base, f.base.HTMLURL)
+	}
+	return b.String()
+}
+
+// ciText is what the model reads of the failing checks.
+func ciText(tk *task, head string, failing, onBase []ciFailure) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## Failing CI on the pull request's head (%s)\n\nThe repository's CI fails on this pull request. Make these checks pass; their output follows.\n", head)
+	for _, f := range failing {
+		c := f.check
+		fmt.Fprintf(&b, "\n### %s (%s, %s)\n", c.Name, c.AppSlug, c.Conclusion)
+		if c.Title != "" {
+			fmt.Fprintf(&b, "\n%s\n", c.Title)
+		}
+		if c.Summary != "" {
+			fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.Summary))
+		}
+		if len(c.Annotations) > 0 {
+			b.WriteString("\nAnnotations:\n")
+			for _, a := range c.Annotations {
+				fmt.Fprintf(&b, "- %s:%d %s: %s\n", a.Path, a.StartLine, a.Level, strings.TrimSpace(a.Message))
+			}
+		}
+		if c.Log != "" {
+			cut := ""
+			if c.LogCut {
+				cut = ", its end"
+			}
+			fmt.Fprintf(&b, "\nThe job's log%s:\n\n%s\n", cut, fence(c.Log, "text"))
+		}
+	}
+	for _, f := range onBase {
+		fmt.Fprintf(&b, "\n(%s fails on %s too; it is not this pull request's to fix: leave it.)\n", f.check.Name, tk.issue.Pull.Base)
+	}
+	return b.String()
+}
+
+// fence puts text in a fenced block whose fence the text does not hold.
+func fence(text, info string) string {
+	f := "```"
+	for strings.Contains(text, f) {
+		f += "`"
+	}
+	return f + info + "\n" + strings.TrimRight(text, "\n") + "\n" + f
+}
+
+// taskText is the command's instructions with what a follow-up addresses.
+func taskText(tk *task) string {
+	if tk.follow == nil || tk.follow.text == "" {
+		return tk.Instructions
+	}
+	if tk.Instructions == "" {
+		return tk.follow.text
+	}
+	return tk.Instructions + "\n\n" + tk.follow.text
+}

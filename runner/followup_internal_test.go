@@ -1,0 +1,98 @@
+package runner
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+)
+
+func followUpTask() *task {
+	return &task{
+		Task:  &app.Task{ID: "t1", Repo: "octo/hello", Number: 7, Requester: "alice", Verb: app.VerbFixCI},
+		issue: app.IssueInfo{Pull: &app.PullInfo{Head: "agent/3-x", HeadRepo: "octo/hello", Base: "main"}},
+		log:   slog.New(slog.DiscardHandler),
+	}
+}
+
+func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
+	tk := followUpTask()
+	failing := []ciFailure{{check: app.CICheck{Name: "test", AppSlug: "github-actions", Conclusion: "failure",
+		Title: "1 failing", Summary: "exit code 1",
+		Annotations: []app.CIAnnotation{{Path: "a.go", StartLine: 3, Level: "failure", Message: "undefined: x"}},
+		Log:         "ok\n```\n--- FAIL: TestA\n", LogCut: true}}}
+	onBase := []ciFailure{{check: app.CICheck{Name: "lint"}, base: &app.CICheck{Conclusion: "failure", HTMLURL: "https://x/runs/9"}}}
+	text := ciText(tk, "abc123", failing, onBase)
+	for _, want := range []string{"(abc123)", "### test (github-actions, failure)", "1 failing", "exit code 1",
+		"- a.go:3 failure: undefined: x", "The job's log, its end:", "````text\nok\n```\n--- FAIL: TestA\n````",
+		"lint fails on main too", "leave it"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("CI text lacks %q:\n%s", want, text)
+		}
+	}
+	status := failsOnBaseText(tk, onBase)
+	if !strings.Contains(status, "`lint`: this check fails on main too ([its latest run there](https://x/runs/9))") {
+		t.Errorf("status:\n%s", status)
+	}
+}
+
+func TestTaskTextAddsTheFollowUp(t *testing.T) {
+	tk := followUpTask()
+	if got := taskText(tk); got != "" {
+		t.Errorf("no instructions, no follow-up: %q", got)
+	}
+	tk.Instructions = "keep it short"
+	tk.follow = &followUp{text: "## The review's inline comments"}
+	if got := taskText(tk); got != "keep it short\n\n## The review's inline comments" {
+		t.Errorf("task text %q", got)
+	}
+	tk.Instructions = ""
+	if got := taskText(tk); got != "## The review's inline comments" {
+		t.Errorf("task text %q", got)
+	}
+}
+
+func TestReviewRepliesSayWhatChanged(t *testing.T) {
+	tk := followUpTask()
+	tk.run = &agent.State{Summary: "Name things\n\nlonger", Diff: "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-x\n+y\n"}
+	tk.prog.Pushed = "0123456789abcdef0123456789abcdef01234567"
+	tk.prog.PR = &app.PullRequest{Number: 8, HTMLURL: "https://github.com/octo/hello/pull/8"}
+	changed := changedPaths(tk)
+	if !changed["a.go"] || len(changed) != 1 {
+		t.Fatalf("changed %v; want a.go", changed)
+	}
+	link := "[0123456](https://github.com/octo/hello/pull/8/commits/" + tk.prog.Pushed + ")"
+	if got := reviewReply(tk, app.InlineComment{Path: "a.go"}, app.StateSucceeded, changed, ""); got != "✅ Changed `a.go` in "+link+": Name things" {
+		t.Errorf("reply on a changed file: %q", got)
+	}
+	if got := reviewReply(tk, app.InlineComment{Path: "b.go"}, app.StateSucceeded, changed, ""); !strings.HasPrefix(got, "`b.go` is unchanged in "+link) {
+		t.Errorf("reply on an unchanged file: %q", got)
+	}
+	if got := reviewReply(tk, app.InlineComment{Path: "a.go"}, app.StateFailed, changed, "❌ **Failed:** checks red\n\nmore"); got != "Nothing changed: ❌ **Failed:** checks red" {
+		t.Errorf("reply after a failure: %q", got)
+	}
+}
+
+func TestFenceOutlastsTheText(t *testing.T) {
+	if got := fence("a ```` b", "diff"); got != "`````diff\na ```` b\n`````" {
+		t.Errorf("fence %q", got)
+	}
+}
+
+func TestQuietRefusals(t *testing.T) {
+	tk := followUpTask()
+	tk.Task.CI = &app.CIEvent{Kind: "check_run"}
+	if !quiet(tk) {
+		t.Error("a CI follow-up's refusal is said")
+	}
+	tk.Task.CI, tk.Task.Review = nil, &app.ReviewRef{ID: 1}
+	if quiet(tk) {
+		t.Error("a review with /agent fix is refused without a word")
+	}
+	tk.Task.Review.Implicit = true
+	if !quiet(tk) {
+		t.Error("a review that requests changes is refused in words")
+	}
+}
