@@ -48,7 +48,7 @@ func commands() map[string]subcommand {
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
 		"trace":        {cmdTrace, "print a task's trace: trace ID [--json | --markdown]"},
-		"stats":        {cmdStats, "print task outcomes per repository and model: stats [--repo R] [--since 30d] [--json]"},
+		"stats":        {cmdStats, "print task outcomes per repository and model: stats [--by model|repo] [--repo R] [--since 30d] [--json]"},
 		"admin":        {cmdAdmin, "serve the read-only admin pages: task list and traces (--admin-addr, loopback by default)"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
 		"version":      {cmdVersion, "print this binary's version, commit and Go version"},
