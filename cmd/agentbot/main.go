@@ -43,7 +43,7 @@ func commands() map[string]subcommand {
 		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
 		"probe":        {cmdProbe, "ask a health route and succeed on a 2xx answer: the image's HEALTHCHECK (probe [URL])"},
 		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
-		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]"},
+		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]; eval capture OWNER/REPO#PR --out SUITE_DIR"},
 		"config":       {cmdConfig, "write a starter .github/agent.yml; validate policy files offline; print their JSON Schema"},
 		"setup":        {cmdSetup, "register agentbot as a GitHub App (manifest flow) and save its credentials"},
 		"audit":        {cmdAudit, "print the audit log: audit [--repo R] [--since 7d] [--json]"},
