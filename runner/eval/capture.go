@@ -158,7 +158,7 @@ func Capture(ctx context.Context, h History, opts CaptureOptions) (Captured, err
 			return c, err
 		}
 	}
-	traj, err := w.trajectory(changes, c.Base, c.Merge, pr)
+	traj, err := w.trajectory(changes, c.Merge, pr)
 	if err != nil {
 		return c, err
 	}
@@ -306,6 +306,20 @@ func (w *taskWriter) copy(sub, name, ref string) error {
 	return writeUnder(filepath.Join(w.dir, sub), name, data)
 }
 
+// snapshot reads name from the snapshot written so far.
+func (w *taskWriter) snapshot(name string) ([]byte, error) {
+	root, err := os.OpenRoot(filepath.Join(w.dir, RepoDir))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	data, err := root.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("read %s from the snapshot: %w", name, err)
+	}
+	return data, nil
+}
+
 func writeUnder(dir, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -346,7 +360,7 @@ type (
 // trajectory replays the merge's non-test changes: write_file for a file
 // it added, edit_file of the whole text for one it changed, apply_patch
 // for one it deleted.
-func (w *taskWriter) trajectory(changes []change, base, merge string, pr app.MergedPull) (trajectoryFile, error) {
+func (w *taskWriter) trajectory(changes []change, merge string, pr app.MergedPull) (trajectoryFile, error) {
 	step := trajectoryStep{Text: fmt.Sprintf("Replaying the change merged in #%d (%s).", pr.Number, shortSHA(merge))}
 	for _, ch := range changes {
 		if !ch.deleted && workspace.IsTestFile(ch.path) {
@@ -355,7 +369,8 @@ func (w *taskWriter) trajectory(changes []change, base, merge string, pr app.Mer
 		var old, updated []byte
 		var err error
 		if !ch.added {
-			if old, err = w.h.File(w.ctx, w.repo, ch.path, base); err != nil {
+			// The snapshot already holds the file as it was at the base.
+			if old, err = w.snapshot(ch.path); err != nil {
 				return trajectoryFile{}, err
 			}
 		}
