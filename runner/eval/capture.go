@@ -162,7 +162,8 @@ func Capture(ctx context.Context, h History, opts CaptureOptions) (Captured, err
 	if err != nil {
 		return c, err
 	}
-	if err := writeYAML(filepath.Join(tmp, TrajectoryFile), traj); err != nil {
+	replay := fmt.Sprintf("# Replays the change of %s#%d: agentbot eval with no model shows it passing the hidden tests.\n", opts.Repo, opts.PR)
+	if err := writeYAML(filepath.Join(tmp, TrajectoryFile), replay, traj); err != nil {
 		return c, err
 	}
 	hidden := opts.Hidden
@@ -178,8 +179,9 @@ func Capture(ctx context.Context, h History, opts CaptureOptions) (Captured, err
 			hidden = append(hidden, ch.Run)
 		}
 	}
-	task := rawTask{Title: title, Body: body, Checks: opts.Checks, Hidden: hidden}
-	if err := writeYAML(filepath.Join(tmp, TaskFile), task); err != nil {
+	task := capturedTask{Title: title, Body: body, Checks: opts.Checks, Hidden: hidden}
+	from := fmt.Sprintf("# Captured from %s#%d, merged as %s onto %s.\n", opts.Repo, opts.PR, c.Merge, c.Base)
+	if err := writeYAML(filepath.Join(tmp, TaskFile), from, task); err != nil {
 		return c, err
 	}
 	if _, err := loadTask(tmp); err != nil {
@@ -416,8 +418,19 @@ func deletionPatch(name string, old []byte) string {
 
 func shortSHA(s string) string { return s[:min(len(s), 12)] }
 
-func writeYAML(file string, v any) error {
+// capturedTask is task.yaml as Capture writes it: rawTask without the
+// keys it leaves at their defaults.
+type capturedTask struct {
+	Title  string   `yaml:"title"`
+	Body   string   `yaml:"body"`
+	Checks []string `yaml:"checks,omitempty"`
+	Hidden []string `yaml:"hidden,omitempty"`
+}
+
+// writeYAML writes v to file after the comment lines in header.
+func writeYAML(file, header string, v any) error {
 	var buf bytes.Buffer
+	buf.WriteString(header)
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
 	if err := enc.Encode(v); err != nil {

@@ -1,14 +1,18 @@
 package eval
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -163,11 +167,41 @@ func TestCapture(t *testing.T) {
 				`write_file {"content":"new\n","path":"docs/notes.md"}`,
 				`finish {"summary":"Add adds"}`,
 			}
+			// The deletion applies as apply_patch applies it.
+			files, _, err := gitdiff.Parse(strings.NewReader(patchOf(t, script, "apply_patch")))
+			if err != nil || len(files) != 1 || !files[0].IsDelete {
+				t.Fatalf("deletion patch: %v %+v", err, files)
+			}
+			var applied bytes.Buffer
+			if err := gitdiff.Apply(&applied, strings.NewReader(read("repo/dead.go")), files[0]); err != nil || applied.Len() != 0 {
+				t.Errorf("the deletion patch does not apply to the snapshot: %v, left %q", err, applied.String())
+			}
+			if !strings.HasPrefix(read("task.yaml"), "# Captured from octo/calc#7, merged as m onto b1.\n") || strings.Contains(read("task.yaml"), "checks:") {
+				t.Errorf("task.yaml:\n%s", read("task.yaml"))
+			}
 			if len(calls) != len(want) || slices.ContainsFunc(calls, func(c string) bool { return !strings.HasPrefix(c, want[slices.Index(calls, c)]) }) {
 				t.Errorf("trajectory calls:\n%q\nwant\n%q", calls, want)
 			}
 		})
 	}
+}
+
+// patchOf returns the patch argument of the script's call of tool.
+func patchOf(t *testing.T, s llmtest.Script, tool string) string {
+	t.Helper()
+	for _, st := range s.Steps {
+		for _, c := range st.ToolCalls {
+			if c.Name == tool {
+				var args struct{ Patch string }
+				if err := json.Unmarshal([]byte(c.Arguments), &args); err != nil {
+					t.Fatal(err)
+				}
+				return args.Patch
+			}
+		}
+	}
+	t.Fatalf("the script never calls %s", tool)
+	return ""
 }
 
 func TestCaptureRefuses(t *testing.T) {
