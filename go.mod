@@ -24,7 +24,6 @@ require (
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.yaml.in/yaml/v3 v3.0.6
-	gonum.org/v1/gonum v0.17.0
 )
 
 require (
