@@ -40,6 +40,23 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 		t.Fatalf("outcome after the merge %+v (survival %+v); want task %s merged as %s with every line kept", o, o.Survival, id, merge)
 	}
 
+	// The outcome names the model that did the work (the worker's default,
+	// as the policy names none), which is what stats --by model groups by.
+	opt := w.rdb.Options()
+	redisURL := fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
+	env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": redisURL})
+	if err := cmdStats(ctx, []string{"--by", "model", "--json", "--since", "all"}, env); err != nil {
+		t.Fatal(err)
+	}
+	var byModel statsByReport
+	if err := json.Unmarshal([]byte(out.String()), &byModel); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	if o.Model != "gpt-4.1" || len(byModel.Groups) != 1 || byModel.Groups[0].Key != o.Model || byModel.Groups[0].Merged != 1 ||
+		byModel.Groups[0].MeanSurvival != 1 || byModel.Groups[0].Survival.N != 1 {
+		t.Errorf("stats --by model %s; want the task's model, gpt-4.1, with one merge, fully kept", out)
+	}
+
 	revert, err := w.sim.RevertCommit(w.repo, "main", merge, "grace")
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +71,7 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	}
 	waitOutcome(t, outcomes, w.repo, pr, func(o app.TaskOutcome) bool { return o.Reverted })
 
-	opt := w.rdb.Options()
-	env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)})
+	env, out, _ = testEnv(map[string]string{"AGENTBOT_REDIS_URL": redisURL})
 	if err := cmdStats(ctx, []string{"--json", "--since", "all"}, env); err != nil {
 		t.Fatal(err)
 	}

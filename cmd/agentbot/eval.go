@@ -21,6 +21,9 @@ import (
 // hidden tests, and what they cost. Each task's trajectory answers unless a
 // model endpoint is configured, as for agentbot run.
 func cmdEval(ctx context.Context, args []string, env Env) error {
+	if len(args) > 0 && args[0] == "capture" {
+		return cmdEvalCapture(ctx, args[1:], env)
+	}
 	fs := newFlagSet("eval", env)
 	modelName := fs.String("model", "", "the model that edits every task; default each task's model.edit, or \"scripted\" for trajectories")
 	runs := fs.Int("runs", 1, "runs of each task; the report gives success rates and means")
@@ -28,7 +31,7 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
 	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: agentbot eval SUITE_DIR [--model M] [--runs N] [--json]")
+		fmt.Fprintln(fs.Output(), "usage: agentbot eval SUITE_DIR [--model M] [--runs N] [--json]\n       agentbot eval capture OWNER/REPO#PR --out SUITE_DIR (see eval capture -h)")
 		fs.PrintDefaults()
 	}
 	dir, err := parseWithArg(fs, args, env)

@@ -242,7 +242,7 @@ func commandPath(args []string) (path, flags []string) {
 		switch {
 		case len(path) == 0 && i == len(flags):
 			path = append(path, a)
-		case len(path) == 1 && len(flags) == 0 && (path[0] == "config" || path[0] == "tasks" || path[0] == "bench"):
+		case len(path) == 1 && len(flags) == 0 && (path[0] == "config" || path[0] == "tasks" || path[0] == "bench" || path[0] == "eval" && a == "capture"):
 			path = append(path, a)
 		}
 	}

@@ -16,9 +16,13 @@ import (
 func cmdStats(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("stats", env)
 	flags := addPeriodFlags(fs, "tasks", "30d", "print JSON")
+	by := fs.String("by", "", "one table with confidence intervals, grouped by model or repo")
 	from, err := flags.parse(fs, args, env)
 	if err != nil {
 		return err
+	}
+	if _, ok := groupings[*by]; *by != "" && !ok {
+		return usageErrorf(fs, "--by %q: want model or repo", *by)
 	}
 
 	var all []app.TaskOutcome
@@ -34,6 +38,17 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 		if *flags.repo == "" || strings.EqualFold(o.Repo, *flags.repo) {
 			outcomes = append(outcomes, o)
 		}
+	}
+
+	if *by != "" {
+		r := statsByReport{By: *by, Confidence: app.Confidence, Groups: app.OutcomeStatsBy(outcomes, groupings[*by].key)}
+		if !from.IsZero() {
+			r.Since = &from
+		}
+		if *flags.json {
+			return printJSON(env.Stdout, r)
+		}
+		return printStatsBy(env.Stdout, *by, r.Groups)
 	}
 
 	report := statsReport{
@@ -116,7 +131,7 @@ func printStatsTable(w io.Writer, title string, rows []statsView) error {
 			reverted = fmt.Sprintf("%d (%s)", v.Reverted, percent(v.RevertRate))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d (%s)\t%d\t%s\t%d\t%.1f\t%s\t%d\t%s\t%s\t%d (%d)\n",
-			v.Key, v.Tasks, v.Succeeded, percent(v.SuccessRate), v.ChecksPassed, costPerSuccess, v.Tokens,
+			printable(v.Key), v.Tasks, v.Succeeded, percent(v.SuccessRate), v.ChecksPassed, costPerSuccess, v.Tokens,
 			float64(v.Iterations)/float64(v.Tasks), (v.WallTime / time.Duration(v.Tasks)).Round(time.Second),
 			v.Merged, survival, reverted, v.SafetyIncidents, v.IncidentsInPRs)
 	}

@@ -23,6 +23,10 @@
 // hidden commands then run in a fresh network-less sandbox over the final
 // tree, with hidden/ laid over it: the agent never saw those tests, so a
 // change that only satisfies the visible ones fails them.
+//
+// Capture writes a task from a merged pull request read from GitHub: the
+// tree it was merged onto, the issue it closed, the tests it added or
+// changed as hidden tests, and a trajectory that replays it.
 package eval
 
 import (

@@ -23,6 +23,7 @@ func (s *Server) routes() http.Handler {
 	api("GET /repos/{owner}/{repo}/collaborators/{username}/permission", s.getPermission)
 	api("GET /repos/{owner}/{repo}/contents/{path...}", s.getContent)
 	api("GET /repos/{owner}/{repo}/branches/{branch...}", s.getBranch)
+	api("GET /repos/{owner}/{repo}/commits/{ref}", s.getCommit)
 
 	api("GET /repos/{owner}/{repo}/issues/{issue_number}", s.getIssue)
 	api("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", s.listComments)
