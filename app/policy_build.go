@@ -299,6 +299,7 @@ func policySettings() []policySetting {
 		listSetting("pull_request.labels", func(r *RawPolicy) []string { return r.PullRequest.Labels }, func(p *Policy) *[]string { return &p.PullRequest.Labels }, checkNotBlank("a label")),
 		listSetting("pull_request.reviewers", func(r *RawPolicy) []string { return r.PullRequest.Reviewers }, func(p *Policy) *[]string { return &p.PullRequest.Reviewers }, checkLogin),
 		valueSetting("pull_request.on_failure", func(r *RawPolicy) *string { return r.PullRequest.OnFailure }, func(p *Policy) *string { return &p.PullRequest.OnFailure }, checkOneOf("comment", "draft_pr")),
+		valueSetting("quality.reproduce", func(r *RawPolicy) *string { return r.Quality.Reproduce }, func(p *Policy) *Reproduce { return &p.Quality.Reproduce }, checkReproduce),
 	}
 }
 

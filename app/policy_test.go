@@ -91,6 +91,7 @@ func TestEveryKeySet(t *testing.T) {
 		},
 		Model:       Models{Edit: "big-model", Fast: "small-model"},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr"},
+		Quality:     Quality{Reproduce: ReproduceRequired},
 		Source:      PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -184,6 +185,7 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:5: trigger.users[0]: "not a login" is not a GitHub login`,
 			`.github/agent.yml:7: pull_request.branch_prefix: "-x" cannot start a git branch name; use letters, digits, '-', '_', '.' and '/', such as agent/`,
 			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
+			`.github/agent.yml:10: quality.reproduce: "always" is not one of required, preferred, off`,
 		}},
 		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}
@@ -355,13 +357,13 @@ func TestParsePolicyEdgeCases(t *testing.T) {
 		{"empty file", "", ""},
 		{"comments only", "# nothing yet\n", ""},
 		{"null section", "limits:\n", ""},
-		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
+		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality)`},
 		{"top level list", "- a\n", `.github/agent.yml:1: expected a mapping of keys to values, not a list`},
 		{"bool for int", "limits: {iterations: true}\n", `.github/agent.yml:1: limits.iterations: "true" is not a whole number`},
 		{"float for int", "limits: {diff_lines: 1.5}\n", `.github/agent.yml:1: limits.diff_lines: "1.5" is not a whole number`},
 		{"word for bool", "setup: {network: maybe}\n", `.github/agent.yml:1: setup.network: "maybe" is not true or false`},
 		{"negative", "sandbox: {cpus: -1}\n", `.github/agent.yml:1: sandbox.cpus: -1 must be more than zero`},
-		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
+		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality)`},
 		{"shorthand rule", "tools: {write: off}\n", ""},
 		{"trailing empty document", "limits: {iterations: 3}\n---\n", ""},
 		{"second document", "limits: {iterations: 3}\n---\nlimits: {iterations: 300}\n", `.github/agent.yml:2: a second YAML document (after ---); the file must hold one`},
@@ -448,6 +450,28 @@ func BenchmarkLoadPolicy(b *testing.B) {
 		}
 		if _, err := BuildPolicy(server, o, r); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func TestReproduceFor(t *testing.T) {
+	for _, tt := range []struct {
+		written string
+		onPull  bool
+		want    Reproduce
+	}{
+		{"", false, ReproducePreferred},
+		{"", true, ReproduceOff},
+		{"quality: {reproduce: required}\n", false, ReproduceRequired},
+		{"quality: {reproduce: required}\n", true, ReproduceRequired},
+		{"quality: {reproduce: off}\n", false, ReproduceOff},
+	} {
+		p, err := BuildPolicy(openServer(), parseString(t, PolicyPath, "version: 1\n"+tt.written))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.ReproduceFor(tt.onPull); got != tt.want {
+			t.Errorf("%q on a pull request %v: %q; want %q", tt.written, tt.onPull, got, tt.want)
 		}
 	}
 }
