@@ -357,7 +357,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return r.fail(ctx, tk, st, *failed)
 	}
 	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}

@@ -145,8 +145,8 @@ func reproductionSection(tk *task) string {
 	if tk.prog.Pushed != "" {
 		head = "`" + shortSHA(tk.prog.Pushed) + "`"
 	}
-	fmt.Fprintf(&b, "✅ **Reproduced:** %s %s on `%s` (check **%s**, `%s`: %s; output below), and %s on %s in the final verification.\n\n",
-		testList(rp), plural(rp, "fails", "fail"), shortSHA(rp.Base), c.Name, c.Run, strings.TrimPrefix(resultText(c), "❌ "),
+	fmt.Fprintf(&b, "✅ **Reproduced:** %s %s on `%s` (check **%s**, %s: %s; output below), and %s on %s in the final verification.\n\n",
+		testList(rp), plural(rp, "fails", "fail"), shortSHA(rp.Base), c.Name, app.CodeSpan(c.Run, app.IssueRef{}), strings.TrimPrefix(resultText(c), "❌ "),
 		plural(rp, "passes", "pass"), head)
 	fmt.Fprintf(&b, "The tests ran on the base commit's tree with only the new and changed test files laid over it (%s), in a fresh sandbox.\n\n",
 		codeList(rp.Files))
@@ -174,7 +174,7 @@ func plural(rp *Reproduction, one, many string) string {
 func codeList(names []string) string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
-		quoted[i] = "`" + app.InertPlain(n, app.IssueRef{}) + "`"
+		quoted[i] = app.CodeSpan(n, app.IssueRef{})
 	}
 	return strings.Join(quoted, ", ")
 }
