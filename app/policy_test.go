@@ -475,3 +475,23 @@ func TestReproduceFor(t *testing.T) {
 		}
 	}
 }
+
+// An operator can require reproduction everywhere and keep repositories
+// from turning it off.
+func TestReproduceLockedByTheServer(t *testing.T) {
+	server, err := ParseServerConfig("server.yaml", []byte("policy: {quality: {reproduce: required}}\nlocked: [quality]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BuildPolicy(server, parseString(t, PolicyPath, "version: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ReproduceFor(true); got != ReproduceRequired {
+		t.Errorf("the operator's reproduce: %q; want required", got)
+	}
+	_, err = BuildPolicy(server, parseString(t, PolicyPath, "version: 1\nquality: {reproduce: off}\n"))
+	if want := ".github/agent.yml:2: quality.reproduce: is fixed by this server's operator and cannot be set here; remove it"; ErrorMessage(err) != want {
+		t.Errorf("a repository turning it off: %v; want %q", err, want)
+	}
+}
