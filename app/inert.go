@@ -260,3 +260,10 @@ func ShownArguments(raw string) (shown string, ok bool) {
 	}
 	return strings.TrimSuffix(out.String(), "\n"), true
 }
+
+// CodeSpan returns text (a file name the model chose) as inline code that
+// nothing in it can close, with closing keywords that do not name own
+// broken.
+func CodeSpan(text string, own IssueRef) string {
+	return inlineCode(inertClosing(text, own))
+}

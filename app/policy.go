@@ -37,6 +37,7 @@ type Policy struct {
 	Tools       Tools
 	Model       Models
 	PullRequest PullRequestSpec
+	Quality     Quality
 	// Source names the files the policy was merged from, lowest first, as
 	// they were named to ParsePolicy:
 	// "acme/.github@sha:.github/agent.yml < acme/app@sha:.github/agent.yml",

@@ -299,6 +299,7 @@ func policySettings() []policySetting {
 		valueSetting("pull_request.on_failure", func(r *RawPolicy) *string { return r.PullRequest.OnFailure }, func(p *Policy) *string { return &p.PullRequest.OnFailure }, checkOneOf("comment", "draft_pr")),
 		valueSetting("pull_request.signed_commits", func(r *RawPolicy) *bool { return r.PullRequest.SignedCommits }, func(p *Policy) *bool { return &p.PullRequest.SignedCommits }, asIs[bool]),
 		valueSetting("pull_request.ci_followups", func(r *RawPolicy) *int { return r.PullRequest.CIFollowups }, func(p *Policy) *int { return &p.PullRequest.CIFollowups }, checkNotNegative),
+		valueSetting("quality.reproduce", func(r *RawPolicy) *string { return r.Quality.Reproduce }, func(p *Policy) *Reproduce { return &p.Quality.Reproduce }, checkReproduce),
 	}
 }
 

@@ -21,6 +21,7 @@ type RawPolicy struct {
 	Tools       RawTools       `yaml:"tools" desc:"How calls of each tool class are approved."`
 	Model       RawModels      `yaml:"model" desc:"Model names for each role; empty means the server's default."`
 	PullRequest RawPullRequest `yaml:"pull_request" desc:"How the agent's pull requests look."`
+	Quality     RawQuality     `yaml:"quality" desc:"What the host proves about a change before proposing it."`
 
 	file  string         // as named to ParsePolicy, for messages
 	lines map[string]int // path -> line, as decoded

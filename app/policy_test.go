@@ -92,6 +92,7 @@ func TestEveryKeySet(t *testing.T) {
 		},
 		Model:       Models{Edit: "big-model", Fast: "small-model", Vision: true},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
+		Quality:     Quality{Reproduce: ReproduceRequired},
 		Source:      PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {
@@ -187,6 +188,7 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:7: pull_request.branch_prefix: "-x" cannot start a git branch name; use letters, digits, '-', '_', '.' and '/', such as agent/`,
 			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
 			`.github/agent.yml:9: pull_request.ci_followups: -1 is negative; 0 turns it off`,
+			`.github/agent.yml:11: quality.reproduce: "always" is not one of required, preferred, off`,
 		}},
 		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}
@@ -386,13 +388,13 @@ func TestParsePolicyEdgeCases(t *testing.T) {
 		{"empty file", "", ""},
 		{"comments only", "# nothing yet\n", ""},
 		{"null section", "limits:\n", ""},
-		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
+		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality)`},
 		{"top level list", "- a\n", `.github/agent.yml:1: expected a mapping of keys to values, not a list`},
 		{"bool for int", "limits: {iterations: true}\n", `.github/agent.yml:1: limits.iterations: "true" is not a whole number`},
 		{"float for int", "limits: {diff_lines: 1.5}\n", `.github/agent.yml:1: limits.diff_lines: "1.5" is not a whole number`},
 		{"word for bool", "setup: {network: maybe}\n", `.github/agent.yml:1: setup.network: "maybe" is not true or false`},
 		{"negative", "sandbox: {cpus: -1}\n", `.github/agent.yml:1: sandbox.cpus: -1 must be more than zero`},
-		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request)`},
+		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality)`},
 		{"shorthand rule", "tools: {write: off}\n", ""},
 		{"trailing empty document", "limits: {iterations: 3}\n---\n", ""},
 		{"second document", "limits: {iterations: 3}\n---\nlimits: {iterations: 300}\n", `.github/agent.yml:2: a second YAML document (after ---); the file must hold one`},
@@ -480,5 +482,47 @@ func BenchmarkLoadPolicy(b *testing.B) {
 		if _, err := BuildPolicy(server, o, r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestReproduceFor(t *testing.T) {
+	for _, tt := range []struct {
+		written string
+		onPull  bool
+		want    Reproduce
+	}{
+		{"", false, ReproducePreferred},
+		{"", true, ReproduceOff},
+		{"quality: {reproduce: required}\n", false, ReproduceRequired},
+		{"quality: {reproduce: required}\n", true, ReproduceRequired},
+		{"quality: {reproduce: off}\n", false, ReproduceOff},
+	} {
+		p, err := BuildPolicy(openServer(), parseString(t, PolicyPath, "version: 1\n"+tt.written))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.ReproduceFor(tt.onPull); got != tt.want {
+			t.Errorf("%q on a pull request %v: %q; want %q", tt.written, tt.onPull, got, tt.want)
+		}
+	}
+}
+
+// An operator can require reproduction everywhere and keep repositories
+// from turning it off.
+func TestReproduceLockedByTheServer(t *testing.T) {
+	server, err := ParseServerConfig("server.yaml", []byte("policy: {quality: {reproduce: required}}\nlocked: [quality]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BuildPolicy(server, parseString(t, PolicyPath, "version: 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ReproduceFor(true); got != ReproduceRequired {
+		t.Errorf("the operator's reproduce: %q; want required", got)
+	}
+	_, err = BuildPolicy(server, parseString(t, PolicyPath, "version: 1\nquality: {reproduce: off}\n"))
+	if want := ".github/agent.yml:2: quality.reproduce: is fixed by this server's operator and cannot be set here; remove it"; ErrorMessage(err) != want {
+		t.Errorf("a repository turning it off: %v; want %q", err, want)
 	}
 }

@@ -33,6 +33,10 @@ type SystemData struct {
 	Limits     app.Limits
 	ShellAllow []string // commands run_command accepts; empty when shell is off or unrestricted
 	ShellOff   bool
+	// Reproduce asks for a test that shows the problem before the fix:
+	// the host runs the new and changed tests on the base commit, where
+	// they must fail.
+	Reproduce bool
 }
 
 // System renders the system prompt.

@@ -16,11 +16,13 @@ func TestSystem(t *testing.T) {
 		Paths:      app.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem"}},
 		Limits:     app.Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25},
 		ShellAllow: []string{"go test ./...", "go vet ./..."},
+		Reproduce:  true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assertContains(t, "system prompt", got,
+		"before fixing anything, add or change a test that shows the problem",
 		"- build: go build ./...\n- test: go test ./...",
 		"never: .github/workflows/**, **/*.pem",
 		"at most 600 lines in 25 files",
@@ -32,7 +34,8 @@ func TestSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(off, "run_command is not available") || strings.Contains(off, "steps in total") || strings.Contains(off, "at most") {
+	if !strings.Contains(off, "run_command is not available") || strings.Contains(off, "steps in total") || strings.Contains(off, "at most") ||
+		strings.Contains(off, "shows the problem") {
 		t.Errorf("system prompt without limits:\n%s", off)
 	}
 }

@@ -262,6 +262,14 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		if failed = verdict(tk, failed); failed != nil && failed.verify != nil && p.PullRequest.OnFailure != "draft_pr" {
 			return r.fail(ctx, tk, st, *failed)
 		}
+		if failed == nil {
+			if err := r.reproduce(ctx, tk, ws, report); err != nil {
+				return err
+			}
+			if err := reproductionRefusal(tk); err != nil {
+				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
+			}
+		}
 		// The commit's date is kept before the commit is made, so that a
 		// worker that dies between the push and the save below makes the
 		// same commit again on resume and finds the branch already there.
@@ -308,7 +316,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
-	body += tamperingSection(tamper)
+	body += reproductionSection(tk) + tamperingSection(tamper)
 	if err := r.auditPush(ctx, tk); err != nil {
 		return err
 	}
@@ -330,7 +338,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return r.fail(ctx, tk, st, *failed)
 	}
 	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
 	}); err != nil {
 		return err
 	}

@@ -180,6 +180,9 @@ type progress struct {
 	// Verified is the final verification of the tree pushed, which the
 	// reports show once it is pushed.
 	Verified *Verification `json:"verified,omitempty"`
+	// Reproduction is the proof that the tree pushed fixes something, or
+	// why there is none; nil when the policy asks for none.
+	Reproduction *Reproduction `json:"reproduction,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
@@ -560,7 +563,8 @@ func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, t
 	if err != nil {
 		return "", "", fmt.Errorf("read the repository for the prompt: %w", err)
 	}
-	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff}
+	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff,
+		Reproduce: reproduceMode(tk) != app.ReproduceOff}
 	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
 		sd.ShellAllow = p.Tools.Shell.Allow
 	}

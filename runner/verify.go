@@ -92,7 +92,7 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	if err := tk.status.Set(ctx, runningText(tk, "verifying the checks in a fresh sandbox")); err != nil {
 		return err
 	}
-	v, err := r.verifyTree(ctx, tk, ws, gated)
+	v, err := r.verifyTree(ctx, tk, ws, gated, tk.ID+"-verify", tk.policy.Policy.Checks)
 	if err != nil {
 		return err
 	}
@@ -120,8 +120,10 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	return r.saveProgress(ctx, tk.ID, tk.prog)
 }
 
-// verifyTree makes the fresh tree, sets it up and runs the checks over it.
-func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspace, gated string) (Verification, error) {
+// verifyTree makes a fresh tree of gated, sets it up and runs checks over
+// it in sandboxes named after id. A setup that fails is the one check run,
+// and none of checks is.
+func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspace, gated, id string, checks []app.Check) (Verification, error) {
 	p := tk.policy.Policy
 	from := gated
 	if len(p.Setup.Run) > 0 && !tk.env.kept() {
@@ -142,10 +144,10 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 		return Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
 	}
 	if from != gated {
-		err := r.runSetup(ctx, tk, fresh.Dir(), tk.ID+"-verify-setup")
+		err := r.runSetup(ctx, tk, fresh.Dir(), id+"-setup")
 		if sf, ok := errors.AsType[*setupFailure](err); ok {
 			return Verification{Checks: []tools.CheckRun{{Name: "setup", Run: sf.run, ExitCode: sf.exit, TimedOut: sf.timedOut,
-				Output: tail(sf.output, verifyOutputLimit)}}, NotRun: p.Checks}, nil
+				Output: tail(sf.output, verifyOutputLimit)}}, NotRun: checks}, nil
 		}
 		if err != nil {
 			return Verification{}, err
@@ -158,11 +160,11 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 		}
 	}
 	s := p.Sandbox
-	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID + "-verify", WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids})
+	spec, err := tk.env.spec(docker.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids})
 	if err != nil {
 		return Verification{}, err
 	}
-	return VerifyChecks(ctx, r.cfg.Sandbox, spec, p.Checks)
+	return VerifyChecks(ctx, r.cfg.Sandbox, spec, checks)
 }
 
 // verdict is why a change is not a fix: the loop's failure, or else a

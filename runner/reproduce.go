@@ -1,0 +1,215 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// Reproduction is the host's proof that a change fixes something: the tests
+// it adds or changes fail on the base commit without the rest of the
+// change, and pass with it.
+//
+// The tests are the change's test files and fixtures, found by the naming
+// conventions the tampering report uses (workspace.ChangedTestsOf). They
+// are laid over the base commit's tree alone (workspace.Overlay), and the
+// policy's checks run over that tree as the final verification runs them:
+// in a fresh sandbox, after the policy's setup, in order, stopping at the
+// first failure. A check that is a plain "go test" line is narrowed to the
+// Go tests the change defines or edits (-run '^(TestA|TestB)$'); any other
+// check runs whole. The change is reproduced when a check fails there; that
+// the tests pass with the change is the final verification's verdict,
+// which runs before.
+type Reproduction struct {
+	Mode app.Reproduce `json:"mode"`
+	Base string        `json:"base"` // the commit the tests ran on
+	// Files are the new and changed test files laid over the base.
+	Files []string `json:"files,omitempty"`
+	// Tests are the Go test functions the change defines or edits.
+	Tests []string `json:"tests,omitempty"`
+	// Run is the checks' run on the base with the tests; nil when there
+	// was nothing to run.
+	Run        *Verification `json:"run,omitempty"`
+	Reproduced bool          `json:"reproduced"`
+	// Why the change is not reproduced, as a sentence's end.
+	Why string `json:"why,omitempty"`
+}
+
+// reproduceMode is the task's reproduction policy: the policy's, or its
+// default for a fix of an issue or a follow-up on a pull request.
+func reproduceMode(tk *task) app.Reproduce {
+	return tk.policy.Policy.ReproduceFor(tk.issue.Pull != nil)
+}
+
+// reproduce tries to reproduce a verified change and keeps the result in
+// the task's progress. It does nothing when the policy turns it off or the
+// final verification did not pass: a change that is no fix has nothing
+// to prove.
+func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspace, gate workspace.GateReport) error {
+	mode := reproduceMode(tk)
+	if v := tk.prog.Verified; mode == app.ReproduceOff || v == nil || !v.Passed {
+		return nil
+	}
+	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "reproduction"); err != nil {
+		return err
+	}
+	if err := tk.status.Set(ctx, runningText(tk, "running the new tests on "+shortSHA(ws.Base())+", without the fix")); err != nil {
+		return err
+	}
+	ct, err := workspace.ChangedTestsOf(gate.Diff)
+	if err != nil {
+		return err
+	}
+	rp := Reproduction{Mode: mode, Base: ws.Base(), Files: ct.Files, Tests: ct.GoTests}
+	if len(ct.Files) == 0 {
+		rp.Why = "the change adds or changes no test"
+	} else {
+		tree, err := ws.Overlay(ctx, gate.Tree, ct.Files)
+		if err != nil {
+			return err
+		}
+		checks := narrowChecks(tk.policy.Policy.Checks, ct.GoTests)
+		v, err := r.verifyTree(ctx, tk, ws, tree, tk.ID+"-reproduce", checks)
+		if err != nil {
+			return err
+		}
+		rp.Run = &v
+		switch {
+		case len(v.NotRun) == len(checks):
+			rp.Why = "the repository's setup failed on " + shortSHA(rp.Base) + ", so the tests did not run there"
+		case v.Passed:
+			rp.Why = "the new and changed tests pass on " + shortSHA(rp.Base) + ", without the fix, so they do not show the problem"
+		default:
+			rp.Reproduced = true
+		}
+		r.traceReproduction(ctx, tk, rp)
+		// A phase only when tests ran: without them it took no time.
+		r.phase(ctx, tk, "reproduction")
+	}
+	tk.log.Info("reproduction", "reproduced", rp.Reproduced, "mode", mode, "tests", rp.Tests, "files", rp.Files, "why", rp.Why)
+	tk.prog.Reproduction = &rp
+	return r.saveProgress(ctx, tk.ID, tk.prog)
+}
+
+// traceReproduction records each check run on the base with the tests.
+func (r *Runner) traceReproduction(ctx context.Context, tk *task, rp Reproduction) {
+	end := time.Now().UTC()
+	for _, c := range rp.Run.Checks {
+		outcome := "failed"
+		if c.Passed {
+			outcome = "passed"
+		}
+		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
+			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
+			Detail: fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run)})
+	}
+}
+
+// reproductionRefusal is the refusal of a change the policy requires to be
+// reproduced and that is not, or nil.
+func reproductionRefusal(tk *task) error {
+	rp := tk.prog.Reproduction
+	if rp == nil || rp.Reproduced || rp.Mode != app.ReproduceRequired {
+		return nil
+	}
+	return app.Errorf(app.EPolicy, "The change is not reproduced: %s. The policy requires a test that fails on the base commit "+
+		"and passes with the fix (quality.reproduce: required), so nothing is proposed. Ask again with a hint at how to show the problem in a test, "+
+		"or set quality.reproduce to preferred.", rp.Why)
+}
+
+// reproductionExcerpt bounds the output of the failing check that a pull
+// request quotes; the trace keeps more.
+const reproductionExcerpt = 1500
+
+// reproductionSection is the reproduction as a section of the pull
+// request's body, or "" when none was tried.
+func reproductionSection(tk *task) string {
+	rp := tk.prog.Reproduction
+	if rp == nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\n## Reproduction\n\n")
+	if !rp.Reproduced {
+		fmt.Fprintf(&b, "⚠️ **Not reproduced: the fix is unproven.** %s. The checks pass with the change, "+
+			"but no test shows that it fixes the problem; check that by hand before merging.\n", capitalize(rp.Why))
+		return b.String()
+	}
+	c := rp.Run.Checks[len(rp.Run.Checks)-1]
+	head := "the change"
+	if tk.prog.Pushed != "" {
+		head = "`" + shortSHA(tk.prog.Pushed) + "`"
+	}
+	fmt.Fprintf(&b, "✅ **Reproduced:** %s %s on `%s` (check **%s**, %s: %s; output below), and %s on %s in the final verification.\n\n",
+		testList(rp), plural(rp, "fails", "fail"), shortSHA(rp.Base), c.Name, app.CodeSpan(c.Run, app.IssueRef{}), strings.TrimPrefix(resultText(c), "❌ "),
+		plural(rp, "passes", "pass"), head)
+	fmt.Fprintf(&b, "The tests ran on the base commit's tree with only the new and changed test files laid over it (%s), in a fresh sandbox.\n\n",
+		codeList(rp.Files))
+	fmt.Fprintf(&b, "<details><summary>%s on %s</summary>\n\n%s\n</details>\n",
+		c.Name, shortSHA(rp.Base), app.CodeBlock(tail(c.Output, reproductionExcerpt), "", ownIssue(tk)))
+	return b.String()
+}
+
+// testList names what reproduces: the Go tests, or else the test files.
+func testList(rp *Reproduction) string {
+	if len(rp.Tests) > 0 {
+		return codeList(rp.Tests)
+	}
+	return "the tests in " + codeList(rp.Files)
+}
+
+// plural picks the verb for testList's subject.
+func plural(rp *Reproduction, one, many string) string {
+	if len(rp.Tests) == 1 {
+		return one
+	}
+	return many
+}
+
+func codeList(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = app.CodeSpan(n, app.IssueRef{})
+	}
+	return strings.Join(quoted, ", ")
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// shortSHA is a commit id as a pull request shows it.
+func shortSHA(id string) string {
+	if len(id) > 7 {
+		return id[:7]
+	}
+	return id
+}
+
+// narrowChecks returns checks with each plain "go test" line narrowed to
+// the named Go tests, so that the base run fails for them and not for an
+// unrelated test. A line with shell syntax, quotes or its own -run is left
+// as written: rewriting it could change what it means.
+func narrowChecks(checks []app.Check, tests []string) []app.Check {
+	out := slices.Clone(checks)
+	if len(tests) == 0 {
+		return out
+	}
+	for i, c := range out {
+		f := strings.Fields(c.Run)
+		if len(f) < 2 || f[0] != "go" || f[1] != "test" || strings.ContainsAny(c.Run, ";&|<>()$`'\"\\\n") ||
+			strings.Contains(c.Run, "-run") || strings.Contains(c.Run, "-test.run") {
+			continue
+		}
+		out[i].Run = strings.Join(append([]string{"go", "test", "-run", "'^(" + strings.Join(tests, "|") + ")$'"}, f[2:]...), " ")
+	}
+	return out
+}
