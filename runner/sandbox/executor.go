@@ -114,6 +114,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		}
 		readErr <- sc.Err()
 	}()
+	// The tree as the host handed it over: what commands may grow it from.
+	var base int64
+	if opts.Root != "" {
+		base = treeUsage(opts.Root)
+	}
 	enc := json.NewEncoder(w)
 	oom := oomWatch{count: opts.OOMCounter}
 	oom.reset()
@@ -135,7 +140,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		if err != nil {
 			err = fmt.Errorf("%w: decode request: %v", ErrInvalidCmd, err)
 		} else {
-			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull, jail)
+			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull, jail, base)
 		}
 		if jail != nil {
 			// Whatever the command was, nothing it started answers for
@@ -186,8 +191,11 @@ func (o *oomWatch) moved() bool {
 // runCmd runs one command in its own process group under its timeout, in
 // the directory c.Dir of the work tree root, with the base environment env;
 // its stdin is devNull unless c.Stdin is set. With a jail, it runs as the
-// sandbox user and its timeout kills every process of the container.
-func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File, jail *containment) (Result, error) {
+// sandbox user and its timeout kills every process of the container. The
+// command is killed the same way once the tree under root, which held base
+// bytes when the executor started, grows past c.MaxTreeGrowth (see
+// treeLimit).
+func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File, jail *containment, base int64) (Result, error) {
 	argv, err := c.argv()
 	if err != nil {
 		return Result{}, err
@@ -204,11 +212,21 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
+	growth := c.MaxTreeGrowth
+	if growth <= 0 {
+		growth = DefaultMaxTreeGrowth
+	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Cancelled with errTreeFull when the tree outgrows its limit; the
+	// timeout stays runCtx's own, so the two are told apart.
+	cmdCtx, stopCmd := context.WithCancelCause(runCtx)
+	defer stopCmd(nil)
+	treeMax := treeLimit(base, treeUsage(root), growth)
+	var treeSize int64 // set by the watch before it cancels cmdCtx
 
 	stdout, stderr := NewCapture(limit), NewCapture(limit)
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(cmdCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), env...), c.Env...)
 	cmd.Stdin = devNull // an *os.File: passed as it is, with no copying goroutine
@@ -229,13 +247,22 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	cmd.WaitDelay = time.Second
 
 	start := time.Now()
+	stopWatch := watchTree(cmdCtx, root, treeMax, func(size int64) {
+		treeSize = size
+		stopCmd(errTreeFull)
+	})
 	runErr := cmd.Run()
 	res := Result{Duration: time.Since(start)}
 	if cmd.Process != nil {
 		// Nothing a command started outlives it into the next one.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
+	stopWatch()
 	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	if res.TreeFull = errors.Is(context.Cause(cmdCtx), errTreeFull); res.TreeFull {
+		fmt.Fprintf(stderr, "\nsandbox: command killed: the work tree grew to %s, past its limit of %s; delete files it does not need before running more\n",
+			mib(treeSize), mib(treeMax))
+	}
 	switch {
 	case cmd.ProcessState != nil:
 		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -319,3 +346,6 @@ func oomKillLine(file string) (int64, bool) {
 	}
 	return 0, false
 }
+
+// mib formats a byte count for the model to read.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,103 @@
+package sandbox
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// DefaultMaxTreeGrowth is how far a Cmd that leaves MaxTreeGrowth zero may
+// grow the work tree.
+const DefaultMaxTreeGrowth = 1 << 30
+
+// treePoll is how often a command's work tree is measured. Between two
+// measurements a command can write past its limit by what the disk takes
+// in that time; a tree that takes long to walk is measured less often
+// (treeWalkShare), so that the watch costs a bounded share of a core.
+const (
+	treePoll      = 200 * time.Millisecond
+	treeWalkShare = 4 // wait at least this many times the last walk's duration
+)
+
+// errTreeFull is the cause a command is cancelled with when its work tree
+// grew past the limit.
+var errTreeFull = treeFullError{}
+
+type treeFullError struct{}
+
+func (treeFullError) Error() string { return "work tree full" }
+
+// treeUsage is the disk space the files under root take: allocated blocks,
+// not apparent sizes (a sparse file costs what it holds), directories
+// included, a file with several hard links counted once. Entries that
+// vanish or cannot be read during the walk are skipped: the tree changes
+// under a running command.
+func treeUsage(root string) int64 {
+	type inode struct{ dev, ino uint64 }
+	var total int64
+	seen := map[inode]bool{}
+	filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a directory that vanished or is unreadable: skip it
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			total += fi.Size()
+			return nil
+		}
+		if st.Nlink > 1 && !fi.IsDir() {
+			k := inode{uint64(st.Dev), uint64(st.Ino)}
+			if seen[k] {
+				return nil
+			}
+			seen[k] = true
+		}
+		total += int64(st.Blocks) * 512
+		return nil
+	})
+	return total
+}
+
+// treeLimit is the size a command's work tree may reach: base (the tree
+// when the executor started) plus growth, or the size the command started
+// with if that is more, so that a command after one that filled the tree
+// still runs (to delete files, say) but may not grow it further.
+func treeLimit(base, start, growth int64) int64 {
+	return max(base+growth, start)
+}
+
+// watchTree measures the tree under root until ctx is done and calls full,
+// once, with the size it saw, the first time that size is over limit. The
+// returned function stops the watch and waits until it has stopped.
+func watchTree(ctx context.Context, root string, limit int64, full func(size int64)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		wait := treePoll
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			start := time.Now()
+			size := treeUsage(root)
+			if size > limit {
+				full(size)
+				return
+			}
+			wait = max(treePoll, treeWalkShare*time.Since(start))
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
