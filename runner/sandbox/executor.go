@@ -65,7 +65,8 @@ type ExecOptions struct {
 	OOMCounter func() (int64, bool)
 	// Contain is for the executor of a sandbox container, and only there:
 	// it must run as the container's root, with no capability but those
-	// to change its uid and to signal other users' processes, as the
+	// to change its uid, to signal other users' processes and to read any
+	// directory (to measure the work tree), as the
 	// direct child of the container's init. Commands then run as the
 	// sandbox user (UID, GID), so that none of their processes can open
 	// the executor's descriptors or memory, or signal it: the answers on
@@ -222,7 +223,8 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	// timeout stays runCtx's own, so the two are told apart.
 	cmdCtx, stopCmd := context.WithCancelCause(runCtx)
 	defer stopCmd(nil)
-	treeMax := treeLimit(base, treeUsage(root), growth)
+	treeStart := treeUsage(root)
+	treeMax := treeLimit(base, treeStart, growth)
 	var treeSize int64 // set by the watch before it cancels cmdCtx
 
 	stdout, stderr := NewCapture(limit), NewCapture(limit)
@@ -247,7 +249,7 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	cmd.WaitDelay = time.Second
 
 	start := time.Now()
-	stopWatch := watchTree(cmdCtx, root, treeMax, func(size int64) {
+	stopWatch := watchTree(cmdCtx, root, treeStart, treeMax, func(size int64) {
 		treeSize = size
 		stopCmd(errTreeFull)
 	})

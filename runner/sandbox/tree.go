@@ -12,14 +12,31 @@ import (
 // grow the work tree.
 const DefaultMaxTreeGrowth = 1 << 30
 
-// treePoll is how often a command's work tree is measured. Between two
-// measurements a command can write past its limit by what the disk takes
-// in that time; a tree that takes long to walk is measured less often
-// (treeWalkShare), so that the watch costs a bounded share of a core.
+// treePoll is how often a command's work tree is measured at most.
+// Between two measurements a command can write past its limit by what the
+// disk takes in that time, so a tree that grows towards its limit is
+// measured sooner: after half the time it would take to reach the limit at
+// the rate it grew, but not sooner than treePollMin. A tree that takes
+// long to walk is measured less often (treeWalkShare), so that the watch
+// never takes more than a tenth of a core from the command.
 const (
-	treePoll      = 200 * time.Millisecond
-	treeWalkShare = 4 // wait at least this many times the last walk's duration
+	treePoll      = 50 * time.Millisecond
+	treePollMin   = 2 * time.Millisecond
+	treeWalkShare = 10 // wait at least this many times the last walk's duration
 )
+
+// nextTreePoll is how long to wait before the next measurement of a tree
+// that grew from prev to size in elapsed, towards limit, in a walk that
+// took walk.
+func nextTreePoll(prev, size, limit int64, elapsed, walk time.Duration) time.Duration {
+	wait := treePoll
+	if grew := size - prev; grew > 0 && elapsed > 0 {
+		// At the rate it grew, the tree reaches its limit in reach.
+		reach := time.Duration(float64(limit-size) / float64(grew) * float64(elapsed))
+		wait = min(wait, max(reach/2, treePollMin))
+	}
+	return max(wait, treeWalkShare*walk)
+}
 
 // errTreeFull is the cause a command is cancelled with when its work tree
 // grew past the limit.
@@ -72,15 +89,17 @@ func treeLimit(base, start, growth int64) int64 {
 	return max(base+growth, start)
 }
 
-// watchTree measures the tree under root until ctx is done and calls full,
-// once, with the size it saw, the first time that size is over limit. The
-// returned function stops the watch and waits until it has stopped.
-func watchTree(ctx context.Context, root string, limit int64, full func(size int64)) (stop func()) {
+// watchTree measures the tree under root, which holds size bytes now,
+// until ctx is done and calls full, once, with the size it saw, the first
+// time that size is over limit. The returned function stops the watch and
+// waits until it has stopped.
+func watchTree(ctx context.Context, root string, size, limit int64, full func(size int64)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		wait := treePoll
+		prev, at := size, time.Now()
 		for {
 			select {
 			case <-ctx.Done():
@@ -93,7 +112,9 @@ func watchTree(ctx context.Context, root string, limit int64, full func(size int
 				full(size)
 				return
 			}
-			wait = max(treePoll, treeWalkShare*time.Since(start))
+			now := time.Now()
+			wait = nextTreePoll(prev, size, limit, now.Sub(at), now.Sub(start))
+			prev, at = size, now
 		}
 	}()
 	return func() {

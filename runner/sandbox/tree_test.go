@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
@@ -106,5 +107,27 @@ func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
 	}
 	if a := answers[3]; a.ExitCode != 0 || a.TreeFull {
 		t.Errorf("a command under the limit once the tree was cleaned: %+v", a)
+	}
+}
+
+func TestNextTreePoll(t *testing.T) {
+	const ms = time.Millisecond
+	tests := []struct {
+		name                string
+		prev, size, limit   int64
+		elapsed, walk, want time.Duration
+	}{
+		{"still tree", 100, 100, 1000, 50 * ms, ms, treePoll},
+		{"shrinking tree", 200, 100, 1000, 50 * ms, ms, treePoll},
+		{"slow growth, far from the limit", 100, 110, 1000, 50 * ms, ms, treePoll},
+		{"fast growth: half the time to the limit", 100, 500, 1000, 40 * ms, ms, 25 * ms},
+		{"at the limit: the floor", 100, 1000, 1000, 40 * ms, 0, treePollMin},
+		{"a slow walk waits for its share", 100, 100, 1000, 50 * ms, 20 * ms, 200 * ms},
+		{"a slow walk of a growing tree too", 100, 500, 1000, 40 * ms, 20 * ms, 200 * ms},
+	}
+	for _, tt := range tests {
+		if got := nextTreePoll(tt.prev, tt.size, tt.limit, tt.elapsed, tt.walk); got != tt.want {
+			t.Errorf("%s: nextTreePoll = %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }
