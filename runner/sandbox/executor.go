@@ -223,9 +223,7 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	// timeout stays runCtx's own, so the two are told apart.
 	cmdCtx, stopCmd := context.WithCancelCause(runCtx)
 	defer stopCmd(nil)
-	treeStart := treeUsage(root)
-	treeMax := treeLimit(base, treeStart, growth)
-	var treeSize int64 // set by the watch before it cancels cmdCtx
+	var treeSize, treeMax int64 // set by the watch before it cancels cmdCtx
 
 	stdout, stderr := NewCapture(limit), NewCapture(limit)
 	cmd := exec.CommandContext(cmdCtx, argv[0], argv[1:]...)
@@ -249,10 +247,11 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	cmd.WaitDelay = time.Second
 
 	start := time.Now()
-	stopWatch := watchTree(cmdCtx, root, treeStart, treeMax, func(size int64) {
-		treeSize = size
-		stopCmd(errTreeFull)
-	})
+	stopWatch := watchTree(cmdCtx, root, func(start int64) int64 { return treeLimit(base, start, growth) },
+		func(size, limit int64) {
+			treeSize, treeMax = size, limit
+			stopCmd(errTreeFull)
+		})
 	runErr := cmd.Run()
 	res := Result{Duration: time.Since(start)}
 	if cmd.Process != nil {

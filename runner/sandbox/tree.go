@@ -89,17 +89,22 @@ func treeLimit(base, start, growth int64) int64 {
 	return max(base+growth, start)
 }
 
-// watchTree measures the tree under root, which holds size bytes now,
-// until ctx is done and calls full, once, with the size it saw, the first
-// time that size is over limit. The returned function stops the watch and
-// waits until it has stopped.
-func watchTree(ctx context.Context, root string, size, limit int64, full func(size int64)) (stop func()) {
+// watchTree measures the tree under root until ctx is done. Its first
+// measurement, taken as the command starts rather than before, so that a
+// large tree does not delay every command, is passed to limitOf for the
+// limit; full is called, once, with the size it saw and the limit, the
+// first time a measurement is over the limit. The returned function stops
+// the watch and waits until it has stopped.
+func watchTree(ctx context.Context, root string, limitOf func(start int64) int64, full func(size, limit int64)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		wait := treePoll
-		prev, at := size, time.Now()
+		t0 := time.Now()
+		prev := treeUsage(root)
+		at := time.Now()
+		limit := limitOf(prev)
+		wait := max(treePoll, treeWalkShare*at.Sub(t0))
 		for {
 			select {
 			case <-ctx.Done():
@@ -109,7 +114,7 @@ func watchTree(ctx context.Context, root string, size, limit int64, full func(si
 			start := time.Now()
 			size := treeUsage(root)
 			if size > limit {
-				full(size)
+				full(size, limit)
 				return
 			}
 			now := time.Now()

@@ -556,7 +556,7 @@ func TestManyFilesStoppedByTreeLimit(t *testing.T) {
 	const growth = 256 << 20
 	// What a command may write between two measurements of the tree, and
 	// while the kill lands: the bound holds within this.
-	const slack = 128 << 20
+	const slack = 192 << 20
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
 	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, MaxTreeGrowth: growth})
