@@ -3,7 +3,7 @@ package sandbox
 import (
 	"context"
 	"io/fs"
-	"path/filepath"
+	"os"
 	"syscall"
 	"time"
 )
@@ -50,12 +50,19 @@ func (treeFullError) Error() string { return "work tree full" }
 // not apparent sizes (a sparse file costs what it holds), directories
 // included, a file with several hard links counted once. Entries that
 // vanish or cannot be read during the walk are skipped: the tree changes
-// under a running command.
+// under a running command. The walk goes through an os.Root, so a
+// directory swapped for a symlink while it runs does not lead it out of
+// the tree.
 func treeUsage(root string) int64 {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return 0
+	}
+	defer r.Close()
 	type inode struct{ dev, ino uint64 }
 	var total int64
 	seen := map[inode]bool{}
-	filepath.WalkDir(root, func(_ string, d fs.DirEntry, err error) error {
+	fs.WalkDir(r.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // a directory that vanished or is unreadable: skip it
 		}
