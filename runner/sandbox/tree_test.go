@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,7 @@ func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
 	answers := serve(t, root, nil,
 		req(t, Cmd{Shell: "head -c 1048576 /dev/urandom > small; echo ok", MaxTreeGrowth: growth}),
 		req(t, Cmd{Shell: fill, MaxTreeGrowth: growth}),
+		req(t, Cmd{Shell: "du -sk . | cut -f1", MaxTreeGrowth: growth}),
 		req(t, Cmd{Shell: "rm -f f*; echo cleaned", MaxTreeGrowth: growth}),
 		req(t, Cmd{Shell: "head -c 2097152 /dev/urandom > again; echo ok", MaxTreeGrowth: growth}),
 	)
@@ -102,10 +104,16 @@ func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
 	if full.Duration > 30e9 {
 		t.Errorf("the command ran for %s before it was stopped", full.Duration)
 	}
-	if a := answers[2]; a.ExitCode != 0 || a.TreeFull || string(a.Stdout) != "cleaned\n" {
+	// The tree stopped within a file or two of its limit (one 1 MiB file
+	// every 100 ms against a measurement every 50 ms or sooner).
+	var kib int64
+	if _, err := fmt.Sscan(string(answers[2].Stdout), &kib); err != nil || kib<<10 > growth+2<<20 {
+		t.Errorf("the tree after the kill: %q KiB (%v), limit %d KiB", answers[2].Stdout, err, growth>>10)
+	}
+	if a := answers[3]; a.ExitCode != 0 || a.TreeFull || string(a.Stdout) != "cleaned\n" {
 		t.Errorf("the command after a full tree did not run normally: %+v", a)
 	}
-	if a := answers[3]; a.ExitCode != 0 || a.TreeFull {
+	if a := answers[4]; a.ExitCode != 0 || a.TreeFull {
 		t.Errorf("a command under the limit once the tree was cleaned: %+v", a)
 	}
 }
