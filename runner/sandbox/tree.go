@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"syscall"
@@ -40,11 +41,7 @@ func nextTreePoll(prev, size, limit int64, elapsed, walk time.Duration) time.Dur
 
 // errTreeFull is the cause a command is cancelled with when its work tree
 // grew past the limit.
-var errTreeFull = treeFullError{}
-
-type treeFullError struct{}
-
-func (treeFullError) Error() string { return "work tree full" }
+var errTreeFull = errors.New("work tree full")
 
 // treeUsage is the disk space the files under root take: allocated blocks,
 // not apparent sizes (a sparse file costs what it holds), directories
