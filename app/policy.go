@@ -79,6 +79,9 @@ type SandboxSpec struct {
 	Memory  int64 // bytes; also the memory+swap limit
 	Pids    int64
 	Timeout time.Duration // wall clock for the whole agent phase
+	// Disk is how many bytes a command may grow the work tree by before
+	// the sandbox kills it.
+	Disk int64
 }
 
 // Paths says which files the agent may write. Deny wins over Allow, and a

@@ -29,7 +29,7 @@ trigger:
   approvers: [admin, maintain]
   allow_forks: false
 setup: {network: false, run: [], timeout: 10m}
-sandbox: {cpus: 2, memory: 4GiB, pids: 512, timeout: 45m}
+sandbox: {cpus: 2, memory: 4GiB, pids: 512, timeout: 45m, disk: 1GiB}
 paths:
   allow: ["**"]
   deny: [".github/**", ".github/agent.yml", "**/CODEOWNERS", "**/*.pem", "**/.env*"]
@@ -276,6 +276,7 @@ func policySettings() []policySetting {
 		valueSetting("sandbox.memory", func(r *RawPolicy) *RawSize { return r.Sandbox.Memory }, func(p *Policy) *int64 { return &p.Sandbox.Memory }, checkSize(MinSandboxMemory, func(c Caps) int64 { return c.Sandbox.Memory })),
 		valueSetting("sandbox.pids", func(r *RawPolicy) *int64 { return r.Sandbox.Pids }, func(p *Policy) *int64 { return &p.Sandbox.Pids }, checkAtLeast(MinSandboxPids, func(c Caps) int64 { return c.Sandbox.Pids })),
 		valueSetting("sandbox.timeout", func(r *RawPolicy) *RawDuration { return r.Sandbox.Timeout }, func(p *Policy) *time.Duration { return &p.Sandbox.Timeout }, checkDuration(func(c Caps) time.Duration { return c.Sandbox.Timeout })),
+		valueSetting("sandbox.disk", func(r *RawPolicy) *RawSize { return r.Sandbox.Disk }, func(p *Policy) *int64 { return &p.Sandbox.Disk }, checkSize(MinSandboxDisk, func(c Caps) int64 { return c.Sandbox.Disk })),
 		listSetting("paths.allow", func(r *RawPolicy) []string { return r.Paths.Allow }, func(p *Policy) *[]string { return &p.Paths.Allow }, checkGlob),
 		listSetting("paths.deny", func(r *RawPolicy) []string { return r.Paths.Deny }, func(p *Policy) *[]string { return &p.Paths.Deny }, checkGlob),
 		valueSetting("limits.iterations", func(r *RawPolicy) *int { return r.Limits.Iterations }, func(p *Policy) *int { return &p.Limits.Iterations }, checkPositive(func(c Caps) int { return c.Limits.Iterations })),
@@ -499,6 +500,8 @@ func checkDuration(capOf func(Caps) time.Duration) func(*policyBuilder, RawDurat
 const (
 	MinSandboxMemory = 64 << 20
 	MinSandboxPids   = 32
+	// A build writes objects into the tree; less than this fails most.
+	MinSandboxDisk = 16 << 20
 )
 
 // checkAtLeast is checkPositive with a floor of least.

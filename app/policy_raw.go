@@ -60,6 +60,7 @@ type RawSandbox struct {
 	Memory  *RawSize     `yaml:"memory" desc:"Memory limit (also memory+swap), such as 4GiB or 512MiB."`
 	Pids    *int64       `yaml:"pids" desc:"Maximum number of processes."`
 	Timeout *RawDuration `yaml:"timeout" desc:"Wall clock for the whole agent phase, such as 45m."`
+	Disk    *RawSize     `yaml:"disk" desc:"How much disk a command may add to the work tree while it runs, such as 1GiB; a command that writes more is killed."`
 }
 
 // RawPaths is the paths section of a policy file.

@@ -53,7 +53,7 @@ func TestDesignExample(t *testing.T) {
 			{Name: "test", Run: "go test ./...", Timeout: 15 * time.Minute},
 		},
 		Setup:   Setup{Network: true, Run: []string{"go mod download"}, Timeout: 10 * time.Minute},
-		Sandbox: SandboxSpec{Image: "golang:1.26", CPUs: 2, Memory: 4 << 30, Pids: 512, Timeout: 45 * time.Minute},
+		Sandbox: SandboxSpec{Image: "golang:1.26", CPUs: 2, Memory: 4 << 30, Pids: 512, Timeout: 45 * time.Minute, Disk: 1 << 30},
 		Paths:   Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem", "**/.env*"}},
 		Limits:  Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25, Tokens: 2000000, CostUSD: 10, WallClock: time.Hour, ContextTokens: 20000},
 		Tools: Tools{
@@ -83,7 +83,7 @@ func TestEveryKeySet(t *testing.T) {
 			{Name: "go test -short ./...", Run: "go test -short ./...", Timeout: defaultCheckTimeout},
 		},
 		Setup:   Setup{Network: true, Run: []string{"go mod download", "make tools"}, Timeout: 5 * time.Minute},
-		Sandbox: SandboxSpec{Image: "agentbot-sandbox:go", CPUs: 1.5, Memory: 512 << 20, Pids: 256, Timeout: 30 * time.Minute},
+		Sandbox: SandboxSpec{Image: "agentbot-sandbox:go", CPUs: 1.5, Memory: 512 << 20, Pids: 256, Timeout: 30 * time.Minute, Disk: 2 << 30},
 		Paths:   Paths{Allow: []string{"src/**", "docs/*.md"}, Deny: []string{"src/vendor/**"}},
 		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute, ContextTokens: 8000},
 		Tools: Tools{
@@ -171,6 +171,7 @@ func TestBrokenFiles(t *testing.T) {
 		{"below-minimum.yml", []string{
 			`.github/agent.yml:4: sandbox.memory: 12 is below the least a sandbox can run with, 64MiB`,
 			`.github/agent.yml:5: sandbox.pids: 4 is below the least a sandbox can run with, 32`,
+			`.github/agent.yml:6: sandbox.disk: 1MiB is below the least a sandbox can run with, 16MiB`,
 		}},
 		{"image-not-allowed.yml", []string{`.github/agent.yml:4: sandbox.image: "ubuntu:24.04" is not an image this server allows (agentbot-sandbox:*)`}},
 		{"setup-network.yml", []string{`.github/agent.yml:4: setup.network: this server does not allow network during setup; set it to false, or ask the operator`}},
@@ -279,7 +280,7 @@ func TestMergeErrorsNameTheirFile(t *testing.T) {
 
 func TestCaps(t *testing.T) {
 	server := openServer()
-	server.Max = Caps{Limits: Limits{Iterations: 20, CostUSD: 1.5}, Sandbox: SandboxSpec{Memory: 1 << 30, Timeout: 20 * time.Minute}}
+	server.Max = Caps{Limits: Limits{Iterations: 20, CostUSD: 1.5}, Sandbox: SandboxSpec{Memory: 1 << 30, Timeout: 20 * time.Minute, Disk: 512 << 20}}
 	server.Images = []string{"agentbot-sandbox:*", "ghcr.io/acme/*"}
 
 	// Built-in defaults above a cap are lowered to it: nobody asked for them.
@@ -287,7 +288,7 @@ func TestCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Limits.Iterations != 20 || p.Limits.CostUSD != 1.5 || p.Sandbox.Memory != 1<<30 || p.Sandbox.Timeout != 20*time.Minute {
+	if p.Limits.Iterations != 20 || p.Limits.CostUSD != 1.5 || p.Sandbox.Memory != 1<<30 || p.Sandbox.Timeout != 20*time.Minute || p.Sandbox.Disk != 512<<20 {
 		t.Errorf("defaults not lowered to the caps: %+v %+v", p.Limits, p.Sandbox)
 	}
 
@@ -306,6 +307,11 @@ func TestCaps(t *testing.T) {
 	r = parseString(t, PolicyPath, "limits: {cost_usd: 1.51}\n")
 	_, err = BuildPolicy(server, r)
 	if got, want := ErrorMessage(err), ".github/agent.yml:1: limits.cost_usd: 1.51 is above this server's cap of 1.5"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	r = parseString(t, PolicyPath, "sandbox: {disk: 1GiB}\n")
+	_, err = BuildPolicy(server, r)
+	if got, want := ErrorMessage(err), ".github/agent.yml:1: sandbox.disk: 1GiB is above this server's cap of 512MiB"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -84,6 +84,7 @@ type rawServerConfig struct {
 			Memory  *RawSize     `yaml:"memory"`
 			Pids    *int64       `yaml:"pids"`
 			Timeout *RawDuration `yaml:"timeout"`
+			Disk    *RawSize     `yaml:"disk"`
 		} `yaml:"sandbox"`
 	} `yaml:"max"`
 	Policy RawPolicy       `yaml:"policy"`
@@ -189,6 +190,7 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 func parseCaps(name string, raw *rawServerConfig, lines map[string]int) (Caps, []fieldError) {
 	layer := &RawPolicy{Limits: raw.Max.Limits, Sandbox: RawSandbox{
 		CPUs: raw.Max.Sandbox.CPUs, Memory: raw.Max.Sandbox.Memory, Pids: raw.Max.Sandbox.Pids, Timeout: raw.Max.Sandbox.Timeout,
+		Disk: raw.Max.Sandbox.Disk,
 	}}
 	p, errs := applySubLayer(nil, name, "max.", layer, lines)
 	return Caps{Limits: p.Limits, Sandbox: p.Sandbox}, errs

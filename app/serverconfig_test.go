@@ -23,7 +23,7 @@ func TestServerConfigExample(t *testing.T) {
 			{Host: "files.pythonhosted.org"}, {Host: "registry.npmjs.org"}},
 		Max: Caps{
 			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour, ContextTokens: 50000},
-			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute},
+			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute, Disk: 4 << 30},
 		},
 		Locked: []string{"paths.deny", "trigger.allow_forks"},
 		Prices: map[string]ModelPrice{
@@ -120,7 +120,7 @@ func TestParseServerConfigErrors(t *testing.T) {
 		{"bad cap", "max:\n  limits:\n    wall_clock: soon\n  sandbox: {memory: lots}\n",
 			"server.yaml:3: max.limits.wall_clock: \"soon\" is not a duration such as 90s, 15m or 1h30m\n" +
 				`server.yaml:4: max.sandbox.memory: "lots" is not a size such as 512MiB or 4GiB`},
-		{"image under max", "max: {sandbox: {image: x}}\n", `server.yaml:1: max.sandbox.image: unknown key (expected one of: cpus, memory, pids, timeout)`},
+		{"image under max", "max: {sandbox: {image: x}}\n", `server.yaml:1: max.sandbox.image: unknown key (expected one of: cpus, memory, pids, timeout, disk)`},
 		{"wrong type", "setup: {allow_network: sometimes}\n", `server.yaml:1: setup.allow_network: "sometimes" is not true or false`},
 		{"bad allow_hosts", "setup:\n  allow_hosts:\n    - https://pypi.org/simple\n    - 169.254.169.254\n    - \"pypi.org:http\"\n",
 			"server.yaml:3: setup.allow_hosts[0]: \"https://pypi.org/simple\" is not a host: write only the host and an optional port (proxy.golang.org, pypi.org:443)\n" +

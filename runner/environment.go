@@ -70,7 +70,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	s := tk.policy.Policy.Setup
 	p := &prepared{image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())}
 	spec := docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(), Image: p.image, CPUs: tk.policy.Policy.Sandbox.CPUs,
-		Memory: tk.policy.Policy.Sandbox.Memory, Pids: tk.policy.Policy.Sandbox.Pids, Network: s.Network}
+		Memory: tk.policy.Policy.Sandbox.Memory, Pids: tk.policy.Policy.Sandbox.Pids, MaxTreeGrowth: tk.policy.Policy.Sandbox.Disk, Network: s.Network}
 	if r.cfg.Envs == nil {
 		if len(s.Run) == 0 {
 			return p, nil
@@ -129,7 +129,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
 	p := tk.policy.Policy
 	return r.runSetupSpec(ctx, tk, docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
-		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, Network: p.Setup.Network}, p.Setup.Run, p.Setup.Timeout)
+		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}, p.Setup.Run, p.Setup.Timeout)
 }
 
 // runSetupSpec runs lines in order in a container of spec, whose network,

@@ -160,7 +160,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if tk.env, err = r.prepareEnv(ctx, tk, ws); err != nil {
 		return nil, "", err
 	}
-	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
+	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
 	if err != nil {
 		return nil, "", err
 	}

@@ -160,7 +160,7 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 		}
 	}
 	s := p.Sandbox
-	spec, err := tk.env.spec(docker.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids})
+	spec, err := tk.env.spec(docker.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
 	if err != nil {
 		return Verification{}, err
 	}

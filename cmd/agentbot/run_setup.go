@@ -52,7 +52,7 @@ func runSetup(ctx context.Context, drv *docker.Driver, taskID, tree string, p ap
 	if len(s.Run) == 0 {
 		return nil
 	}
-	spec := docker.Spec{TaskID: taskID + "-setup", WorkTree: tree, CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids}
+	spec := docker.Spec{TaskID: taskID + "-setup", WorkTree: tree, CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
 	if s.Network {
 		allow := make([]string, len(server.SetupAllowHosts))
 		for i, a := range server.SetupAllowHosts {

@@ -27,7 +27,7 @@ func verifyRun(ctx context.Context, drv *docker.Driver, p app.Policy, tree *eval
 	}
 	s := p.Sandbox
 	v, err := runner.VerifyChecks(ctx, drv, docker.Spec{TaskID: taskID + "-verify", WorkTree: dir,
-		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids}, p.Checks)
+		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk}, p.Checks)
 	if err != nil {
 		return v, err
 	}

@@ -217,7 +217,7 @@ func (cfg *Config) hidden(ctx context.Context, t Task, id string, tree *Tree) ([
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
 	p := t.Policy.Sandbox
-	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids})
+	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

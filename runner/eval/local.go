@@ -88,7 +88,7 @@ type Local struct {
 // an error, as far as it got.
 func (l Local) Run(ctx context.Context, taskID string, tree *Tree) (*agent.State, error) {
 	p := l.Policy
-	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids})
+	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

@@ -8,6 +8,15 @@
 // The wire format is one JSON Cmd per line on the executor's stdin and one
 // JSON Answer per line on its stdout, one command at a time.
 //
+// While a command runs, the executor bounds the work tree's size: it
+// measures the disk the tree takes every few tens of milliseconds and
+// kills the command with every process it started once the tree is more
+// than Cmd.MaxTreeGrowth past its size when the executor started (or when
+// the command started, if that is more); the Result then says TreeFull.
+// The limit on each file is the container's RLIMIT_FSIZE; this one bounds
+// them all, on storage drivers with no size limit of their own and on a
+// work tree that is a bind mount of the host's disk.
+//
 // The constants below are the contract with the sandbox image
 // (deploy/sandbox): the user commands run as and where the work tree is.
 package sandbox

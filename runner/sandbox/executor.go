@@ -65,7 +65,8 @@ type ExecOptions struct {
 	OOMCounter func() (int64, bool)
 	// Contain is for the executor of a sandbox container, and only there:
 	// it must run as the container's root, with no capability but those
-	// to change its uid and to signal other users' processes, as the
+	// to change its uid, to signal other users' processes and to read any
+	// directory (to measure the work tree), as the
 	// direct child of the container's init. Commands then run as the
 	// sandbox user (UID, GID), so that none of their processes can open
 	// the executor's descriptors or memory, or signal it: the answers on
@@ -114,6 +115,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		}
 		readErr <- sc.Err()
 	}()
+	// The tree as the host handed it over: what commands may grow it from.
+	var base int64
+	if opts.Root != "" {
+		base = treeUsage(opts.Root)
+	}
 	enc := json.NewEncoder(w)
 	oom := oomWatch{count: opts.OOMCounter}
 	oom.reset()
@@ -135,7 +141,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		if err != nil {
 			err = fmt.Errorf("%w: decode request: %v", ErrInvalidCmd, err)
 		} else {
-			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull, jail)
+			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull, jail, base)
 		}
 		if jail != nil {
 			// Whatever the command was, nothing it started answers for
@@ -186,8 +192,11 @@ func (o *oomWatch) moved() bool {
 // runCmd runs one command in its own process group under its timeout, in
 // the directory c.Dir of the work tree root, with the base environment env;
 // its stdin is devNull unless c.Stdin is set. With a jail, it runs as the
-// sandbox user and its timeout kills every process of the container.
-func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File, jail *containment) (Result, error) {
+// sandbox user and its timeout kills every process of the container. The
+// command is killed the same way once the tree under root, which held base
+// bytes when the executor started, grows past c.MaxTreeGrowth (see
+// treeLimit).
+func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File, jail *containment, base int64) (Result, error) {
 	argv, err := c.argv()
 	if err != nil {
 		return Result{}, err
@@ -204,11 +213,20 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
+	growth := c.MaxTreeGrowth
+	if growth <= 0 {
+		growth = DefaultMaxTreeGrowth
+	}
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Cancelled with errTreeFull when the tree outgrows its limit; the
+	// timeout stays runCtx's own, so the two are told apart.
+	cmdCtx, stopCmd := context.WithCancelCause(runCtx)
+	defer stopCmd(nil)
+	var treeSize, treeMax int64 // set by the watch before it cancels cmdCtx
 
 	stdout, stderr := NewCapture(limit), NewCapture(limit)
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
+	cmd := exec.CommandContext(cmdCtx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append([]string(nil), env...), c.Env...)
 	cmd.Stdin = devNull // an *os.File: passed as it is, with no copying goroutine
@@ -229,13 +247,23 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	cmd.WaitDelay = time.Second
 
 	start := time.Now()
+	stopWatch := watchTree(cmdCtx, root, func(start int64) int64 { return treeLimit(base, start, growth) },
+		func(size, limit int64) {
+			treeSize, treeMax = size, limit
+			stopCmd(errTreeFull)
+		})
 	runErr := cmd.Run()
 	res := Result{Duration: time.Since(start)}
 	if cmd.Process != nil {
 		// Nothing a command started outlives it into the next one.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
+	stopWatch()
 	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	if res.TreeFull = errors.Is(context.Cause(cmdCtx), errTreeFull); res.TreeFull {
+		fmt.Fprintf(stderr, "\nsandbox: command killed: the work tree grew to %s, past its limit of %s; delete files it does not need before running more\n",
+			mib(treeSize), mib(treeMax))
+	}
 	switch {
 	case cmd.ProcessState != nil:
 		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
@@ -319,3 +347,6 @@ func oomKillLine(file string) (int64, bool) {
 	}
 	return 0, false
 }
+
+// mib formats a byte count for the model to read.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -8,9 +8,10 @@
 // way out is the egress proxy: Driver.StartEgress), a read-only root
 // filesystem, the work tree as the only writable bind mount (at /workspace),
 // size-limited tmpfs for /tmp and $HOME, commands under a non-root user,
-// every capability dropped but the executor's three, no-new-privileges,
+// every capability dropped but the executor's four, no-new-privileges,
 // default seccomp, pids, memory (= memory+swap) and CPU limits, a file size
-// limit (RLIMIT_FSIZE), an init process, and an environment holding only
+// limit (RLIMIT_FSIZE), a bound on how far a command may grow the work tree
+// (Spec.MaxTreeGrowth, enforced by the executor), an init process, and an environment holding only
 // what the driver sets, so no credential of the host can leak in.
 //
 // The container's command is the agentbot binary itself, mounted read-only,
@@ -20,7 +21,8 @@
 // instead of the tens of milliseconds of "docker exec", and every process a
 // command starts stays under the container's pids limit, which exec'd
 // processes escape. The executor is the container's root with only
-// CAP_SETUID, CAP_SETGID and CAP_KILL, and runs every command as the sandbox
+// CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_DAC_READ_SEARCH (to measure
+// the work tree whatever modes a command sets), and runs every command as the sandbox
 // user: no process of a command can write into its pipes, read its memory
 // or signal it, and none outlives its command (see sandbox.ExecOptions).
 //
@@ -159,6 +161,11 @@ type Spec struct {
 	// MaxFileSize is the largest file any process may write, in bytes;
 	// DefaultMaxFileSize when zero.
 	MaxFileSize int64
+	// MaxTreeGrowth is how many bytes of disk a command may add to the
+	// work tree before the executor kills it (sandbox.Cmd.MaxTreeGrowth),
+	// for every command that sets none; sandbox.DefaultMaxTreeGrowth when
+	// zero. RLIMIT_FSIZE bounds one file; this bounds them all.
+	MaxTreeGrowth int64
 	// Network gives the container Docker's default bridge, which reaches
 	// wherever the host does. Only the setup phase may ask for network, and
 	// the runner gives it an Egress instead; the agent phase always runs in
@@ -215,6 +222,8 @@ type Container struct {
 	mu     sync.Mutex // one command at a time
 	broken error      // set once the executor can no longer be trusted
 
+	maxTreeGrowth int64 // Spec.MaxTreeGrowth
+
 	closeMu sync.Mutex // Close may run while a command is waited for
 	closed  bool
 
@@ -236,7 +245,7 @@ func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
 		d.removeVolumes(ctx, volumes)
 		return nil, fmt.Errorf("create sandbox for task %s: %w", spec.TaskID, err)
 	}
-	c := &Container{ID: created.ID, d: d, volumes: volumes, log: d.log.With("task", spec.TaskID, "container", shortID(created.ID))}
+	c := &Container{ID: created.ID, d: d, volumes: volumes, maxTreeGrowth: spec.MaxTreeGrowth, log: d.log.With("task", spec.TaskID, "container", shortID(created.ID))}
 	// Attach before start, so that nothing the executor writes is missed.
 	conn, err := d.cli.ContainerAttach(ctx, c.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err == nil {
@@ -349,7 +358,9 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		CapDrop:        []string{"ALL"},
 		// Only what the executor needs: commands run as a non-root user
 		// under no-new-privileges, so they can never hold these.
-		CapAdd:      []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"},
+		// CAP_DAC_READ_SEARCH lets it walk the work tree to measure it
+		// even where a command took every permission off a directory.
+		CapAdd:      []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_DAC_READ_SEARCH"},
 		SecurityOpt: []string{"no-new-privileges"},
 		// POSIX shared memory stays available to tools, bounded and private.
 		IpcMode: "private",
@@ -502,6 +513,9 @@ func (c *Container) Run(ctx context.Context, cmd sandbox.Cmd) (sandbox.Result, e
 	case <-c.done:
 		return sandbox.Result{}, c.closedErr()
 	default:
+	}
+	if cmd.MaxTreeGrowth == 0 {
+		cmd.MaxTreeGrowth = c.maxTreeGrowth
 	}
 	req, err := json.Marshal(cmd)
 	if err != nil {

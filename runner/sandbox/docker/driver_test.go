@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,7 +319,7 @@ func TestConfinement(t *testing.T) {
 	res := shell(t, c, "id -u; id -g; grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
 	// The bounding set keeps what the executor needs (setuid, setgid,
 	// kill); a non-root process under no-new-privileges can never hold it.
-	want := fmt.Sprintf("%d\n%d\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000e0\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
+	want := fmt.Sprintf("%d\n%d\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t00000000000000e4\nCapAmb:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\n", sandbox.UID, sandbox.GID)
 	if got := string(res.Stdout); got != want {
 		t.Errorf("identity:\n%s\nwant:\n%s", got, want)
 	}
@@ -545,4 +547,72 @@ func TestHugeFileStoppedByFileSizeLimit(t *testing.T) {
 	if res := shell(t, c, "rm huge.bin && dd if=/dev/zero of=ok.bin bs=1M count=8 2>/dev/null && stat -c %s ok.bin"); strings.TrimSpace(string(res.Stdout)) != "8388608" {
 		t.Errorf("after the refused write: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
+}
+
+// A command cannot fill the worker's disk with many files each under the
+// file size limit: the executor kills it once the work tree grows past
+// Spec.MaxTreeGrowth, while it runs.
+func TestManyFilesStoppedByTreeLimit(t *testing.T) {
+	const growth = 256 << 20
+	// What a command may write between two measurements of the tree, and
+	// while the kill lands: the bound holds within this.
+	const slack = 192 << 20
+	d := sandboxtest.NewDriver(t)
+	tree := sandboxtest.WorkTree(t)
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, MaxTreeGrowth: growth})
+	// Under the limit: unaffected.
+	if res := shell(t, c, "dd if=/dev/zero of=small.bin bs=1M count=64 2>/dev/null && echo ok"); res.ExitCode != 0 || res.TreeFull || string(res.Stdout) != "ok\n" {
+		t.Fatalf("a command under the limit: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)
+	}
+	for _, tc := range []struct{ name, line string }{
+		// 40 files of 64 MiB, each under RLIMIT_FSIZE: 2.5 GiB in all.
+		{"many files", "i=0; while [ $i -lt 40 ]; do dd if=/dev/zero of=fill$i.bin bs=1M count=64 2>/dev/null || exit 3; i=$((i+1)); done; echo wrote all"},
+		// The same through descriptors opened into a directory that no
+		// longer lets anyone but root's DAC_READ_SEARCH look inside.
+		{"hidden directory", "mkdir hid && exec 3>hid/f3 4>hid/f4 5>hid/f5 6>hid/f6 7>hid/f7 8>hid/f8 9>hid/f9 && chmod 000 hid && " +
+			"for fd in 3 4 5 6 7 8 9; do dd if=/dev/zero bs=1M count=64 2>/dev/null >&$fd || exit 3; done; echo wrote all"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := shell(t, c, tc.line)
+			if !res.TreeFull || res.ExitCode == 0 || strings.Contains(string(res.Stdout), "wrote all") {
+				t.Errorf("filling the tree: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)
+			}
+			if !strings.Contains(string(res.Stderr), "past its limit of 256.0 MiB") {
+				t.Errorf("stderr does not tell why the command was killed: %q", res.Stderr)
+			}
+			shell(t, c, "chmod -R 755 hid 2>/dev/null; true") // for the host to measure it
+			// The tree was empty when the executor started.
+			grew := diskUsage(t, tree)
+			t.Logf("the tree grew by %d MiB on the host (limit %d MiB) in %s", grew>>20, growth>>20, res.Duration.Round(time.Millisecond))
+			if grew > growth+slack {
+				t.Errorf("the tree grew by %d MiB on the host, past the limit of %d MiB and %d MiB of slack", grew>>20, growth>>20, slack>>20)
+			}
+			// The next command runs normally, and can clean up.
+			if res := shell(t, c, "rm -rf fill*.bin hid && echo cleaned"); res.ExitCode != 0 || res.TreeFull || string(res.Stdout) != "cleaned\n" {
+				t.Errorf("the command after a full tree: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
+// diskUsage is the disk space the files under root take on the host, as
+// du counts it: allocated blocks.
+func diskUsage(t *testing.T, root string) int64 {
+	t.Helper()
+	var total int64
+	err := filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		total += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return total
 }
