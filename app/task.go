@@ -29,6 +29,11 @@ const (
 // in a comment and never opens a branch or a pull request.
 func (v Verb) ReadOnly() bool { return v == VerbAsk || v == VerbExplain }
 
+// Control reports whether the verb steers or reports on other tasks
+// without running the agent itself: stop, status and help. They answer at
+// once, so they never wait behind the work they are about.
+func (v Verb) Control() bool { return v == VerbStop || v == VerbStatus || v == VerbHelp }
+
 // State is where a task is in its lifecycle.
 type State string
 

@@ -149,6 +149,42 @@ func TestOneInstallationsBacklogDoesNotDelayAnother(t *testing.T) {
 	}
 }
 
+// A stop, status or help of an installation at its limit runs at once: it
+// is about the tasks holding the slots.
+func TestControlVerbsTakeNoSlot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rdb := connect(t, redistest.Start(t))
+	if ok, err := NewSlots(rdb, 1).Acquire(ctx, app.Task{ID: "running-fix", InstallationID: 7}); err != nil || !ok {
+		t.Fatalf("Acquire = %v, %v", ok, err)
+	}
+	c := NewClient(rdb)
+	var control []string
+	for _, v := range []app.Verb{app.VerbStop, app.VerbStatus, app.VerbHelp, app.VerbFix} {
+		task := sampleTask(string(v), time.Now())
+		task.InstallationID, task.Verb = 7, v
+		if _, err := c.Enqueue(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		if v.Control() {
+			control = append(control, task.ID)
+		}
+	}
+	h := newTimedHandler(10 * time.Millisecond)
+	runServer(t, NewServer(rdb, h, ServerConfig{Concurrency: 4, MaxPerInstallation: 1, SlotRetry: 100 * time.Millisecond,
+		ShutdownTimeout: time.Second, Logger: quiet}))
+	for _, id := range control {
+		waitUntil(t, 10*time.Second, id+" to run while its installation is at its limit", func() bool {
+			_, ok := h.startedAt(id)
+			return ok
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, ok := h.startedAt(string(app.VerbFix)); ok {
+		t.Error("a fix ran while its installation was at its limit")
+	}
+}
+
 // waitUntil polls ok every 20ms, failing the test after timeout.
 func waitUntil(t *testing.T, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()

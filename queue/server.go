@@ -157,9 +157,11 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// process hands t to the Handler, within its installation's limit.
+// process hands t to the Handler, within its installation's limit; a
+// control verb (stop, status, help) takes no slot, or a stop would wait
+// for the very task it is to stop.
 func (s *Server) process(ctx context.Context, t app.Task) error {
-	if s.slots == nil {
+	if s.slots == nil || t.Verb.Control() {
 		return s.h.ProcessTask(ctx, t)
 	}
 	return s.slots.withSlot(ctx, t, s.retry, s.log, func(ctx context.Context) error {
