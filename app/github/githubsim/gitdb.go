@@ -641,16 +641,22 @@ func (s *Server) fullRef(rp *repo, ref string) string {
 	return ref
 }
 
+// refAt resolves a ref name of the git database API to its full name and
+// the object it points at; sha is empty when there is no such ref.
+func (s *Server) refAt(rp *repo, name string) (ref, sha string) {
+	ref = s.fullRef(rp, name)
+	if ref == "" {
+		return "", ""
+	}
+	return ref, s.refValue(rp, ref)
+}
+
 func (s *Server) getRef(w http.ResponseWriter, r *http.Request) {
 	rp, ok := s.repoAuth(w, r, "read", "contents")
 	if !ok {
 		return
 	}
-	ref := s.fullRef(rp, r.PathValue("ref"))
-	sha := ""
-	if ref != "" {
-		sha = s.refValue(rp, ref)
-	}
+	ref, sha := s.refAt(rp, r.PathValue("ref"))
 	if sha == "" {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
@@ -706,11 +712,7 @@ func (s *Server) updateRef(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	ref := s.fullRef(rp, r.PathValue("ref"))
-	old := ""
-	if ref != "" {
-		old = s.refValue(rp, ref)
-	}
+	ref, old := s.refAt(rp, r.PathValue("ref"))
 	if old == "" {
 		writeValidation(w, fieldError{Resource: "Reference", Field: "ref", Code: "invalid", Message: "Reference does not exist"})
 		return
