@@ -1,7 +1,8 @@
 // Package sandboxtest gives tests real sandbox containers on the local Docker
 // engine: the image (built offline when missing), a static executor binary, a
-// Driver whose containers are removed when the test ends, and a work tree the
-// sandbox user may write.
+// Driver whose containers are removed when the test ends, a work tree the
+// sandbox user may write, and a git server on the host with the address of
+// Docker's bridge, where setups reach it through the egress proxy.
 //
 // Where Docker is not reachable the test is skipped, except under CI=true,
 // where a missing Docker is a failure.
