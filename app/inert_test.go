@@ -216,7 +216,8 @@ var fuzzSeeds = []string{
 	"[@dave](https://example.com) FIXES: GH-9",
 }
 
-func FuzzInert(f *testing.F) {
+// fuzzText fuzzes check from fuzzSeeds with the texts GitHub could store.
+func fuzzText(f *testing.F, check func(t *testing.T, s string)) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
@@ -224,18 +225,16 @@ func FuzzInert(f *testing.F) {
 		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) || strings.ContainsRune(s, '\r') {
 			t.Skip("GitHub stores text as UTF-8 lines")
 		}
-		checkPage(t, s, Inert(s, own))
+		check(t, s)
 	})
 }
 
+func FuzzInert(f *testing.F) {
+	fuzzText(f, func(t *testing.T, s string) { checkPage(t, s, Inert(s, own)) })
+}
+
 func FuzzCodeBlock(f *testing.F) {
-	for _, s := range fuzzSeeds {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) || strings.ContainsRune(s, '\r') {
-			t.Skip("GitHub stores text as UTF-8 lines")
-		}
+	fuzzText(f, func(t *testing.T, s string) {
 		block := CodeBlock(s, "text", own)
 		checkPage(t, s, block)
 		// The block shows exactly the text, closing keywords aside.

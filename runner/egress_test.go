@@ -2,57 +2,13 @@ package runner_test
 
 import (
 	"fmt"
-	"net"
-	"net/http"
-	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
-
-// registry is an HTTP server on every host address, standing for a package
-// registry, that counts its requests and answers as a dumb git server.
-func registry(t *testing.T) (port string, requests *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests = &atomic.Int64{}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		if strings.HasSuffix(r.URL.Path, "/info/refs") {
-			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("ab", 20))
-			return
-		}
-		http.NotFound(w, r)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), requests
-}
-
-// bridgeGateway is the host's address on Docker's default bridge, where
-// the egress proxy reaches the host.
-func bridgeGateway(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f", `{{index .Options "com.docker.network.bridge.name"}}`).Output()
-	if err != nil {
-		t.Fatalf("docker network inspect bridge: %v", err)
-	}
-	bridge, err := net.InterfaceByName(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("the bridge network's interface %q: %v", out, err)
-	}
-	addrs, err := bridge.Addrs()
-	if err != nil || len(addrs) == 0 {
-		t.Fatalf("the bridge %s has no address (%v)", bridge.Name, err)
-	}
-	return addrs[0].(*net.IPNet).IP.String()
-}
 
 func allowHost(t *testing.T, c *runner.Config, entry string) {
 	t.Helper()
@@ -64,9 +20,8 @@ func allowHost(t *testing.T, c *runner.Config, entry string) {
 }
 
 func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
-	gw := bridgeGateway(t)
-	allowedPort, allowed := registry(t)
-	otherPort, other := registry(t)
+	gw := sandboxtest.BridgeGateway(t)
+	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
 	traces := &memTraces{}
 	policy := quickPolicy + fmt.Sprintf(`setup:
   network: true
@@ -74,11 +29,11 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
     - git ls-remote http://%[1]s:%[2]s/deps.git
     - git ls-remote http://%[1]s:%[3]s/deps.git || echo refused as expected
     - git ls-remote http://evil.example/x.git || echo refused as expected
-`, gw, allowedPort, otherPort)
+`, gw, allowed.Port, other.Port)
 	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true
 		c.Traces = traces
-		allowHost(t, c, gw+":"+allowedPort)
+		allowHost(t, c, gw+":"+allowed.Port)
 	})
 	tk := w.task(t, "E1")
 	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
@@ -88,14 +43,14 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
 	if rec := w.store.record("E1"); rec.State != app.StateSucceeded {
 		t.Fatalf("task ended %s (%s):\n%s", rec.State, rec.Step, status)
 	}
-	if allowed.Load() == 0 {
+	if allowed.Requests.Load() == 0 {
 		t.Error("setup's request to the allowed host never arrived")
 	}
-	if other.Load() != 0 {
-		t.Errorf("the host not allowed answered %d requests", other.Load())
+	if other.Requests.Load() != 0 {
+		t.Errorf("the host not allowed answered %d requests", other.Requests.Load())
 	}
 	want := []string{
-		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, otherPort),
+		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, other.Port),
 		"setup tried to reach evil.example:80 — not in setup.allow_hosts",
 	}
 	var traced []string
@@ -117,15 +72,15 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
 // A setup command that ignores the proxy variables reaches nothing, even
 // an allowed host: the task fails on its setup and says so.
 func TestSetupThatBypassesTheProxyFails(t *testing.T) {
-	gw := bridgeGateway(t)
-	port, requests := registry(t)
+	gw := sandboxtest.BridgeGateway(t)
+	reg := sandboxtest.StartGitServer(t)
 	policy := quickPolicy + fmt.Sprintf(`setup:
   network: true
   run: ["env -u http_proxy -u HTTP_PROXY timeout 20 git ls-remote http://%s:%s/deps.git"]
-`, gw, port)
+`, gw, reg.Port)
 	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true
-		allowHost(t, c, gw+":"+port)
+		allowHost(t, c, gw+":"+reg.Port)
 	})
 	if err := w.runner.ProcessTask(t.Context(), w.task(t, "E2")); err != nil {
 		t.Fatal(err)
@@ -134,7 +89,7 @@ func TestSetupThatBypassesTheProxyFails(t *testing.T) {
 	if rec := w.store.record("E2"); rec.State != app.StateFailed || !strings.Contains(status, "the agent did not start") {
 		t.Fatalf("task ended %s (%s); want failed on its setup:\n%s", rec.State, rec.Step, status)
 	}
-	if n := requests.Load(); n != 0 {
+	if n := reg.Requests.Load(); n != 0 {
 		t.Errorf("the allowed host answered %d requests that bypassed the proxy", n)
 	}
 }

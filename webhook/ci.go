@@ -42,16 +42,7 @@ type ciObject struct {
 // worker's to find out, since they take the policy and GitHub's API.
 func (h *Handler) interpretCI(event, delivery string, body []byte) answer {
 	var p struct {
-		Action       string `json:"action"`
-		Installation *struct {
-			ID int64 `json:"id"`
-		} `json:"installation"`
-		Repository *struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-		Sender *struct {
-			Login string `json:"login"`
-		} `json:"sender"`
+		envelope
 		CheckRun    *ciObject `json:"check_run"`
 		CheckSuite  *ciObject `json:"check_suite"`
 		WorkflowRun *ciObject `json:"workflow_run"`
@@ -61,17 +52,15 @@ func (h *Handler) interpretCI(event, delivery string, body []byte) answer {
 	}
 	a := ciAnswer(event, p.Action, map[string]*ciObject{
 		"check_run": p.CheckRun, "check_suite": p.CheckSuite, "workflow_run": p.WorkflowRun}[event])
-	if p.Repository != nil {
-		a.repo = p.Repository.FullName
-	}
+	a.repo = p.repo()
 	if a.status != http.StatusAccepted {
 		return a
 	}
 	if p.Repository == nil || !strings.Contains(p.Repository.FullName, "/") {
 		return invalid("%s without repository", event)
 	}
-	if p.Installation == nil || p.Installation.ID <= 0 {
-		return invalid("%s without installation: deliveries must come from the GitHub App", event)
+	if !p.fromApp() {
+		return notFromApp(event)
 	}
 	if p.Sender == nil || p.Sender.Login == "" {
 		return invalid("%s without sender", event)

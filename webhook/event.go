@@ -10,21 +10,45 @@ import (
 	"github.com/agentbot/agentbot/app"
 )
 
-// payload holds the fields of GitHub's webhook payloads that intake reads;
-// decoding only these keeps the request path fast.
-type payload struct {
+// envelope holds what every webhook payload intake reads carries: the
+// action, the App installation, the repository and the sender.
+type envelope struct {
 	Action       string `json:"action"`
 	Installation *struct {
 		ID int64 `json:"id"`
 	} `json:"installation"`
 	Repository *struct {
 		FullName string `json:"full_name"`
+		CloneURL string `json:"clone_url"`
 	} `json:"repository"`
 	Sender *struct {
 		Login string `json:"login"`
 		ID    int64  `json:"id"`
 		Type  string `json:"type"` // "User", "Bot" or "Organization"
 	} `json:"sender"`
+}
+
+// repo is the repository's full name, or empty when there is none.
+func (e *envelope) repo() string {
+	if e.Repository == nil {
+		return ""
+	}
+	return e.Repository.FullName
+}
+
+// fromApp reports whether the delivery names an installation, as only the
+// GitHub App's deliveries do; a task needs it for its token.
+func (e *envelope) fromApp() bool { return e.Installation != nil && e.Installation.ID > 0 }
+
+// notFromApp is the answer to a delivery of event without an installation.
+func notFromApp(event string) answer {
+	return invalid("%s without installation: deliveries must come from the GitHub App", event)
+}
+
+// payload holds the fields of GitHub's webhook payloads that intake reads;
+// decoding only these keeps the request path fast.
+type payload struct {
+	envelope
 	Issue *struct {
 		Number      int       `json:"number"`
 		PullRequest *struct{} `json:"pull_request"` // present when the issue is a pull request
@@ -74,9 +98,7 @@ func (h *Handler) interpret(event, delivery string, body []byte) answer {
 		return invalid("payload is not a valid %s event: %v", eventLabel(event), err)
 	}
 	a := h.classify(event, delivery, &p)
-	if p.Repository != nil {
-		a.repo = p.Repository.FullName
-	}
+	a.repo = p.repo()
 	return a
 }
 
@@ -161,8 +183,8 @@ func (h *Handler) classify(event, delivery string, p *payload) answer {
 	if p.Repository == nil || !strings.Contains(p.Repository.FullName, "/") || t.Number <= 0 {
 		return invalid("%s without repository or issue number", event)
 	}
-	if p.Installation == nil || p.Installation.ID <= 0 {
-		return invalid("%s without installation: deliveries must come from the GitHub App", event)
+	if !p.fromApp() {
+		return notFromApp(event)
 	}
 	t.Repo, t.InstallationID, t.Requester, t.RequesterID = p.Repository.FullName, p.Installation.ID, p.Sender.Login, p.Sender.ID
 	return answer{status: http.StatusAccepted, outcome: "accepted", task: t, body: map[string]any{"task": t.ID}}

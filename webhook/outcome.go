@@ -21,14 +21,7 @@ func isOutcomeEvent(event string) bool { return event == "pull_request" || event
 // from the payload alone. Everything else is ignored with its reason.
 func (h *Handler) interpretOutcome(event, delivery string, body []byte) answer {
 	var p struct {
-		Action       string `json:"action"`
-		Installation *struct {
-			ID int64 `json:"id"`
-		} `json:"installation"`
-		Repository *struct {
-			FullName string `json:"full_name"`
-			CloneURL string `json:"clone_url"`
-		} `json:"repository"`
+		envelope
 		PullRequest *struct {
 			Merged bool `json:"merged"`
 		} `json:"pull_request"`
@@ -43,8 +36,8 @@ func (h *Handler) interpretOutcome(event, delivery string, body []byte) answer {
 	if p.Repository == nil || !strings.Contains(p.Repository.FullName, "/") || !strings.HasPrefix(p.Repository.CloneURL, "http") {
 		return invalid("%s without repository or clone_url", event)
 	}
-	if p.Installation == nil || p.Installation.ID <= 0 {
-		return invalid("%s without installation: deliveries must come from the GitHub App", event)
+	if !p.fromApp() {
+		return notFromApp(event)
 	}
 	e := a.event
 	e.InstallationID, e.Repo, e.CloneURL = p.Installation.ID, p.Repository.FullName, p.Repository.CloneURL

@@ -90,6 +90,24 @@ func (in *intake) deliver(t testing.TB, event, delivery string, payload []byte) 
 	return r
 }
 
+// deliverAtOnce delivers payload n times at once, each under the delivery
+// id that id gives it, and counts the answers by status.
+func (in *intake) deliverAtOnce(t testing.TB, event string, payload []byte, n int, id func(i int) string) map[int]int {
+	t.Helper()
+	statuses := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { statuses <- in.deliver(t, event, id(i), payload).Status })
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	return count
+}
+
 func (in *intake) tasks(t testing.TB) []queue.Record {
 	t.Helper()
 	recs, err := in.store.List(t.Context(), 1000)
@@ -416,18 +434,8 @@ func TestDuplicateDeliveries(t *testing.T) {
 	}
 
 	const n = 16
-	statuses := make(chan int, n)
-	var wg sync.WaitGroup
 	concurrent := webhooktest.IssueComment("/agent status")
-	for range n {
-		wg.Go(func() { statuses <- in.deliver(t, "issue_comment", "concurrent", concurrent).Status })
-	}
-	wg.Wait()
-	close(statuses)
-	count := map[int]int{}
-	for s := range statuses {
-		count[s]++
-	}
+	count := in.deliverAtOnce(t, "issue_comment", concurrent, n, func(int) string { return "concurrent" })
 	if count[http.StatusAccepted] != 1 || count[http.StatusOK] != n-1 {
 		t.Errorf("concurrent deliveries answered %v; want one 202 and %d 200", count, n-1)
 	}
@@ -463,17 +471,7 @@ func TestReplayedBodyIsDuplicate(t *testing.T) {
 
 	const n = 16
 	fresh := webhooktest.IssueComment("/agent fix it again")
-	statuses := make(chan int, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { statuses <- in.deliver(t, "issue_comment", fmt.Sprint("replay-", i), fresh).Status })
-	}
-	wg.Wait()
-	close(statuses)
-	count := map[int]int{}
-	for s := range statuses {
-		count[s]++
-	}
+	count := in.deliverAtOnce(t, "issue_comment", fresh, n, func(i int) string { return fmt.Sprint("replay-", i) })
 	if count[http.StatusAccepted] != 1 || count[http.StatusOK] != n-1 {
 		t.Errorf("one body under %d delivery ids at once answered %v; want one 202 and %d 200", n, count, n-1)
 	}

@@ -172,35 +172,21 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 	)
 	policy := quickPolicy + "pull_request: {ci_followups: 1}\n"
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
-	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	before := len(w.llm.Requests())
 	w.issue = 2
 
 	// The check passes on main, so the pull request broke it.
-	if _, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: "main", Name: "test", Conclusion: "success", Actions: true}); err != nil {
-		t.Fatal(err)
-	}
-	run, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true,
+	addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "test", Conclusion: "success", Actions: true})
+	run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true,
 		Title: "Process completed with exit code 1", Log: actionsFailure(),
 		Annotations: []githubsim.Annotation{{Path: "stats.go", StartLine: 4, Message: "doc comment incomplete"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := w.sim.DeliverCIRun(ctx, w.webhook, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := acceptedTask(t, resp)
+	id := deliverCIRun(t, w, run)
 	// The same failure reported again, as the check run of the same job,
 	// is no second follow-up.
 	again := run
 	again.Actions = false
-	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dup := acceptedTask(t, resp)
+	dup := deliverCIRun(t, w, again)
 	// Either may run first; one follows up, the other ends without a word.
 	first, second := waitFinal(t, w, id), waitFinal(t, w, dup)
 	if first.State == app.StateRefused {
@@ -227,15 +213,8 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 
 	// CI fails on the follow-up's commit too: the one follow-up the
 	// policy allows is used.
-	next, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Log: "FAIL\n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	capped := acceptedTask(t, resp)
+	next := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Log: "FAIL\n"})
+	capped := deliverCIRun(t, w, next)
 	if rec := waitFinal(t, w, capped); rec.State != app.StateRefused {
 		t.Errorf("the follow-up past the cap ended %s (%s); want refused", rec.State, rec.Step)
 	}
@@ -249,28 +228,14 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 
 func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
-	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	before := len(w.llm.Requests())
 	w.issue = 2
 
-	older, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "success"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	onMain, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := w.sim.AddCIRun(w.repo, githubsim.CIRunOptions{Ref: sampleBranch, Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := w.sim.DeliverCIRun(ctx, w.webhook, run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := acceptedTask(t, resp)
+	older := addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "success"})
+	onMain := addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
+	run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
+	id := deliverCIRun(t, w, run)
 	if rec := waitFinal(t, w, id); rec.State != app.StateRefused {
 		t.Fatalf("ended %s (%s); want no follow-up", rec.State, rec.Step)
 	}
@@ -281,11 +246,7 @@ func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	// The same failure reported again is not answered twice.
 	again := run
 	again.Actions = true
-	resp, err = w.sim.DeliverCIRun(ctx, w.webhook, again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dup := acceptedTask(t, resp)
+	dup := deliverCIRun(t, w, again)
 	if rec := waitFinal(t, w, dup); rec.State != app.StateRefused || statusOf(w, dup) != "" {
 		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, dup))
 	}
@@ -295,4 +256,24 @@ func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	if log := branchLog(t, w); len(log) != 1 {
 		t.Errorf("branch commits %q; want only the fix", log)
 	}
+}
+
+// addCIRun records a CI run on the simulated GitHub.
+func addCIRun(t *testing.T, w *demoWorld, o githubsim.CIRunOptions) githubsim.CIRun {
+	t.Helper()
+	run, err := w.sim.AddCIRun(w.repo, o)
+	if err != nil {
+		t.Fatalf("add CI run %s on %s: %v", o.Name, o.Ref, err)
+	}
+	return run
+}
+
+// deliverCIRun delivers run's webhook and returns the task it queued.
+func deliverCIRun(t *testing.T, w *demoWorld, run githubsim.CIRun) string {
+	t.Helper()
+	resp, err := w.sim.DeliverCIRun(t.Context(), w.webhook, run)
+	if err != nil {
+		t.Fatalf("deliver CI run %d: %v", run.RunID, err)
+	}
+	return acceptedTask(t, resp)
 }

@@ -89,24 +89,37 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	}
 
 	// serve's workers count the same on its /metrics, each event once.
-	resp, err = http.Get(strings.TrimSuffix(w.webhook, "/webhook") + "/metrics")
+	metrics := servedMetrics(t, w)
+	for _, want := range []string{"agentbot_tasks_total", "agentbot_prs_merged_total", "agentbot_prs_reverted_total", "agentbot_pr_survival_ratio_count"} {
+		if !countsOne(metrics, want, w.repo) {
+			t.Errorf("/metrics lacks %s{…repo=%q…} 1", want, w.repo)
+		}
+	}
+}
+
+// servedMetrics is what serve answers on /metrics.
+func servedMetrics(t *testing.T, w *demoWorld) string {
+	t.Helper()
+	resp, err := http.Get(strings.TrimSuffix(w.webhook, "/webhook") + "/metrics")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET /metrics: %v", err)
 	}
 	defer resp.Body.Close()
 	metrics, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("read /metrics: %v", err)
 	}
-	for _, want := range []string{"agentbot_tasks_total{", "agentbot_prs_merged_total{", "agentbot_prs_reverted_total{", "agentbot_pr_survival_ratio_count{"} {
-		found := false
-		for line := range strings.Lines(string(metrics)) {
-			found = found || strings.HasPrefix(line, want) && strings.Contains(line, `repo="`+w.repo+`"`) && strings.HasSuffix(line, "} 1\n")
-		}
-		if !found {
-			t.Errorf("/metrics lacks %s…repo=%q…} 1", want, w.repo)
+	return string(metrics)
+}
+
+// countsOne reports whether metrics has a series of name for repo at 1.
+func countsOne(metrics, name, repo string) bool {
+	for line := range strings.Lines(metrics) {
+		if strings.HasPrefix(line, name+"{") && strings.Contains(line, `repo="`+repo+`"`) && strings.HasSuffix(line, "} 1\n") {
+			return true
 		}
 	}
+	return false
 }
 
 // waitOutcome polls the outcome of repo#pr until done says it is there.

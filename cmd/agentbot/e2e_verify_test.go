@@ -1,8 +1,6 @@
 package main
 
 import (
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -74,20 +72,7 @@ func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
 	if err != nil || o.SafetyIncidents != 1 || o.ChecksPassed || o.PR != 0 {
 		t.Errorf("outcome %+v (%v); want failed checks, one safety incident, no pull request", o, err)
 	}
-	resp, err := http.Get(strings.TrimSuffix(w.webhook, "/webhook") + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	metrics, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for line := range strings.Lines(string(metrics)) {
-		found = found || strings.HasPrefix(line, "agentbot_safety_incidents_total{") && strings.Contains(line, `repo="`+w.repo+`"`) && strings.HasSuffix(line, "} 1\n")
-	}
-	if !found {
+	if metrics := servedMetrics(t, w); !countsOne(metrics, "agentbot_safety_incidents_total", w.repo) {
 		t.Errorf("/metrics does not count the incident:\n%s", metrics)
 	}
 }

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/agentbot/agentbot/internal/ostest"
@@ -139,55 +136,13 @@ func TestRunRefusesBadInput(t *testing.T) {
 	}
 }
 
-// gitRegistry serves a dumb git repository on every host address, standing
-// for a registry setup downloads from, and counts its requests.
-func gitRegistry(t *testing.T) (port string, requests *atomic.Int64) {
-	t.Helper()
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	requests = &atomic.Int64{}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		if strings.HasSuffix(r.URL.Path, "/info/refs") {
-			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("ab", 20))
-			return
-		}
-		http.NotFound(w, r)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port), requests
-}
-
-// dockerGateway is the host's address on Docker's default bridge, where
-// the egress proxy reaches the host.
-func dockerGateway(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f", `{{index .Options "com.docker.network.bridge.name"}}`).Output()
-	if err != nil {
-		t.Fatalf("docker network inspect bridge: %v", err)
-	}
-	bridge, err := net.InterfaceByName(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs, err := bridge.Addrs()
-	if err != nil || len(addrs) == 0 {
-		t.Fatalf("the bridge %s has no address (%v)", bridge.Name, err)
-	}
-	return addrs[0].(*net.IPNet).IP.String()
-}
-
 // TestRunSetupNetwork runs a checkout whose setup needs the network: it is
 // refused without --setup-network, reaches the host --allow-host names
 // with it, and the other host it tries is refused and printed.
 func TestRunSetupNetwork(t *testing.T) {
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
-	gw := dockerGateway(t)
-	port, requests := gitRegistry(t)
-	otherPort, other := gitRegistry(t)
+	gw := sandboxtest.BridgeGateway(t)
+	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
 	dir := calcCheckout(t)
 	policy := fmt.Sprintf(`version: 1
 setup:
@@ -195,7 +150,7 @@ setup:
   run:
     - git ls-remote http://%[1]s:%[2]s/deps.git
     - git ls-remote http://%[1]s:%[3]s/deps.git || echo refused as expected
-`, gw, port, otherPort)
+`, gw, allowed.Port, other.Port)
 	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -212,25 +167,25 @@ setup:
 	if err == nil || !strings.Contains(err.Error(), "pass --setup-network") {
 		t.Errorf("setup.network without --setup-network: %v; want a refusal naming the flag\n%s", err, out)
 	}
-	out, err = runCmd(t, append(args, "--allow-host", gw+":"+port)...)
+	out, err = runCmd(t, append(args, "--allow-host", gw+":"+allowed.Port)...)
 	if err == nil || !strings.Contains(err.Error(), "--allow-host needs --setup-network") {
 		t.Errorf("--allow-host alone: %v\n%s", err, out)
 	}
 
-	out, err = runCmd(t, append(args, "--setup-network", "--allow-host", gw+":"+port)...)
+	out, err = runCmd(t, append(args, "--setup-network", "--allow-host", gw+":"+allowed.Port)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"setup: network through the egress proxy to " + gw + ":" + port,
-		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, otherPort),
+		"setup: network through the egress proxy to " + gw + ":" + allowed.Port,
+		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, other.Port),
 		"succeeded after 5 steps",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if requests.Load() == 0 || other.Load() != 0 {
-		t.Errorf("the allowed registry served %d requests, the other %d; want some and none", requests.Load(), other.Load())
+	if allowed.Requests.Load() == 0 || other.Requests.Load() != 0 {
+		t.Errorf("the allowed registry served %d requests, the other %d; want some and none", allowed.Requests.Load(), other.Requests.Load())
 	}
 }

@@ -9,37 +9,18 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/queue"
 )
 
 func TestStatsBy(t *testing.T) {
-	rs, rdb := testRedis(t)
-	store := queue.NewOutcomes(rdb)
 	now := time.Now().UTC()
-	for _, o := range []app.TaskOutcome{
+	stats := statsOver(t, []app.TaskOutcome{
 		{Task: "a", Repo: "octo/api", Model: "coder", FinishedAt: now.Add(-time.Hour), ChecksPassed: true, PR: 1, Cost: 0.40,
 			Merged: true, Survival: &app.Survival{Kept: 9, Total: 10}},
 		{Task: "b", Repo: "octo/api", Model: "coder", FinishedAt: now.Add(-time.Hour), ChecksPassed: true, PR: 2, Cost: 0.20,
 			Merged: true, Survival: &app.Survival{Kept: 1, Total: 2}, Reverted: true},
 		{Task: "c", Repo: "octo/web", Model: "coder", FinishedAt: now.Add(-time.Hour), Cost: 0.30, SafetyIncidents: 2},
 		{Task: "d", Repo: "octo/web", Model: "mini\x1b[31m", FinishedAt: now.Add(-time.Hour), Cost: 0.10},
-	} {
-		if err := store.Save(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stats := func(args ...string) (string, error) {
-		env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": rs.URL})
-		err := cmdStats(t.Context(), args, env)
-		return out.String(), err
-	}
-	squeeze := func(s string) []string {
-		var lines []string
-		for line := range strings.Lines(s) {
-			lines = append(lines, strings.Join(strings.Fields(line), " "))
-		}
-		return lines
-	}
+	})
 
 	out, err := stats("--by", "model")
 	if err != nil {

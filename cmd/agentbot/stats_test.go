@@ -13,10 +13,8 @@ import (
 
 func TestStatsCommand(t *testing.T) {
 	t.Parallel()
-	rs, rdb := testRedis(t)
-	store := queue.NewOutcomes(rdb)
 	now := time.Now().UTC()
-	for _, o := range []app.TaskOutcome{
+	stats := statsOver(t, []app.TaskOutcome{
 		{Task: "a", Repo: "octo/api", Model: "coder", FinishedAt: now.Add(-time.Hour), ChecksPassed: true, PR: 1, Iterations: 4,
 			WallTime: 2 * time.Minute, Tokens: 10_000, Cost: 0.40, Merged: true, Survival: &app.Survival{Kept: 9, Total: 10}},
 		{Task: "b", Repo: "octo/api", Model: "coder-fast", FinishedAt: now.Add(-2 * time.Hour), Iterations: 30,
@@ -24,26 +22,13 @@ func TestStatsCommand(t *testing.T) {
 		{Task: "c", Repo: "octo/web", Model: "coder", FinishedAt: now.Add(-3 * time.Hour), ChecksPassed: true, PR: 7, Iterations: 2,
 			WallTime: time.Minute, Tokens: 4_000, Cost: 0.10, Merged: true, Survival: &app.Survival{Kept: 1, Total: 2}, Reverted: true},
 		{Task: "old", Repo: "octo/web", Model: "coder", FinishedAt: now.AddDate(0, 0, -40), ChecksPassed: true, PR: 2, Cost: 5},
-	} {
-		if err := store.Save(t.Context(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stats := func(args ...string) (string, error) {
-		env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": rs.URL})
-		err := cmdStats(t.Context(), args, env)
-		return out.String(), err
-	}
+	})
 
 	table, err := stats()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Columns are compared with their padding squeezed to one space.
-	var squeezed []string
-	for line := range strings.Lines(table) {
-		squeezed = append(squeezed, strings.Join(strings.Fields(line), " "))
-	}
+	squeezed := squeeze(table)
 	for _, want := range []string{
 		"REPOSITORY TASKS SUCCESS CHECKS OK COST/SUCCESS TOKENS AVG STEPS AVG TIME MERGED SURVIVAL REVERTED INCIDENTS (IN PRs)",
 		"octo/api 2 1 (50%) 1 $1.00 60000 17.0 6m0s 1 90% 0 (0%) 1 (0)",  // 0.40 + 0.60 spent for one success
@@ -91,4 +76,32 @@ func TestStatsCommand(t *testing.T) {
 			t.Errorf("stats %q: err %v, printed %q; want an error and nothing printed", bad, err, out)
 		}
 	}
+}
+
+// statsOver stores outcomes and returns a runner of the stats command
+// over them, which returns its output.
+func statsOver(t *testing.T, outcomes []app.TaskOutcome) func(args ...string) (string, error) {
+	t.Helper()
+	rs, rdb := testRedis(t)
+	store := queue.NewOutcomes(rdb)
+	for _, o := range outcomes {
+		if err := store.Save(t.Context(), o); err != nil {
+			t.Fatalf("save outcome %s: %v", o.Task, err)
+		}
+	}
+	return func(args ...string) (string, error) {
+		env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": rs.URL})
+		err := cmdStats(t.Context(), args, env)
+		return out.String(), err
+	}
+}
+
+// squeeze splits a table into lines with each run of padding squeezed to
+// one space, so that columns compare without their widths.
+func squeeze(table string) []string {
+	var lines []string
+	for line := range strings.Lines(table) {
+		lines = append(lines, strings.Join(strings.Fields(line), " "))
+	}
+	return lines
 }

@@ -109,44 +109,23 @@ func (o objects) decode(doc []byte) error {
 	}
 	var name string
 	var err error
-	strict := func(obj interface{ GetName() string }) {
-		if err = yaml.UnmarshalStrict(doc, obj); err == nil {
-			name = obj.GetName()
-		}
-	}
 	switch gvk := meta.APIVersion + "/" + meta.Kind; gvk {
 	case "apps/v1/Deployment":
-		obj := &appsv1.Deployment{}
-		strict(obj)
-		o.deployments[name] = obj
+		name, err = decodeStrict(doc, o.deployments)
 	case "apps/v1/StatefulSet":
-		obj := &appsv1.StatefulSet{}
-		strict(obj)
-		o.statefulSets[name] = obj
+		name, err = decodeStrict(doc, o.statefulSets)
 	case "v1/Service":
-		obj := &corev1.Service{}
-		strict(obj)
-		o.services[name] = obj
+		name, err = decodeStrict(doc, o.services)
 	case "v1/Secret":
-		obj := &corev1.Secret{}
-		strict(obj)
-		o.secrets[name] = obj
+		name, err = decodeStrict(doc, o.secrets)
 	case "v1/ConfigMap":
-		obj := &corev1.ConfigMap{}
-		strict(obj)
-		o.configMaps[name] = obj
+		name, err = decodeStrict(doc, o.configMaps)
 	case "policy/v1/PodDisruptionBudget":
-		obj := &policyv1.PodDisruptionBudget{}
-		strict(obj)
-		o.pdbs[name] = obj
+		name, err = decodeStrict(doc, o.pdbs)
 	case "networking.k8s.io/v1/NetworkPolicy":
-		obj := &networkingv1.NetworkPolicy{}
-		strict(obj)
-		o.policies[name] = obj
+		name, err = decodeStrict(doc, o.policies)
 	case "networking.k8s.io/v1/Ingress":
-		obj := &networkingv1.Ingress{}
-		strict(obj)
-		o.ingresses[name] = obj
+		name, err = decodeStrict(doc, o.ingresses)
 	default:
 		return fmt.Errorf("the test does not know %s: add it, decoded strictly", gvk)
 	}
@@ -157,6 +136,20 @@ func (o objects) decode(doc []byte) error {
 		return fmt.Errorf("%s without a name", meta.Kind)
 	}
 	return nil
+}
+
+// decodeStrict decodes doc into a new object, refusing unknown fields, and
+// files it under its name in into.
+func decodeStrict[T any, P interface {
+	*T
+	GetName() string
+}](doc []byte, into map[string]P) (string, error) {
+	obj := P(new(T))
+	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+		return "", err
+	}
+	into[obj.GetName()] = obj
+	return obj.GetName(), nil
 }
 
 // pods returns every pod template with the name of its workload.

@@ -458,18 +458,25 @@ func (m *idlessModel) Complete(context.Context, llm.Request) (llm.Response, erro
 	return llm.Response{Message: next}, nil
 }
 
+// runOnHost runs an agent of model on ws, whose files are in dir, with
+// the host running its commands.
+func runOnHost(t *testing.T, model agent.Model, ws agent.Workspace, dir string) (*agent.State, error) {
+	t.Helper()
+	a, err := agent.New(context.Background(), agent.Config{TaskID: "t", Policy: testPolicy(), Model: model, Workspace: ws,
+		Store: agenttest.NewStore(), Runner: toolstest.HostRunner{Dir: dir}, System: "s", Task: "t", Logger: quiet})
+	if err != nil {
+		t.Fatalf("new agent: %v", err)
+	}
+	return a.Run(context.Background())
+}
+
 func TestCallsWithoutIDs(t *testing.T) {
 	tree := agenttest.NewTree(t, calcRepo)
 	model := &idlessModel{answers: []llm.Message{
 		{ToolCalls: []llm.ToolCall{{Name: "read_file", Arguments: `{"path":"calc.go"}`}, {Name: "edit_file", Arguments: fixArgs}}},
 		{ToolCalls: []llm.ToolCall{{ID: "x", Name: "run_checks", Arguments: `{}`}, {ID: "x", Name: "finish", Arguments: finishArg}}},
 	}}
-	a, err := agent.New(context.Background(), agent.Config{TaskID: "t", Policy: testPolicy(), Model: model, Workspace: tree,
-		Store: agenttest.NewStore(), Runner: toolstest.HostRunner{Dir: tree.Dir}, System: "s", Task: "t", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := a.Run(context.Background())
+	st, err := runOnHost(t, model, tree, tree.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,10 +6,8 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/agent/agenttest"
 	"github.com/agentbot/agentbot/runner/llm"
-	"github.com/agentbot/agentbot/runner/tools/toolstest"
 )
 
 // refusingTree refuses its first Diff as the host does a tree holding a
@@ -35,12 +33,7 @@ func TestUnrecordableTreeIsToldToTheModel(t *testing.T) {
 		{ToolCalls: []llm.ToolCall{{ID: "1", Name: "edit_file", Arguments: fixArgs}}},
 		{ToolCalls: []llm.ToolCall{{ID: "2", Name: "finish", Arguments: finishArg}}},
 	}}
-	a, err := agent.New(context.Background(), agent.Config{TaskID: "t", Policy: testPolicy(), Model: model, Workspace: tree,
-		Store: agenttest.NewStore(), Runner: toolstest.HostRunner{Dir: tree.Dir}, System: "s", Task: "t", Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := a.Run(context.Background())
+	st, err := runOnHost(t, model, tree, tree.Dir)
 	if err != nil {
 		t.Fatalf("run: %v, want the refusal given to the model", err)
 	}

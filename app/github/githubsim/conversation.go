@@ -9,31 +9,39 @@ import (
 // oldest first. Pending reviews are their author's alone, and the App
 // submits none it leaves pending, so all are listed.
 func (s *Server) listReviews(w http.ResponseWriter, r *http.Request) {
+	s.listOfPull(w, r, func(rp *repo, number int) []obj {
+		var list []obj
+		for _, v := range rp.reviews {
+			if v.Pull == number {
+				m := s.reviewJSON(rp, v)
+				if v.SubmittedAt.IsZero() {
+					delete(m, "submitted_at")
+				}
+				list = append(list, m)
+			}
+		}
+		return list
+	})
+}
+
+// listOfPull answers a list endpoint of the request's pull request: list
+// gives all its items, under the lock, and the page asked for is written.
+func (s *Server) listOfPull(w http.ResponseWriter, r *http.Request, list func(rp *repo, number int) []obj) {
 	rp, is, ok := s.pullFor(w, r, "read")
 	if !ok {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var list []obj
-	for _, v := range rp.reviews {
-		if v.Pull == is.Number {
-			m := s.reviewJSON(rp, v)
-			if v.SubmittedAt.IsZero() {
-				delete(m, "submitted_at")
-			}
-			list = append(list, m)
-		}
-	}
-	writeJSON(w, http.StatusOK, paginate(w, r, list))
+	writeJSON(w, http.StatusOK, paginate(w, r, list(rp, is.Number)))
 }
 
 // AddReview submits author's review of pull request number (state
 // APPROVED, CHANGES_REQUESTED or COMMENTED) without a webhook, and returns
 // its id. DeliverReview also sends the event.
 func (s *Server) AddReview(repo string, number int, author, state, body string) (int64, error) {
-	if state != "APPROVED" && state != "CHANGES_REQUESTED" && state != "COMMENTED" {
-		return 0, fmt.Errorf("githubsim: review state %q is not APPROVED, CHANGES_REQUESTED or COMMENTED", state)
+	if _, err := webhookReviewState(state); err != nil {
+		return 0, err
 	}
 	rp, is, err := s.pullLookup(repo, number)
 	if err != nil {
@@ -42,9 +50,7 @@ func (s *Server) AddReview(repo string, number int, author, state, body string) 
 	v := s.view(rp, is, false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rv := &Review{ID: s.newID(), Repo: rp.fullName(), Pull: number, Author: s.userLocked(author, "").login, Body: body, State: state, CommitID: v.headSHA, SubmittedAt: now()}
-	rp.reviews = append(rp.reviews, rv)
-	return rv.ID, nil
+	return s.addReviewLocked(rp, number, author, state, body, v.headSHA).ID, nil
 }
 
 // AddReviewComment comments as author on line of path in pull request

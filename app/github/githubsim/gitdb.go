@@ -641,16 +641,22 @@ func (s *Server) fullRef(rp *repo, ref string) string {
 	return ref
 }
 
+// refAt resolves a ref name of the git database API to its full name and
+// the object it points at; sha is empty when there is no such ref.
+func (s *Server) refAt(rp *repo, name string) (ref, sha string) {
+	ref = s.fullRef(rp, name)
+	if ref == "" {
+		return "", ""
+	}
+	return ref, s.refValue(rp, ref)
+}
+
 func (s *Server) getRef(w http.ResponseWriter, r *http.Request) {
 	rp, ok := s.repoAuth(w, r, "read", "contents")
 	if !ok {
 		return
 	}
-	ref := s.fullRef(rp, r.PathValue("ref"))
-	sha := ""
-	if ref != "" {
-		sha = s.refValue(rp, ref)
-	}
+	ref, sha := s.refAt(rp, r.PathValue("ref"))
 	if sha == "" {
 		writeError(w, http.StatusNotFound, "Not Found")
 		return
@@ -671,26 +677,24 @@ func (s *Server) createRef(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !strings.HasPrefix(req.Ref, "refs/") || strings.Count(req.Ref, "/") < 2 {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "ref", Code: "invalid", Message: "Reference name must start with 'refs/' and have at least two slashes."})
+		invalidRef(w, "ref", "invalid", "Reference name must start with 'refs/' and have at least two slashes.")
 		return
 	}
 	ref := s.fullRef(rp, req.Ref)
 	if ref == "" {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "ref", Code: "invalid", Message: req.Ref + " is not a valid ref name."})
+		invalidRef(w, "ref", "invalid", req.Ref+" is not a valid ref name.")
 		return
 	}
 	if s.objectType(rp.dir, req.SHA) == "" {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "sha", Code: "invalid", Message: "Object does not exist"})
+		invalidRef(w, "sha", "invalid", "Object does not exist")
 		return
 	}
-	before, _ := s.branches(rp.dir)
 	// The zero old value makes the creation fail if the ref appeared
 	// meanwhile.
-	if _, err := s.runGit(context.Background(), rp.dir, nil, "update-ref", ref, req.SHA, strings.Repeat("0", 40)); err != nil {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "ref", Code: "already_exists", Message: "Reference already exists"})
+	if err := s.moveRef(rp, ref, req.SHA, strings.Repeat("0", 40)); err != nil {
+		invalidRef(w, "ref", "already_exists", "Reference already exists")
 		return
 	}
-	s.movedRefs(rp, before)
 	writeJSON(w, http.StatusCreated, s.refJSON(rp, ref, req.SHA))
 }
 
@@ -706,42 +710,47 @@ func (s *Server) updateRef(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	ref := s.fullRef(rp, r.PathValue("ref"))
-	old := ""
-	if ref != "" {
-		old = s.refValue(rp, ref)
-	}
+	ref, old := s.refAt(rp, r.PathValue("ref"))
 	if old == "" {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "ref", Code: "invalid", Message: "Reference does not exist"})
+		invalidRef(w, "ref", "invalid", "Reference does not exist")
 		return
 	}
 	if s.objectType(rp.dir, req.SHA) != "commit" {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "sha", Code: "invalid", Message: "Object does not exist"})
+		invalidRef(w, "sha", "invalid", "Object does not exist")
 		return
 	}
 	if !req.Force {
 		if _, err := s.runGit(context.Background(), rp.dir, nil, "merge-base", "--is-ancestor", old, req.SHA); err != nil {
-			writeValidation(w, fieldError{Resource: "Reference", Field: "sha", Code: "invalid", Message: "Update is not a fast forward"})
+			invalidRef(w, "sha", "invalid", "Update is not a fast forward")
 			return
 		}
 	}
-	before, _ := s.branches(rp.dir)
 	// The old value makes the update atomic with the check above: a push
 	// in between fails it.
-	if _, err := s.runGit(context.Background(), rp.dir, nil, "update-ref", ref, req.SHA, old); err != nil {
-		writeValidation(w, fieldError{Resource: "Reference", Field: "sha", Code: "invalid", Message: "Update is not a fast forward"})
+	if err := s.moveRef(rp, ref, req.SHA, old); err != nil {
+		invalidRef(w, "sha", "invalid", "Update is not a fast forward")
 		return
 	}
-	s.movedRefs(rp, before)
 	writeJSON(w, http.StatusOK, s.refJSON(rp, ref, req.SHA))
 }
 
-// movedRefs does what a push does after a ref moved through the API.
-func (s *Server) movedRefs(rp *repo, before map[string]string) {
+// invalidRef answers 422 for a field of a git reference request.
+func invalidRef(w http.ResponseWriter, field, code, message string) {
+	writeValidation(w, fieldError{Resource: "Reference", Field: field, Code: code, Message: message})
+}
+
+// moveRef sets ref to sha if it still points at old, as the API does, and
+// then does what a push does after a ref moved.
+func (s *Server) moveRef(rp *repo, ref, sha, old string) error {
+	before, _ := s.branches(rp.dir)
+	if _, err := s.runGit(context.Background(), rp.dir, nil, "update-ref", ref, sha, old); err != nil {
+		return err
+	}
 	after, err := s.branches(rp.dir)
 	if err != nil {
 		s.log.Warn("githubsim: read branches after ref update", "repo", rp.fullName(), "err", err)
-		return
+		return nil
 	}
 	s.pushed(rp, before, after)
+	return nil
 }

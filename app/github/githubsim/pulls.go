@@ -220,19 +220,15 @@ func containsFold(list []string, v string) bool {
 }
 
 func (s *Server) listReviewComments(w http.ResponseWriter, r *http.Request) {
-	rp, is, ok := s.pullFor(w, r, "read")
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var list []obj
-	for _, c := range rp.reviewCs {
-		if c.Pull == is.Number {
-			list = append(list, s.reviewCommentJSON(rp, c))
+	s.listOfPull(w, r, func(rp *repo, number int) []obj {
+		var list []obj
+		for _, c := range rp.reviewCs {
+			if c.Pull == number {
+				list = append(list, s.reviewCommentJSON(rp, c))
+			}
 		}
-	}
-	writeJSON(w, http.StatusOK, paginate(w, r, list))
+		return list
+	})
 }
 
 func (s *Server) addReviewCommentLocked(rp *repo, c *ReviewComment) *ReviewComment {

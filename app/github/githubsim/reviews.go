@@ -13,14 +13,32 @@ type InlineComment struct {
 	Body string
 }
 
+// webhookReviewState checks a review state of the REST API (APPROVED,
+// CHANGES_REQUESTED or COMMENTED) and returns its webhook spelling.
+func webhookReviewState(state string) (string, error) {
+	lower, ok := map[string]string{"APPROVED": "approved", "CHANGES_REQUESTED": "changes_requested", "COMMENTED": "commented"}[state]
+	if !ok {
+		return "", fmt.Errorf("githubsim: review state %q is not APPROVED, CHANGES_REQUESTED or COMMENTED", state)
+	}
+	return lower, nil
+}
+
+// addReviewLocked records author's review, submitted now, of pull request
+// number at commit head.
+func (s *Server) addReviewLocked(rp *repo, number int, author, state, body, head string) *Review {
+	rv := &Review{ID: s.newID(), Repo: rp.fullName(), Pull: number, Author: s.userLocked(author, "").login, Body: body, State: state, CommitID: head, SubmittedAt: now()}
+	rp.reviews = append(rp.reviews, rv)
+	return rv
+}
+
 // DeliverReviewWithComments submits author's review of pull request
 // number with its inline comments, as GitHub's "Finish your review"
 // does, and delivers the pull_request_review "submitted" event. It
 // returns the review's id and its comments' ids.
 func (s *Server) DeliverReviewWithComments(ctx context.Context, url, repo string, number int, author, state, body string, comments []InlineComment) (int64, []int64, *http.Response, error) {
-	lower, ok := map[string]string{"APPROVED": "approved", "CHANGES_REQUESTED": "changes_requested", "COMMENTED": "commented"}[state]
-	if !ok {
-		return 0, nil, nil, fmt.Errorf("githubsim: review state %q is not APPROVED, CHANGES_REQUESTED or COMMENTED", state)
+	lower, err := webhookReviewState(state)
+	if err != nil {
+		return 0, nil, nil, err
 	}
 	rp, is, err := s.pullLookup(repo, number)
 	if err != nil {
@@ -28,8 +46,7 @@ func (s *Server) DeliverReviewWithComments(ctx context.Context, url, repo string
 	}
 	v := s.view(rp, is, false)
 	s.mu.Lock()
-	rv := &Review{ID: s.newID(), Repo: rp.fullName(), Pull: number, Author: s.userLocked(author, "").login, Body: body, State: state, CommitID: v.headSHA, SubmittedAt: now()}
-	rp.reviews = append(rp.reviews, rv)
+	rv := s.addReviewLocked(rp, number, author, state, body, v.headSHA)
 	ids := make([]int64, 0, len(comments))
 	for _, c := range comments {
 		rc := s.addReviewCommentLocked(rp, &ReviewComment{Pull: number, ReviewID: rv.ID, Author: author, Body: c.Body, Path: c.Path, Line: c.Line, CommitID: v.headSHA})

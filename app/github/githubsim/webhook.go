@@ -173,25 +173,8 @@ func (s *Server) DeliverReviewComment(ctx context.Context, url, repo string, num
 // APPROVED, CHANGES_REQUESTED or COMMENTED) and delivers the
 // pull_request_review "submitted" event.
 func (s *Server) DeliverReview(ctx context.Context, url, repo string, number int, author, state, body string) (*http.Response, error) {
-	lower, ok := map[string]string{"APPROVED": "approved", "CHANGES_REQUESTED": "changes_requested", "COMMENTED": "commented"}[state]
-	if !ok {
-		return nil, fmt.Errorf("githubsim: review state %q is not APPROVED, CHANGES_REQUESTED or COMMENTED", state)
-	}
-	rp, is, err := s.pullLookup(repo, number)
-	if err != nil {
-		return nil, err
-	}
-	v := s.view(rp, is, false)
-	s.mu.Lock()
-	rv := &Review{ID: s.newID(), Repo: rp.fullName(), Pull: number, Author: s.userLocked(author, "").login, Body: body, State: state, CommitID: v.headSHA, SubmittedAt: now()}
-	rp.reviews = append(rp.reviews, rv)
-	payload := s.envelopeLocked(rp, "submitted", author)
-	review := s.reviewJSON(rp, rv)
-	review["state"] = lower // webhooks spell it in lower case, the REST API in upper
-	payload["review"] = review
-	payload["pull_request"] = s.pullJSON(rp, is, v, false)
-	s.mu.Unlock()
-	return s.Deliver(ctx, url, "pull_request_review", payload)
+	_, _, resp, err := s.DeliverReviewWithComments(ctx, url, repo, number, author, state, body, nil)
+	return resp, err
 }
 
 // DeliverLabeled adds label to issue (or pull request) number as sender

@@ -138,17 +138,7 @@ func TestNewRefusesMissingImage(t *testing.T) {
 // hostAddrs returns the bridge gateway and the host's first outside address.
 func hostAddrs(t *testing.T) (gateway, host string) {
 	t.Helper()
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f", `{{index .Options "com.docker.network.bridge.name"}}`).Output()
-	if err != nil {
-		t.Fatalf("docker network inspect bridge: %v", err)
-	}
-	bridge, err := net.InterfaceByName(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("the bridge network's interface %q: %v", out, err)
-	}
-	if addrs, err := bridge.Addrs(); err == nil && len(addrs) > 0 {
-		gateway = addrs[0].(*net.IPNet).IP.String()
-	}
+	gateway = sandboxtest.BridgeGateway(t)
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		t.Fatal(err)

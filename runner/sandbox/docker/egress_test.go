@@ -12,12 +12,10 @@ import (
 	"fmt"
 	"math/big"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,36 +23,6 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
-
-// gitServer is a dumb-protocol git server on every host address that
-// counts the requests it answers.
-type gitServer struct {
-	port     string
-	requests atomic.Int64
-}
-
-func startGitServer(t *testing.T) *gitServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gitServer{port: fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.requests.Add(1)
-		switch {
-		case strings.HasSuffix(r.URL.Path, "/info/refs"):
-			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("ab", 20))
-		case strings.HasSuffix(r.URL.Path, "/HEAD"):
-			fmt.Fprintln(w, "ref: refs/heads/main")
-		default:
-			http.NotFound(w, r)
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return g
-}
 
 func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress {
 	t.Helper()
@@ -73,28 +41,28 @@ func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress
 func TestEgressOnlyThroughTheProxy(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	gateway, hostIP := hostAddrs(t)
-	allowed, other := startGitServer(t), startGitServer(t)
-	e := startEgress(t, d, gateway+":"+allowed.port)
+	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
+	e := startEgress(t, d, gateway+":"+allowed.Port)
 	c := sandboxtest.Start(t, d, docker.Spec{Egress: e})
 
 	lsRemote := func(host, port string) string {
 		return fmt.Sprintf("timeout 20 git ls-remote http://%s:%s/repo.git", host, port)
 	}
 	// An allowed host, through the proxy the variables name.
-	if res := shell(t, c, lsRemote(gateway, allowed.port)); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
+	if res := shell(t, c, lsRemote(gateway, allowed.Port)); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
 		t.Fatalf("allowed host through the proxy: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	if allowed.requests.Load() == 0 {
+	if allowed.Requests.Load() == 0 {
 		t.Fatal("the allowed server answered nothing")
 	}
-	served := allowed.requests.Load()
+	served := allowed.Requests.Load()
 
 	probes := []struct{ name, line string }{
-		{"a host not allowed, through the proxy", lsRemote(gateway, other.port)},
+		{"a host not allowed, through the proxy", lsRemote(gateway, other.Port)},
 		{"the metadata address, through the proxy", "timeout 20 git ls-remote http://169.254.169.254/latest.git"},
-		{"the allowed host, ignoring the proxy", "env -u http_proxy -u HTTP_PROXY " + lsRemote(gateway, allowed.port)},
-		{"the allowed port, directly", fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s'", gateway, allowed.port)},
-		{"the host's address, directly", fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s'", hostIP, allowed.port)},
+		{"the allowed host, ignoring the proxy", "env -u http_proxy -u HTTP_PROXY " + lsRemote(gateway, allowed.Port)},
+		{"the allowed port, directly", fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s'", gateway, allowed.Port)},
+		{"the host's address, directly", fmt.Sprintf("timeout 5 bash -c 'exec 3<>/dev/tcp/%s/%s'", hostIP, allowed.Port)},
 		{"the metadata address, directly", "timeout 5 bash -c 'exec 3<>/dev/tcp/169.254.169.254/80'"},
 		{"DNS", "timeout 5 getent hosts deb.debian.org"},
 	}
@@ -103,10 +71,10 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 			t.Errorf("%s: %q succeeded", p.name, p.line)
 		}
 	}
-	if n := other.requests.Load(); n != 0 {
+	if n := other.Requests.Load(); n != 0 {
 		t.Errorf("the server not allowed answered %d requests", n)
 	}
-	if n := allowed.requests.Load(); n != served {
+	if n := allowed.Requests.Load(); n != served {
 		t.Errorf("the allowed server answered %d requests that bypassed the proxy", n-served)
 	}
 
@@ -123,7 +91,7 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 		got = append(got, r.String())
 	}
 	want := []string{
-		fmt.Sprintf("setup tried to reach %s:%s — %s", gateway, other.port, egress.ReasonNotAllowed),
+		fmt.Sprintf("setup tried to reach %s:%s — %s", gateway, other.Port, egress.ReasonNotAllowed),
 		"setup tried to reach 169.254.169.254:80 — " + egress.ReasonMetadata,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -194,28 +162,13 @@ func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	gateway, _ := hostAddrs(t)
 	caPEM, cert := testPKI(t, gateway)
-	ln, err := net.Listen("tcp", ":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	var requests atomic.Int64
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		if strings.HasSuffix(r.URL.Path, "/info/refs") {
-			fmt.Fprintf(w, "%s\trefs/heads/main\n", strings.Repeat("cd", 20))
-			return
-		}
-		http.NotFound(w, r)
-	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
-	go srv.ServeTLS(ln, "", "")
-	t.Cleanup(func() { srv.Close() })
+	reg := sandboxtest.StartGitServer(t, cert)
 	bundle := filepath.Join(t.TempDir(), "bundle.pem")
 	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e := startEgress(t, d, gateway+":"+port)
-	lsRemote := fmt.Sprintf("timeout 20 git ls-remote https://%s:%s/deps.git", gateway, port)
+	e := startEgress(t, d, gateway+":"+reg.Port)
+	lsRemote := fmt.Sprintf("timeout 20 git ls-remote https://%s:%s/deps.git", gateway, reg.Port)
 
 	trusting := sandboxtest.Start(t, d, docker.Spec{Egress: e, CABundle: bundle})
 	if res := shell(t, trusting, lsRemote); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
@@ -226,7 +179,7 @@ func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
 	if res := shell(t, plain, lsRemote); res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "certificate") {
 		t.Errorf("without the operator's CA: exit %d, stderr %q; want a certificate error", res.ExitCode, res.Stderr)
 	}
-	if requests.Load() == 0 {
+	if reg.Requests.Load() == 0 {
 		t.Error("the HTTPS server answered nothing")
 	}
 }

@@ -1,7 +1,8 @@
 // Package sandboxtest gives tests real sandbox containers on the local Docker
 // engine: the image (built offline when missing), a static executor binary, a
-// Driver whose containers are removed when the test ends, and a work tree the
-// sandbox user may write.
+// Driver whose containers are removed when the test ends, a work tree the
+// sandbox user may write, and a git server on the host with the address of
+// Docker's bridge, where setups reach it through the egress proxy.
 //
 // Where Docker is not reachable the test is skipped, except under CI=true,
 // where a missing Docker is a failure.
@@ -86,26 +87,7 @@ func Image(t testing.TB) string {
 	if image == "" {
 		image = DefaultImage
 	}
-	err := withEngine(func(ctx context.Context, cli *client.Client) error {
-		_, err := cli.ImageInspect(ctx, image)
-		return err
-	})
-	if err == nil {
-		return image
-	}
-	if !cerrdefs.IsNotFound(err) {
-		t.Fatalf("inspect sandbox image %s: %v", image, err)
-	}
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatalf("sandbox image %s is missing and the build script cannot be found: %v", image, err)
-	}
-	script := filepath.Join(root, "deploy", "sandbox", "build-offline.sh")
-	t.Logf("sandbox image %s is missing; building it with %s (a few minutes)", image, script)
-	out, err := exec.Command(script, image).CombinedOutput()
-	if err != nil {
-		t.Fatalf("build sandbox image %s with %s (needs root and debootstrap): %v\n%s", image, script, err, out)
-	}
+	ensureImage(t, image)
 	return image
 }
 
@@ -252,12 +234,20 @@ func ToolchainImage(t testing.TB, flavour string) string {
 	if image == "" {
 		image = "agentbot-sandbox:env-" + flavour
 	}
+	ensureImage(t, image, flavour)
+	return image
+}
+
+// ensureImage builds image with deploy/sandbox/build-offline.sh, passing
+// args before the image's name, when the engine does not have it.
+func ensureImage(t testing.TB, image string, args ...string) {
+	t.Helper()
 	err := withEngine(func(ctx context.Context, cli *client.Client) error {
 		_, err := cli.ImageInspect(ctx, image)
 		return err
 	})
 	if err == nil {
-		return image
+		return
 	}
 	if !cerrdefs.IsNotFound(err) {
 		t.Fatalf("inspect sandbox image %s: %v", image, err)
@@ -267,9 +257,9 @@ func ToolchainImage(t testing.TB, flavour string) string {
 		t.Fatalf("sandbox image %s is missing and the build script cannot be found: %v", image, err)
 	}
 	script := filepath.Join(root, "deploy", "sandbox", "build-offline.sh")
-	t.Logf("sandbox image %s is missing; building it with %s %s", image, script, flavour)
-	if out, err := exec.Command(script, flavour, image).CombinedOutput(); err != nil {
+	args = append(args, image)
+	t.Logf("sandbox image %s is missing; building it with %s %s (a few minutes)", image, script, strings.Join(args, " "))
+	if out, err := exec.Command(script, args...).CombinedOutput(); err != nil {
 		t.Fatalf("build sandbox image %s with %s (needs root and debootstrap): %v\n%s", image, script, err, out)
 	}
-	return image
 }
