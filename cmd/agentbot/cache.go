@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,11 +57,19 @@ func (b *byteSize) Set(v string) error {
 // cmdCache lists and prunes the prepared environments of the worker whose
 // data directory is --data-dir.
 func cmdCache(ctx context.Context, args []string, env Env) error {
-	if len(args) == 0 || (args[0] != "list" && args[0] != "prune") {
-		return fmt.Errorf("cache: say list or prune (cache list | cache prune [--repo R] [--all])")
+	const synopsis = "agentbot cache list [--data-dir DIR] | agentbot cache prune [--repo R] [--all] [--data-dir DIR]"
+	switch {
+	case len(args) == 0:
+		return &usageError{cmd: "agentbot cache", err: errors.New("name a cache command: list or prune")}
+	case isHelp(args[0]):
+		fmt.Fprintln(env.Stdout, "usage: "+synopsis)
+		return flag.ErrHelp
+	case args[0] != "list" && args[0] != "prune":
+		return &usageError{cmd: "agentbot cache", err: fmt.Errorf("unknown cache command %q", args[0])}
 	}
 	verb := args[0]
 	fs := newFlagSet("cache "+verb, env)
+	setSynopsis(fs, synopsis)
 	dataDir := fs.String("data-dir", "", "the worker's data directory (default: agentbot under the user's cache directory)")
 	var cf envCacheFlags
 	cf.register(fs)
@@ -73,7 +82,7 @@ func cmdCache(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("cache %s: unexpected argument %q", verb, fs.Arg(0))
+		return usageErrorf(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	c, err := cf.open(*dataDir)
 	if err != nil {

@@ -62,8 +62,8 @@ func TestCacheRefusesBadArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "say list or prune"},
-		{[]string{"drop"}, "say list or prune"},
+		{nil, `unknown cache command "--data-dir"`},
+		{[]string{"drop"}, `unknown cache command "drop"`},
 		{[]string{"list", "--env-cache-max", "lots"}, `"lots" is not a size`},
 		{[]string{"list", "extra"}, `unexpected argument "extra"`},
 		{[]string{"list", "--all"}, "flag provided but not defined"},
