@@ -302,20 +302,22 @@ func (w *demoWorld) wait(ctx context.Context, id string, timeout time.Duration, 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last queue.Record
+	var readErr error // the latest failed read: a loaded machine can time one out
 	for {
 		rec, err := w.store.Task(ctx, id)
-		if err != nil && ctx.Err() == nil {
-			return rec, err
-		}
+		readErr = err
 		if err == nil && (rec.State != last.State || rec.Step != last.Step) {
 			progress(rec)
 			last = rec
 		}
-		if rec.State.Final() {
+		if err == nil && rec.State.Final() {
 			return rec, nil
 		}
 		select {
 		case <-ctx.Done():
+			if readErr != nil {
+				return last, fmt.Errorf("task %s is still %s (%s) after %s: %w", id, last.State, last.Step, timeout, readErr)
+			}
 			return last, fmt.Errorf("task %s is still %s (%s) after %s", id, last.State, last.Step, timeout)
 		case <-time.After(50 * time.Millisecond):
 		}
