@@ -27,7 +27,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	r.phase(ctx, tk, "admission")
+	tk.rep.phase(ctx, "admission")
 	ok, err = r.followUp(ctx, tk)
 	if ok && err == nil {
 		err = r.work(ctx, tk, tg)
@@ -44,13 +44,13 @@ func (r *Runner) prepare(ctx context.Context, tk *task) (_ target, ok bool, err 
 		return target{}, false, err
 	}
 	if err := tk.policy.Policy.RequireChecks(); err != nil {
-		return target{}, false, r.refuse(ctx, tk, err)
+		return target{}, false, tk.rep.refuse(ctx, err)
 	}
 	tg, err := r.target(tk)
 	if err != nil {
-		return target{}, false, r.refuse(ctx, tk, err)
+		return target{}, false, tk.rep.refuse(ctx, err)
 	}
-	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
+	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
 		return target{}, false, err
 	}
 	return tg, true, nil
@@ -58,10 +58,10 @@ func (r *Runner) prepare(ctx context.Context, tk *task) (_ target, ok bool, err 
 
 // work runs an admitted fix to its end, or to a pause for approval.
 func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "checkout"); err != nil {
+	if err := tk.rep.state(ctx, app.StateRunning, "checkout"); err != nil {
 		return err
 	}
-	if err := tk.status.Set(ctx, runningText(tk, "checking out "+tg.base)); err != nil {
+	if err := tk.rep.say(ctx, runningText(tk, "checking out "+tg.base)); err != nil {
 		return err
 	}
 
@@ -85,30 +85,30 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	defer func() { tk.env.release(tk) }()
 	if tk.prog.Base == "" {
 		tk.prog.Base, tk.prog.Branch = ws.Base(), tg.branch
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+		if err := tk.rep.save(ctx); err != nil {
 			return err
 		}
 	}
-	r.phase(ctx, tk, "workspace")
+	tk.rep.phase(ctx, "workspace")
 
 	st, stoppedBy, err := r.loop(ctx, tk, ws)
 	if sf, ok := errors.AsType[*setupFailure](err); ok {
-		return r.fail(ctx, tk, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
+		return tk.rep.fail(ctx, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
 	}
 	if err != nil {
 		return err
 	}
 	tk.run = st
-	r.phase(ctx, tk, "agent")
+	tk.rep.phase(ctx, "agent")
 	if stoppedBy != "" {
-		return r.fail(ctx, tk, st, failure{stoppedBy: stoppedBy})
+		return tk.rep.fail(ctx, st, failure{stoppedBy: stoppedBy})
 	}
 	switch st.Status {
 	case app.StateAwaitingApproval:
-		if err := r.cfg.Store.SetState(ctx, tk.ID, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
+		if err := tk.rep.state(ctx, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
 			return err
 		}
-		return tk.status.Set(ctx, approvalText(tk, st))
+		return tk.rep.say(ctx, approvalText(tk, st))
 	case app.StateSucceeded:
 		return r.deliver(ctx, tk, ws, remote, tg, st, nil)
 	}
@@ -116,7 +116,7 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" && st.Diff != "" {
 		return r.deliver(ctx, tk, ws, remote, tg, st, &f)
 	}
-	return r.fail(ctx, tk, st, f)
+	return tk.rep.fail(ctx, st, f)
 }
 
 // target is where a task's change goes: the branch, the commit it starts
@@ -179,7 +179,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
+		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
 	})
 	if err != nil {
 		return nil, "", err
@@ -188,7 +188,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	if err := tk.status.Set(ctx, runningText(tk, "the agent is working")); err != nil {
+	if err := tk.rep.say(ctx, runningText(tk, "the agent is working")); err != nil {
 		return nil, "", err
 	}
 	d, err := r.pendingDecision(ctx, a.State())
@@ -240,15 +240,15 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 	p := tk.policy.Policy
 	var tamper app.Tampering
 	if tk.prog.Pushed == "" {
-		if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "gate and push"); err != nil {
+		if err := tk.rep.state(ctx, app.StateRunning, "gate and push"); err != nil {
 			return err
 		}
 		report, err := ws.Gate(ctx, p)
-		r.phase(ctx, tk, "gate")
+		tk.rep.phase(ctx, "gate")
 		if err != nil {
 			if _, user := errors.AsType[*app.Error](err); user {
 				tk.gated = true
-				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
+				return tk.rep.fail(ctx, st, failure{gate: err, diff: report.Diff})
 			}
 			return err
 		}
@@ -260,14 +260,14 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			}
 		}
 		if failed = verdict(tk, failed); failed != nil && failed.verify != nil && p.PullRequest.OnFailure != "draft_pr" {
-			return r.fail(ctx, tk, st, *failed)
+			return tk.rep.fail(ctx, st, *failed)
 		}
 		// The commit's date is kept before the commit is made, so that a
 		// worker that dies between the push and the save below makes the
 		// same commit again on resume and finds the branch already there.
 		if tk.prog.CommitDate.IsZero() {
 			tk.prog.CommitDate = time.Now().UTC().Truncate(time.Second)
-			if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+			if err := tk.rep.save(ctx); err != nil {
 				return err
 			}
 		}
@@ -278,7 +278,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			Date:      tk.prog.CommitDate,
 		})
 		if errors.Is(err, workspace.ErrNoChanges) {
-			return r.fail(ctx, tk, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
+			return tk.rep.fail(ctx, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
 		}
 		if err != nil {
 			return err
@@ -292,10 +292,10 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			return err
 		}
 		tk.prog.Pushed = sha
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+		if err := tk.rep.save(ctx); err != nil {
 			return err
 		}
-		r.phase(ctx, tk, "push")
+		tk.rep.phase(ctx, "push")
 	} else {
 		// Resumed after the push: the pushed tree is the saved diff's.
 		tamper = savedTampering(tk, st)
@@ -309,7 +309,7 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 			reasonLine(st, *failed), body)
 	}
 	body += tamperingSection(tamper)
-	if err := r.auditPush(ctx, tk); err != nil {
+	if err := tk.rep.auditPush(ctx); err != nil {
 		return err
 	}
 	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{
@@ -319,43 +319,22 @@ func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return err
 	}
 	tk.prog.PR = &pr
-	if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+	if err := tk.rep.save(ctx); err != nil {
 		return err
 	}
-	if err := r.auditPullRequest(ctx, tk, tg, pr); err != nil {
+	if err := tk.rep.auditPullRequest(ctx, tg, pr); err != nil {
 		return err
 	}
 	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
 	if failed != nil {
-		return r.fail(ctx, tk, st, *failed)
+		return tk.rep.fail(ctx, st, *failed)
 	}
-	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
+	if err := tk.rep.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: tk.rep.checkText(ctx, st),
 	}); err != nil {
 		return err
 	}
-	return r.finish(ctx, tk, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
-}
-
-// completeCheck ends the task with its check run: on the commit it pushed,
-// so that the run and its trace show on the pull request, or on the commit
-// it started from when it pushed nothing. Progress is on the status
-// comment until then; a check run created at the start would sit on a
-// commit the pull request does not show.
-func (r *Runner) completeCheck(ctx context.Context, tk *task, c app.Conclusion, out app.CheckOutput) error {
-	sha := tk.prog.Pushed
-	if sha == "" {
-		sha = tk.prog.Base
-	}
-	check := tk.inst.CheckRun(tk.Repo, sha, tk.ID, tk.prog.CheckRunID)
-	if err := check.Complete(ctx, c, out); err != nil {
-		return err
-	}
-	if tk.prog.CheckRunID == check.ID() {
-		return nil
-	}
-	tk.prog.CheckRunID = check.ID()
-	return r.saveProgress(ctx, tk.ID, tk.prog)
+	return tk.rep.finish(ctx, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
 }
 
 // failure says why a task ends without a pull request: the loop's stop,
@@ -367,26 +346,6 @@ type failure struct {
 	diff      string        // the gate's diff, when the gate refused
 	setup     *setupFailure // a setup command failed before the agent ran
 	verify    *Verification // the checks failed in the final verification
-}
-
-// fail reports a task that ends without a pull request.
-func (r *Runner) fail(ctx context.Context, tk *task, st *agent.State, f failure) error {
-	text := failureText(tk, st, f)
-	conclusion := app.ConclusionFailure
-	if st.Status == app.StateStopped || f.stoppedBy != "" {
-		conclusion = app.ConclusionCancelled
-	}
-	if err := r.completeCheck(ctx, tk, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
-		return err
-	}
-	final := app.StateFailed
-	switch {
-	case f.stoppedBy != "":
-		final = app.StateStopped
-	case st.Status.Final() && st.Status != app.StateSucceeded:
-		final = st.Status
-	}
-	return r.finish(ctx, tk, final, text, reasonLine(st, f))
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
