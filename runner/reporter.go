@@ -440,3 +440,19 @@ func (rp *reporter) answerReview(ctx context.Context, final app.State, status st
 	}
 	return nil
 }
+
+// delivered reports a task whose change is in its pull request: as a
+// failure when failed is set (the pull request is then a draft), else
+// the check run's success and the status comment's link.
+func (rp *reporter) delivered(ctx context.Context, st *agent.State, pr app.PullRequest, tamper app.Tampering, failed *failure) error {
+	tk := rp.tk
+	if failed != nil {
+		return rp.fail(ctx, st, *failed)
+	}
+	if err := rp.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + tamperingSection(tamper), Text: rp.checkText(ctx, st),
+	}); err != nil {
+		return err
+	}
+	return rp.finish(ctx, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
+}

@@ -1,8 +1,28 @@
-// Package runner runs one queued task from start to finish: admission,
-// workspace, sandbox, the agent loop, the host gate, the push and the
-// report on GitHub. A Runner is the queue's Handler; cmd/agentbot hands it
-// the queue's store and the concrete GitHub App, Docker driver, workspace
-// manager and model, and the runner never imports the queue or the webhook.
+// Package runner runs one queued task from start to finish. A Runner is
+// the queue's Handler; cmd/agentbot hands it the queue's store and the
+// concrete GitHub App, the Docker driver as Sandboxes, the workspace
+// manager and the model, and the runner never imports the queue or the
+// webhook.
+//
+// A fix (also a retry, a follow-up on a review and a fix of failing CI)
+// reads as its steps, each a method found by its name:
+//
+//   - ProcessTask (runner.go) loads the saved progress and dispatches on
+//     the verb; fix (fix.go) is the fix's path;
+//   - admission: admit (runner.go) loads the policy from the default
+//     branch and decides who may ask; prepare (fix.go) adds the definition
+//     of done and the target branch; hold (lock.go) keeps one task per issue;
+//     followUp (followup.go) reads a review or failing CI;
+//   - workspace (fix.go): the checkout on the host;
+//   - setup: prepareEnv (environment.go) prepares the environment, with
+//     egress through setupEgress (egress.go);
+//   - loop (fix.go): the agent in a network-less sandbox;
+//   - then deliver (fix.go): gate, verification (verify.go runs the
+//     checks in a fresh sandbox), pushChange (push.go pushes), pullRequest;
+//   - report: the task's reporter (reporter.go) owns every write a task
+//     makes about itself — status comment, check run, reactions, thread
+//     replies, state, audit log, trace, outcome and saved progress; the
+//     texts it shows are in report.go.
 //
 // At-least-once delivery means every step may run twice, on the same worker
 // or on another one after a crash, so each step either looks before it
@@ -12,9 +32,10 @@
 //     by its head branch, and reactions are idempotent on GitHub's side;
 //   - the branch name is derived from the issue, and the push has a lease;
 //   - the runner's own progress (the base commit, the check run's id, the
-//     pushed commit, the pull request) is saved in the store beside the
-//     loop's state, so a resumed task works from the same commit, completes
-//     the same check run and never opens a second pull request.
+//     pushed commit, the pull request, the audit entries written) is saved
+//     in the store beside the loop's state, so a resumed task works from the
+//     same commit, completes the same check run, writes no audit entry twice
+//     and never opens a second pull request.
 package runner
 
 import (

@@ -86,10 +86,7 @@ func loopPassed(st *agent.State) bool {
 // task's progress; a disagreement with the loop is traced, audited and
 // logged as a safety incident.
 func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, gated string, st *agent.State) error {
-	if err := tk.rep.state(ctx, app.StateRunning, "verification"); err != nil {
-		return err
-	}
-	if err := tk.rep.say(ctx, runningText(tk, "verifying the checks in a fresh sandbox")); err != nil {
+	if err := tk.rep.running(ctx, "verification", "verifying the checks in a fresh sandbox"); err != nil {
 		return err
 	}
 	v, err := r.verifyTree(ctx, tk, ws, gated)
