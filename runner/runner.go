@@ -54,7 +54,6 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -118,7 +117,7 @@ type Config struct {
 	GitHub     GitHub
 	Server     app.ServerConfig
 	Workspaces *workspace.Manager
-	Sandbox    *docker.Driver
+	Sandbox    Sandboxes
 	// SetupCABundle, when set, is a PEM file the setup container trusts
 	// (--setup-ca-file, with the public roots): for networks whose egress
 	// re-signs TLS.

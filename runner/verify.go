@@ -49,7 +49,7 @@ const verifyOutputLimit = 12 << 10
 // VerifyChecks runs checks in order in a new sandbox of spec, which no one
 // else has used, stopping at the first that fails, and removes the sandbox.
 // agentbot run calls it as the runner does.
-func VerifyChecks(ctx context.Context, d *docker.Driver, spec docker.Spec, checks []app.Check) (Verification, error) {
+func VerifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
 	if len(checks) == 0 {
 		return Verification{}, errors.New("verify: the policy defines no checks")
 	}
@@ -59,7 +59,7 @@ func VerifyChecks(ctx context.Context, d *docker.Driver, spec docker.Spec, check
 		return Verification{}, fmt.Errorf("start the verification sandbox: %w", err)
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	v := Verification{Container: box.ID, Passed: true}
+	v := Verification{Container: box.Name(), Passed: true}
 	for i, c := range checks {
 		res, err := box.Run(ctx, sandbox.Cmd{Shell: c.Run, Timeout: c.Timeout})
 		if err != nil {
