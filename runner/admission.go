@@ -15,7 +15,7 @@ import (
 // always answered.
 func (r *Runner) deny(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation, reason string) error {
 	if quiet(tk) {
-		return r.ignore(ctx, tk, reason)
+		return tk.rep.ignore(ctx, reason)
 	}
 	answer := false
 	if inv.Verb == app.VerbApprove || inv.Verb == app.VerbDeny {
@@ -33,17 +33,17 @@ func (r *Runner) deny(ctx context.Context, tk *task, authz *app.Authorizer, inv 
 		}
 	}
 	if answer {
-		return r.refuse(ctx, tk, app.Errorf(app.EUnauthorized, "%s", reason))
+		return tk.rep.refuse(ctx, app.Errorf(app.EUnauthorized, "%s", reason))
 	}
 	tk.log.Info("refused without an answer: the requester was answered a refusal on this issue lately", "reason", reason)
-	if err := r.admission(ctx, tk, false, reason); err != nil {
+	if err := tk.rep.admission(ctx, false, reason); err != nil {
 		return err
 	}
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRefused, "refused; the requester was told so lately"); err != nil {
+	if err := tk.rep.state(ctx, app.StateRefused, "refused; the requester was told so lately"); err != nil {
 		return err
 	}
 	tk.prog.Final = app.StateRefused
-	return r.saveProgress(ctx, tk.ID, tk.prog)
+	return tk.rep.save(ctx)
 }
 
 // unavailable refuses a verb this server does not run, once its requester
@@ -52,6 +52,6 @@ func (r *Runner) unavailable(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
-	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server. `%s help` lists what is.",
+	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server. `%s help` lists what is.",
 		app.DefaultCommand, tk.Verb, app.DefaultCommand), "")
 }

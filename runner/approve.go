@@ -46,7 +46,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 			return err
 		}
 		if paused == "" {
-			return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No task on #%d is waiting for approval.", tk.Number), "")
+			return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No task on #%d is waiting for approval.", tk.Number), "")
 		}
 		d := decision{Call: st.Pending.ID, Approvals: len(st.Approvals), Approve: tk.Verb == app.VerbApprove, By: tk.Requester, Task: tk.ID}
 		raw, err := json.Marshal(d)
@@ -56,11 +56,11 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 		if err := r.cfg.Store.RecordDecision(ctx, paused, raw); err != nil {
 			return fmt.Errorf("save the decision on task %s: %w", paused, err)
 		}
-		if err := r.auditDecision(ctx, tk, paused, st.Pending, d.Approve); err != nil {
+		if err := tk.rep.auditDecision(ctx, paused, st.Pending, d.Approve); err != nil {
 			return err
 		}
 		tk.prog.Resumes = paused
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+		if err := tk.rep.save(ctx); err != nil {
 			return err
 		}
 		tk.log.Info("decided", "paused", paused, "call", d.Call, "approve", d.Approve)
@@ -71,6 +71,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 	}
 	ptk := &task{Task: &pt, inst: tk.inst, status: tk.inst.StatusComment(pt.Repo, pt.Number, pt.ID),
 		log: r.log.With("task", pt.ID, "delivery", pt.Delivery, "repo", pt.Repo, "number", pt.Number, "verb", pt.Verb, "resumed_by", tk.ID)}
+	ptk.rep = r.reporter(ptk)
 	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 	if ptk.prog.Final == "" {
 		end = "it is waiting for approval again"
 	}
-	return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("%s by @%s: task `%s` went on, and %s; its status comment says more.",
+	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("%s by @%s: task `%s` went on, and %s; its status comment says more.",
 		verb, tk.Requester, pt.ID, end), "")
 }
 

@@ -23,18 +23,18 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
-	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
+	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
 		return err
 	}
-	r.phase(ctx, tk, "admission")
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "checkout"); err != nil {
+	tk.rep.phase(ctx, "admission")
+	if err := tk.rep.state(ctx, app.StateRunning, "checkout"); err != nil {
 		return err
 	}
 	base := tk.prog.Base
 	if base == "" {
 		base = readAt(tk)
 	}
-	if err := tk.status.Set(ctx, runningText(tk, "reading "+base)); err != nil {
+	if err := tk.rep.say(ctx, runningText(tk, "reading "+base)); err != nil {
 		return err
 	}
 	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
@@ -49,36 +49,36 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 	defer ws.Close()
 	if tk.prog.Base == "" {
 		tk.prog.Base = ws.Base()
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+		if err := tk.rep.save(ctx); err != nil {
 			return err
 		}
 	}
-	r.phase(ctx, tk, "workspace")
+	tk.rep.phase(ctx, "workspace")
 
 	st, err := r.answer(ctx, tk, ws)
 	if err != nil {
 		return err
 	}
 	tk.run = st
-	r.phase(ctx, tk, "agent")
+	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
 		text := noAnswerText(tk, st)
-		if err := r.completeCheck(ctx, tk, app.ConclusionFailure, app.CheckOutput{Title: "No answer: " + reasonLine(st, failure{stop: st.Stop}),
-			Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
+		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No answer: " + reasonLine(st, failure{stop: st.Stop}),
+			Summary: text, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}
-		return r.finish(ctx, tk, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
+		return tk.rep.finish(ctx, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
 	}
 	web := strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git")
 	body := answerText(tk, st, linkCitations(st.Summary, web, tk.prog.Base, ws.Root().FS()), web)
-	if err := r.audit(ctx, tk, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
+	if err := tk.rep.audit(ctx, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
 		return err
 	}
-	if err := r.completeCheck(ctx, tk, app.ConclusionNeutral, app.CheckOutput{Title: "Answered; nothing was changed",
-		Summary: usageLine(st), Text: r.checkText(ctx, tk, st)}); err != nil {
+	if err := tk.rep.completeCheck(ctx, app.ConclusionNeutral, app.CheckOutput{Title: "Answered; nothing was changed",
+		Summary: usageLine(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
 		return err
 	}
-	return r.finish(ctx, tk, app.StateSucceeded, body, "answered")
+	return tk.rep.finish(ctx, app.StateSucceeded, body, "answered")
 }
 
 // readAt is the ref a question reads: the pull request's head, or the
@@ -122,12 +122,12 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: *p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
+		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := tk.status.Set(ctx, runningText(tk, "reading the code")); err != nil {
+	if err := tk.rep.say(ctx, runningText(tk, "reading the code")); err != nil {
 		return nil, err
 	}
 	return a.Run(ctx)

@@ -13,7 +13,7 @@ import (
 
 func TestBootingRunsOnceStarted(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
-	b := boot(t.Context(), d, docker.Spec{TaskID: "boot", WorkTree: sandboxtest.WorkTree(t)},
+	b := boot(t.Context(), DockerSandboxes(d), docker.Spec{TaskID: "boot", WorkTree: sandboxtest.WorkTree(t)},
 		func() { t.Error("the start failed") })
 	res, err := b.Run(t.Context(), sandbox.Cmd{Shell: "echo up"})
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "up" {
@@ -34,7 +34,7 @@ func TestBootingFailureEndsTheLoop(t *testing.T) {
 	loop, end := context.WithCancel(t.Context())
 	defer end()
 	missing := filepath.Join(t.TempDir(), "no-such-tree")
-	b := boot(t.Context(), d, docker.Spec{TaskID: "boot-fail", WorkTree: missing}, end)
+	b := boot(t.Context(), DockerSandboxes(d), docker.Spec{TaskID: "boot-fail", WorkTree: missing}, end)
 	_, err := b.Run(loop, sandbox.Cmd{Argv: []string{"true"}})
 	if err == nil {
 		t.Fatal("a command ran in a sandbox that could not start")

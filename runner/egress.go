@@ -49,8 +49,8 @@ func (r *Runner) setupEgress(ctx context.Context, tk *task, spec *docker.Spec) (
 			}
 			tk.refused = append(tk.refused, x)
 			tk.log.Info("setup egress refused", "host", x.Host, "port", x.Port, "reason", x.Reason)
-			r.trace(ctx, tk, app.TraceEvent{Time: x.Time, Kind: app.TraceRefusal, Name: "egress", Outcome: "refused", Detail: x.String()})
-			if err := r.audit(ctx, tk, app.AuditBlocked, x.String()); err != nil {
+			tk.rep.trace(ctx, app.TraceEvent{Time: x.Time, Kind: app.TraceRefusal, Name: "egress", Outcome: "refused", Detail: x.String()})
+			if err := tk.rep.audit(ctx, app.AuditBlocked, x.String()); err != nil {
 				tk.log.Warn("audit a refused connection", "err", err)
 			}
 		}

@@ -75,7 +75,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 		if len(s.Run) == 0 {
 			return p, nil
 		}
-		defer r.phase(ctx, tk, "setup")
+		defer tk.rep.phase(ctx, "setup")
 		return p, r.runSetup(ctx, tk, ws.Dir(), tk.ID+"-setup")
 	}
 	imageID, err := r.cfg.Sandbox.ImageID(ctx, p.image)
@@ -91,7 +91,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	}
 	if p.env != nil {
 		tk.log.Info("prepared environment reused", "key", key)
-		r.setupPhase(ctx, tk, "setup: cached "+key)
+		tk.rep.setupPhase(ctx, "setup: cached "+key)
 		return p, nil
 	}
 	trusted := tk.issue.Pull == nil
@@ -119,7 +119,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 		return nil, err
 	}
 	tk.log.Info("prepared environment built", "key", key, "size", p.env.Size, "dirs", p.env.Dirs, "kept", trusted)
-	r.setupPhase(ctx, tk, detail)
+	tk.rep.setupPhase(ctx, detail)
 	return p, nil
 }
 
@@ -157,15 +157,4 @@ func (r *Runner) runSetupSpec(ctx context.Context, tk *task, spec docker.Spec, l
 		}
 	}
 	return nil
-}
-
-// setupPhase ends the setup phase in the trace, saying where the
-// environment came from.
-func (r *Runner) setupPhase(ctx context.Context, tk *task, detail string) {
-	now := time.Now()
-	if tk.since.IsZero() {
-		tk.since = now
-	}
-	r.trace(ctx, tk, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: "setup", Duration: now.Sub(tk.since), Detail: detail})
-	tk.since = now
 }

@@ -207,7 +207,7 @@ paths: {allow: ["**/*.go"]}
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.runner, err = runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
-		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
 		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	})

@@ -27,7 +27,7 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	r.phase(ctx, tk, "admission")
+	tk.rep.phase(ctx, "admission")
 	ok, err = r.followUp(ctx, tk)
 	if ok && err == nil {
 		err = r.work(ctx, tk, tg)
@@ -44,31 +44,69 @@ func (r *Runner) prepare(ctx context.Context, tk *task) (_ target, ok bool, err 
 		return target{}, false, err
 	}
 	if err := tk.policy.Policy.RequireChecks(); err != nil {
-		return target{}, false, r.refuse(ctx, tk, err)
+		return target{}, false, tk.rep.refuse(ctx, err)
 	}
 	tg, err := r.target(tk)
 	if err != nil {
-		return target{}, false, r.refuse(ctx, tk, err)
+		return target{}, false, tk.rep.refuse(ctx, err)
 	}
-	if err := tk.inst.React(ctx, tk.Task, app.ReactionReceived); err != nil {
+	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
 		return target{}, false, err
 	}
 	return tg, true, nil
 }
 
-// work runs an admitted fix to its end, or to a pause for approval.
+// work runs an admitted fix to its end, or to a pause for approval:
+// workspace, then the loop (whose setup prepares the environment), then
+// delivery — gate, verification, push, pull request and report.
 func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "checkout"); err != nil {
-		return err
-	}
-	if err := tk.status.Set(ctx, runningText(tk, "checking out "+tg.base)); err != nil {
-		return err
-	}
-
-	// The token reaches the clone and the push only, on the host.
-	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "write"})
+	ws, remote, err := r.workspace(ctx, tk, tg)
 	if err != nil {
 		return err
+	}
+	defer ws.Close()
+	// The environment outlives the loop: the final verification runs over
+	// it too.
+	defer func() { tk.env.release(tk) }()
+
+	st, stoppedBy, err := r.loop(ctx, tk, ws)
+	if sf, ok := errors.AsType[*setupFailure](err); ok {
+		return tk.rep.fail(ctx, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
+	}
+	if err != nil {
+		return err
+	}
+	tk.run = st
+	tk.rep.phase(ctx, "agent")
+	if stoppedBy != "" {
+		return tk.rep.fail(ctx, st, failure{stoppedBy: stoppedBy})
+	}
+	switch st.Status {
+	case app.StateAwaitingApproval:
+		if err := tk.rep.state(ctx, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
+			return err
+		}
+		return tk.rep.say(ctx, approvalText(tk, st))
+	case app.StateSucceeded:
+		return r.deliver(ctx, tk, ws, remote, tg, st, nil)
+	}
+	f := failure{stop: st.Stop}
+	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" && st.Diff != "" {
+		return r.deliver(ctx, tk, ws, remote, tg, st, &f)
+	}
+	return tk.rep.fail(ctx, st, f)
+}
+
+// workspace checks the task's commit out on the host, with a token that
+// reaches the clone and the push only, and keeps the commit it works from
+// so that a resumed task works from the same one. The caller closes it.
+func (r *Runner) workspace(ctx context.Context, tk *task, tg target) (*workspace.Workspace, workspace.Remote, error) {
+	if err := tk.rep.running(ctx, "checkout", "checking out "+tg.base); err != nil {
+		return nil, workspace.Remote{}, err
+	}
+	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "write"})
+	if err != nil {
+		return nil, workspace.Remote{}, err
 	}
 	remote := workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}
 	base := tk.prog.Base
@@ -77,46 +115,17 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	}
 	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo, Remote: remote, Base: base})
 	if err != nil {
-		return err
+		return nil, workspace.Remote{}, err
 	}
-	defer ws.Close()
-	// The environment outlives the loop: the final verification runs over
-	// it too.
-	defer func() { tk.env.release(tk) }()
 	if tk.prog.Base == "" {
 		tk.prog.Base, tk.prog.Branch = ws.Base(), tg.branch
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
-			return err
+		if err := tk.rep.save(ctx); err != nil {
+			ws.Close()
+			return nil, workspace.Remote{}, err
 		}
 	}
-	r.phase(ctx, tk, "workspace")
-
-	st, stoppedBy, err := r.loop(ctx, tk, ws)
-	if sf, ok := errors.AsType[*setupFailure](err); ok {
-		return r.fail(ctx, tk, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
-	}
-	if err != nil {
-		return err
-	}
-	tk.run = st
-	r.phase(ctx, tk, "agent")
-	if stoppedBy != "" {
-		return r.fail(ctx, tk, st, failure{stoppedBy: stoppedBy})
-	}
-	switch st.Status {
-	case app.StateAwaitingApproval:
-		if err := r.cfg.Store.SetState(ctx, tk.ID, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
-			return err
-		}
-		return tk.status.Set(ctx, approvalText(tk, st))
-	case app.StateSucceeded:
-		return r.deliver(ctx, tk, ws, remote, tg, st, nil)
-	}
-	f := failure{stop: st.Stop}
-	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" && st.Diff != "" {
-		return r.deliver(ctx, tk, ws, remote, tg, st, &f)
-	}
-	return r.fail(ctx, tk, st, f)
+	tk.rep.phase(ctx, "workspace")
+	return ws, remote, nil
 }
 
 // target is where a task's change goes: the branch, the commit it starts
@@ -179,7 +188,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: r.observe(ctx, tk), ObserveModel: r.observeModel(ctx, tk),
+		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
 	})
 	if err != nil {
 		return nil, "", err
@@ -188,7 +197,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	if err := tk.status.Set(ctx, runningText(tk, "the agent is working")); err != nil {
+	if err := tk.rep.say(ctx, runningText(tk, "the agent is working")); err != nil {
 		return nil, "", err
 	}
 	d, err := r.pendingDecision(ctx, a.State())
@@ -232,138 +241,155 @@ func (f *setupFailure) Error() string {
 	return fmt.Sprintf("setup `%s` exited %d", f.run, f.exit)
 }
 
-// deliver gates, commits and pushes the change, opens (or finds) the pull
-// request and completes the report. failed is set when the loop failed and
-// the policy asks for a draft pull request of the partial change anyway.
+// deliver takes the change the loop ended with to its pull request: the
+// host's gate, the final verification, the commit and push, the pull
+// request and the report. failed is set when the loop failed and the
+// policy asks for a draft pull request of the partial change anyway. A
+// task resumed after its push goes straight to the pull request.
 func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
 	tg target, st *agent.State, failed *failure) error {
-	p := tk.policy.Policy
 	var tamper app.Tampering
 	if tk.prog.Pushed == "" {
-		if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "gate and push"); err != nil {
-			return err
-		}
-		report, err := ws.Gate(ctx, p)
-		r.phase(ctx, tk, "gate")
-		if err != nil {
-			if _, user := errors.AsType[*app.Error](err); user {
-				tk.gated = true
-				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
-			}
+		report, ok, err := r.gate(ctx, tk, ws, st)
+		if !ok || err != nil {
 			return err
 		}
 		tamper = report.Tampering
-		// A tree with no change is refused below; there is nothing to verify.
-		if report.Diff != "" {
-			if err := r.verify(ctx, tk, ws, report.Tree, st); err != nil {
-				return err
-			}
-		}
-		if failed = verdict(tk, failed); failed != nil && failed.verify != nil && p.PullRequest.OnFailure != "draft_pr" {
-			return r.fail(ctx, tk, st, *failed)
-		}
-		if failed == nil {
-			if err := r.reproduce(ctx, tk, ws, report); err != nil {
-				return err
-			}
-			if err := reproductionRefusal(tk); err != nil {
-				return r.fail(ctx, tk, st, failure{gate: err, diff: report.Diff})
-			}
-		}
-		// The commit's date is kept before the commit is made, so that a
-		// worker that dies between the push and the save below makes the
-		// same commit again on resume and finds the branch already there.
-		if tk.prog.CommitDate.IsZero() {
-			tk.prog.CommitDate = time.Now().UTC().Truncate(time.Second)
-			if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
-				return err
-			}
-		}
-		_, err = ws.Commit(ctx, workspace.CommitOptions{
-			Message:   commitMessage(tk, st),
-			Author:    r.cfg.Bot,
-			CoAuthors: []workspace.Signature{coAuthor(tk.Task)},
-			Date:      tk.prog.CommitDate,
-		})
-		if errors.Is(err, workspace.ErrNoChanges) {
-			return r.fail(ctx, tk, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
-		}
-		if err != nil {
+		if failed, ok, err = r.verification(ctx, tk, ws, report, st, failed); !ok || err != nil {
 			return err
 		}
-		lease := ""
-		if tg.existing {
-			lease = tk.prog.Base
-		}
-		sha, err := r.push(ctx, tk, ws, remote, lease)
-		if err != nil {
+		if ok, err := r.pushChange(ctx, tk, ws, remote, tg, st); !ok || err != nil {
 			return err
 		}
-		tk.prog.Pushed = sha
-		if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
-			return err
-		}
-		r.phase(ctx, tk, "push")
 	} else {
 		// Resumed after the push: the pushed tree is the saved diff's.
 		tamper = savedTampering(tk, st)
 	}
 	failed = verdict(tk, failed)
+	pr, err := r.pullRequest(ctx, tk, tg, st, failed, tamper)
+	if err != nil {
+		return err
+	}
+	return tk.rep.delivered(ctx, st, pr, tamper, failed)
+}
+
+// gate checks the change on the host against the policy. A refusal is
+// reported and returns ok false.
+func (r *Runner) gate(ctx context.Context, tk *task, ws *workspace.Workspace, st *agent.State) (_ workspace.GateReport, ok bool, err error) {
+	if err := tk.rep.state(ctx, app.StateRunning, "gate and push"); err != nil {
+		return workspace.GateReport{}, false, err
+	}
+	report, err := ws.Gate(ctx, tk.policy.Policy)
+	tk.rep.phase(ctx, "gate")
+	if err != nil {
+		if _, user := errors.AsType[*app.Error](err); user {
+			tk.gated = true
+			return report, false, tk.rep.fail(ctx, st, failure{gate: err, diff: report.Diff})
+		}
+		return report, false, err
+	}
+	return report, true, nil
+}
+
+// verification runs the checks once more over the gated tree in a fresh
+// sandbox and returns the task's verdict: failed as it was, or the
+// verification's failure. A failed verification ends the task (reported,
+// ok false) unless the policy asks for a draft pull request.
+func (r *Runner) verification(ctx context.Context, tk *task, ws *workspace.Workspace, report workspace.GateReport,
+	st *agent.State, failed *failure) (_ *failure, ok bool, err error) {
+	// A tree with no change is refused when it is committed; there is
+	// nothing to verify.
+	if report.Diff != "" {
+		if err := r.verify(ctx, tk, ws, report.Tree, st); err != nil {
+			return failed, false, err
+		}
+	}
+	if failed = verdict(tk, failed); failed != nil && failed.verify != nil && tk.policy.Policy.PullRequest.OnFailure != "draft_pr" {
+		return failed, false, tk.rep.fail(ctx, st, *failed)
+	}
+	if failed == nil {
+		if err := r.reproduce(ctx, tk, ws, report); err != nil {
+			return failed, false, err
+		}
+		if err := reproductionRefusal(tk); err != nil {
+			return failed, false, tk.rep.fail(ctx, st, failure{gate: err, diff: report.Diff})
+		}
+	}
+	return failed, true, nil
+}
+
+// pushChange commits the gated tree as the bot, with the requester as
+// co-author, and pushes it to the task's branch. A change that is empty
+// is reported and returns ok false.
+func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
+	tg target, st *agent.State) (ok bool, err error) {
+	// The commit's date is kept before the commit is made, so that a
+	// worker that dies between the push and the save below makes the
+	// same commit again on resume and finds the branch already there.
+	if tk.prog.CommitDate.IsZero() {
+		tk.prog.CommitDate = time.Now().UTC().Truncate(time.Second)
+		if err := tk.rep.save(ctx); err != nil {
+			return false, err
+		}
+	}
+	_, err = ws.Commit(ctx, workspace.CommitOptions{
+		Message:   commitMessage(tk, st),
+		Author:    r.cfg.Bot,
+		CoAuthors: []workspace.Signature{coAuthor(tk.Task)},
+		Date:      tk.prog.CommitDate,
+	})
+	if errors.Is(err, workspace.ErrNoChanges) {
+		return false, tk.rep.fail(ctx, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
+	}
+	if err != nil {
+		return false, err
+	}
+	lease := ""
+	if tg.existing {
+		lease = tk.prog.Base
+	}
+	sha, err := r.push(ctx, tk, ws, remote, lease)
+	if err != nil {
+		return false, err
+	}
+	tk.prog.Pushed = sha
+	if err := tk.rep.save(ctx); err != nil {
+		return false, err
+	}
+	tk.rep.phase(ctx, "push")
+	return true, nil
+}
+
+// pullRequest opens the pushed branch's pull request, or finds the one
+// open on it: a draft when failed is set.
+func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent.State, failed *failure, tamper app.Tampering) (app.PullRequest, error) {
+	spec := tk.policy.Policy.PullRequest
 	title, body := prTitle(tk, st), prBody(tk, st)
 	if failed != nil {
-		p.PullRequest.Draft = true
+		spec.Draft = true
 		title = shortTitle("Draft: " + app.InertPlain(tk.issue.Title, ownIssue(tk)))
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
 	body += reproductionSection(tk) + tamperingSection(tamper)
-	if err := r.auditPush(ctx, tk); err != nil {
-		return err
+	if err := tk.rep.auditPush(ctx); err != nil {
+		return app.PullRequest{}, err
 	}
 	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{
-		Head: tk.prog.Branch, Base: tg.prBase, Title: title, Body: body, Spec: p.PullRequest,
+		Head: tk.prog.Branch, Base: tg.prBase, Title: title, Body: body, Spec: spec,
 	})
 	if err != nil {
-		return err
+		return app.PullRequest{}, err
 	}
 	tk.prog.PR = &pr
-	if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
-		return err
+	if err := tk.rep.save(ctx); err != nil {
+		return app.PullRequest{}, err
 	}
-	if err := r.auditPullRequest(ctx, tk, tg, pr); err != nil {
-		return err
+	if err := tk.rep.auditPullRequest(ctx, tg, pr); err != nil {
+		return app.PullRequest{}, err
 	}
 	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
-	if failed != nil {
-		return r.fail(ctx, tk, st, *failed)
-	}
-	if err := r.completeCheck(ctx, tk, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper), Text: r.checkText(ctx, tk, st),
-	}); err != nil {
-		return err
-	}
-	return r.finish(ctx, tk, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
-}
-
-// completeCheck ends the task with its check run: on the commit it pushed,
-// so that the run and its trace show on the pull request, or on the commit
-// it started from when it pushed nothing. Progress is on the status
-// comment until then; a check run created at the start would sit on a
-// commit the pull request does not show.
-func (r *Runner) completeCheck(ctx context.Context, tk *task, c app.Conclusion, out app.CheckOutput) error {
-	sha := tk.prog.Pushed
-	if sha == "" {
-		sha = tk.prog.Base
-	}
-	check := tk.inst.CheckRun(tk.Repo, sha, tk.ID, tk.prog.CheckRunID)
-	if err := check.Complete(ctx, c, out); err != nil {
-		return err
-	}
-	if tk.prog.CheckRunID == check.ID() {
-		return nil
-	}
-	tk.prog.CheckRunID = check.ID()
-	return r.saveProgress(ctx, tk.ID, tk.prog)
+	return pr, nil
 }
 
 // failure says why a task ends without a pull request: the loop's stop,
@@ -375,26 +401,6 @@ type failure struct {
 	diff      string        // the gate's diff, when the gate refused
 	setup     *setupFailure // a setup command failed before the agent ran
 	verify    *Verification // the checks failed in the final verification
-}
-
-// fail reports a task that ends without a pull request.
-func (r *Runner) fail(ctx context.Context, tk *task, st *agent.State, f failure) error {
-	text := failureText(tk, st, f)
-	conclusion := app.ConclusionFailure
-	if st.Status == app.StateStopped || f.stoppedBy != "" {
-		conclusion = app.ConclusionCancelled
-	}
-	if err := r.completeCheck(ctx, tk, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: r.checkText(ctx, tk, st)}); err != nil {
-		return err
-	}
-	final := app.StateFailed
-	switch {
-	case f.stoppedBy != "":
-		final = app.StateStopped
-	case st.Status.Final() && st.Status != app.StateSucceeded:
-		final = st.Status
-	}
-	return r.finish(ctx, tk, final, text, reasonLine(st, f))
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)

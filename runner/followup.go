@@ -69,7 +69,7 @@ func (r *Runner) followUp(ctx context.Context, tk *task) (bool, error) {
 // refusal once the task ends.
 func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 	if tk.Review.Implicit && !agentsPull(tk) {
-		return false, r.ignore(ctx, tk, "changes requested on a pull request that is not agentbot's")
+		return false, tk.rep.ignore(ctx, "changes requested on a pull request that is not agentbot's")
 	}
 	comments, err := tk.inst.ReviewComments(ctx, tk.Repo, tk.Number, tk.Review.ID)
 	if err != nil {
@@ -90,7 +90,7 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 		return true, nil
 	}
 	if len(f.comments) == 0 && tk.Instructions == "" {
-		return false, r.finish(ctx, tk, app.StateRefused,
+		return false, tk.rep.finish(ctx, app.StateRefused,
 			"Every inline comment of the review is on a path agentbot may not change, and the review gives no instructions; nothing to do.", "")
 	}
 	var b strings.Builder
@@ -112,29 +112,6 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 	}
 	f.text = b.String()
 	return true, nil
-}
-
-// answerReview replies in the thread of each of the review's inline
-// comments: what changed, with a link to the commit, or why nothing did.
-// A reply carries the task's marker, so that answering again is a no-op.
-func (r *Runner) answerReview(ctx context.Context, tk *task, final app.State, status string) error {
-	f := tk.follow
-	if f == nil {
-		return nil
-	}
-	changed := changedPaths(tk)
-	for _, c := range f.comments {
-		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.ID, tk.ID, reviewReply(tk, c, final, changed, status)); err != nil {
-			return err
-		}
-	}
-	for _, c := range f.refused {
-		body := "🚫 **Not addressed:** " + c.why
-		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.comment.ID, tk.ID, body); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // reviewReply is the answer to one inline comment.
@@ -180,7 +157,7 @@ func changedPaths(tk *task) map[string]bool {
 func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 	pull := tk.issue.Pull
 	if pull == nil {
-		return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("`%s fix-ci` works on a pull request; #%d is an issue.", app.DefaultCommand, tk.Number), "")
+		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s fix-ci` works on a pull request; #%d is an issue.", app.DefaultCommand, tk.Number), "")
 	}
 	head := pull.HeadSHA
 	if tk.prog.Base != "" {
@@ -188,7 +165,7 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 		head = tk.prog.Base
 	} else if ci := tk.CI; ci != nil {
 		if ci.HeadSHA != head {
-			return false, r.ignore(ctx, tk, fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
+			return false, tk.rep.ignore(ctx, fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
 		}
 		if ok, err := r.ciBudget(ctx, tk, head); !ok || err != nil {
 			return false, err
@@ -215,12 +192,12 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 	}
 	if len(failing) == 0 && len(onBase) == 0 {
 		if tk.CI != nil {
-			return false, r.ignore(ctx, tk, "no check of another App fails on "+head)
+			return false, tk.rep.ignore(ctx, "no check of another App fails on "+head)
 		}
-		return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No check fails on the head of #%d (%s); nothing to fix.", tk.Number, head), "")
+		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No check fails on the head of #%d (%s); nothing to fix.", tk.Number, head), "")
 	}
 	if len(failing) == 0 {
-		return false, r.finish(ctx, tk, app.StateRefused, failsOnBaseText(tk, onBase), failsOnBaseStep(tk))
+		return false, tk.rep.finish(ctx, app.StateRefused, failsOnBaseText(tk, onBase), failsOnBaseStep(tk))
 	}
 	tk.follow = &followUp{text: ciText(tk, head, failing, onBase)}
 	return true, nil
@@ -253,7 +230,7 @@ func (r *Runner) baseRun(ctx context.Context, tk *task, c app.CICheck) (*app.CIC
 func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, error) {
 	limit := tk.policy.Policy.PullRequest.CIFollowups
 	if limit == 0 {
-		return false, r.ignore(ctx, tk, "pull_request.ci_followups is 0")
+		return false, tk.rep.ignore(ctx, "pull_request.ci_followups is 0")
 	}
 	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
 	if err != nil {
@@ -270,7 +247,7 @@ func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, err
 		took := t.State != app.StateRefused && t.State != app.StateQueued
 		answered := t.State == app.StateRefused && t.Step == failsOnBaseStep(tk)
 		if t.CI.HeadSHA == head && (took || answered) {
-			return false, r.ignore(ctx, tk, fmt.Sprintf("task %s already answered failing CI on %s", t.ID, head))
+			return false, tk.rep.ignore(ctx, fmt.Sprintf("task %s already answered failing CI on %s", t.ID, head))
 		}
 		if took {
 			used++
@@ -279,7 +256,7 @@ func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, err
 	if used < limit {
 		return true, nil
 	}
-	return false, r.finish(ctx, tk, app.StateRefused, fmt.Sprintf(
+	return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf(
 		"CI fails on #%d again, and the %d follow-ups that failing CI may start by itself (`pull_request.ci_followups`) are used. `%s fix-ci` asks for another.",
 		tk.Number, limit, app.DefaultCommand), "follow-ups for CI used up")
 }

@@ -62,7 +62,7 @@ func (r *Runner) images(ctx context.Context, tk *task, th *app.Thread) []llm.Ima
 		}
 		if err != nil {
 			tk.log.Info("image refused", "url", u, "reason", err)
-			r.trace(ctx, tk, app.TraceEvent{Time: time.Now().UTC(), Kind: app.TraceRefusal, Name: "image", Outcome: "refused", Args: u, Detail: err.Error()})
+			tk.rep.trace(ctx, app.TraceEvent{Time: time.Now().UTC(), Kind: app.TraceRefusal, Name: "image", Outcome: "refused", Args: u, Detail: err.Error()})
 			continue
 		}
 		out = append(out, im)

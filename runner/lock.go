@@ -50,18 +50,18 @@ func (r *Runner) hold(ctx context.Context, tk *task) (_ context.Context, release
 	}
 	if holder != tk.ID {
 		if tk.prog.Waiting != holder {
-			if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateQueued, "waiting behind task "+holder); err != nil {
+			if err := tk.rep.state(ctx, app.StateQueued, "waiting behind task "+holder); err != nil {
 				return nil, nil, err
 			}
 			// A CI follow-up may prove a repeat of the one it waits behind:
 			// it speaks once it runs.
 			if tk.CI == nil {
-				if err := tk.status.Set(ctx, waitingText(tk, holder)); err != nil {
+				if err := tk.rep.say(ctx, waitingText(tk, holder)); err != nil {
 					return nil, nil, err
 				}
 			}
 			tk.prog.Waiting = holder
-			if err := r.saveProgress(ctx, tk.ID, tk.prog); err != nil {
+			if err := tk.rep.save(ctx); err != nil {
 				return nil, nil, err
 			}
 		}

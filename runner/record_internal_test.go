@@ -116,10 +116,12 @@ func (w *recordWorld) task(t *testing.T) *task {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &task{
+	tk := &task{
 		Task: &app.Task{ID: "t1", InstallationID: 7, Repo: "acme/stats", Number: 1, Verb: app.VerbFix, Requester: "ada", Instructions: "fix Sum"},
 		prog: prog, log: w.r.log,
 	}
+	tk.rep = w.r.reporter(tk)
+	return tk
 }
 
 var blockedWrite = agent.Event{Step: 1, Tool: "write_file", CallID: "c1", Arguments: `{"path":".github/workflows/x.yml"}`,
@@ -133,44 +135,44 @@ func TestAuditEntriesAreWrittenOnce(t *testing.T) {
 	w := newRecordWorld()
 	ctx := t.Context()
 	first := w.task(t)
-	if err := w.r.received(ctx, first); err != nil {
+	if err := first.rep.received(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.admission(ctx, first, true, "ada has write access"); err != nil {
+	if err := first.rep.admission(ctx, true, "ada has write access"); err != nil {
 		t.Fatal(err)
 	}
-	w.r.observe(ctx, first)(blockedWrite)
+	first.rep.observe(ctx)(blockedWrite)
 	first.prog.Branch, first.prog.Pushed = "agent/1-sum", "abc123"
-	if err := w.r.auditPush(ctx, first); err != nil {
+	if err := first.rep.auditPush(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	// The worker dies; another picks the task up from its saved progress.
 	again := w.task(t)
-	if err := w.r.received(ctx, again); err != nil {
+	if err := again.rep.received(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.admission(ctx, again, true, "ada has write access"); err != nil {
+	if err := again.rep.admission(ctx, true, "ada has write access"); err != nil {
 		t.Fatal(err)
 	}
-	w.r.observe(ctx, again)(blockedWrite)
+	again.rep.observe(ctx)(blockedWrite)
 	second := blockedWrite
 	second.Step, second.CallID = 2, "c2"
-	w.r.observe(ctx, again)(second)
-	if err := w.r.auditPush(ctx, again); err != nil {
+	again.rep.observe(ctx)(second)
+	if err := again.rep.auditPush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	w.audit.fail = errors.New("redis: connection refused")
 	pr := app.PullRequest{Number: 2, HTMLURL: "https://github.example/acme/stats/pull/2"}
-	if err := w.r.auditPullRequest(ctx, again, target{branch: "agent/1-sum"}, pr); err == nil {
+	if err := again.rep.auditPullRequest(ctx, target{branch: "agent/1-sum"}, pr); err == nil {
 		t.Fatal("a failed append was not reported: the task would go on without its entry")
 	}
-	if err := w.r.auditPullRequest(ctx, again, target{branch: "agent/1-sum"}, pr); err != nil {
+	if err := again.rep.auditPullRequest(ctx, target{branch: "agent/1-sum"}, pr); err != nil {
 		t.Fatal(err)
 	}
 	// A pull request found open on an existing pull request's branch was
 	// not opened by this task.
-	if err := w.r.auditPullRequest(ctx, again, target{branch: "feature", existing: true}, app.PullRequest{Number: 9}); err != nil {
+	if err := again.rep.auditPullRequest(ctx, target{branch: "feature", existing: true}, app.PullRequest{Number: 9}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -198,7 +200,7 @@ func TestAuditEntriesAreWrittenOnce(t *testing.T) {
 func TestRefusalIsAnAdmissionDecision(t *testing.T) {
 	w := newRecordWorld()
 	tk := w.task(t)
-	if err := w.r.admission(t.Context(), tk, false, "@ada may not ask: read access only"); err != nil {
+	if err := tk.rep.admission(t.Context(), false, "@ada may not ask: read access only"); err != nil {
 		t.Fatal(err)
 	}
 	if e := w.audit.entries; len(e) != 1 || e[0].Kind != app.AuditAdmission || e[0].Allowed || e[0].Detail != "@ada may not ask: read access only" {
@@ -213,7 +215,7 @@ func TestObserveTracesTheLoop(t *testing.T) {
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
-	observe, model := w.r.observe(ctx, tk), w.r.observeModel(ctx, tk)
+	observe, model := tk.rep.observe(ctx), tk.rep.observeModel(ctx)
 
 	model(agent.ModelCall{Step: 1, Model: "edit-model", Usage: llm.Usage{PromptTokens: 900, CompletionTokens: 40, CostUSD: 0.002}, Took: 1500 * time.Millisecond})
 	observe(blockedWrite)
@@ -285,12 +287,12 @@ func TestPhasesFollowOneAnother(t *testing.T) {
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
-	if err := w.r.received(ctx, tk); err != nil {
+	if err := tk.rep.received(ctx); err != nil {
 		t.Fatal(err)
 	}
 	start := tk.since
 	for _, p := range []string{"admission", "workspace", "agent"} {
-		w.r.phase(ctx, tk, p)
+		tk.rep.phase(ctx, p)
 	}
 	var names []string
 	var total time.Duration
@@ -309,7 +311,8 @@ func TestPhasesFollowOneAnother(t *testing.T) {
 	}
 
 	unseen := &task{Task: &app.Task{ID: "t2"}, log: w.r.log}
-	w.r.phase(ctx, unseen, "agent")
+	unseen.rep = w.r.reporter(unseen)
+	unseen.rep.phase(ctx, "agent")
 	if e := w.traces["t2"]; len(e) != 1 || e[0].Duration != 0 {
 		t.Errorf("phase of a task whose start was not seen: %+v", e)
 	}
@@ -322,18 +325,18 @@ func TestCheckTextIsTheStoredTrace(t *testing.T) {
 	ctx := t.Context()
 	tk := w.task(t)
 	st := &agent.State{Counts: agent.Counts{ToolCalls: 1, BlockedWrites: 1}}
-	if text := w.r.checkText(ctx, tk, st); text != trace(st) {
+	if text := tk.rep.checkText(ctx, st); text != trace(st) {
 		t.Errorf("check text without a stored trace:\n%s", text)
 	}
-	w.r.observe(ctx, tk)(blockedWrite)
-	text := w.r.checkText(ctx, tk, st)
+	tk.rep.observe(ctx)(blockedWrite)
+	text := tk.rep.checkText(ctx, st)
 	for _, want := range []string{"### Trace of task `t1`", "| policy refusals | 1 |", "refused, nothing was written"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("check text lacks %q:\n%s", want, text)
 		}
 	}
-	w.r.cfg.Traces = nil
-	if text := w.r.checkText(ctx, tk, st); text != trace(st) {
+	tk.rep.traces = nil
+	if text := tk.rep.checkText(ctx, st); text != trace(st) {
 		t.Errorf("check text without a trace store:\n%s", text)
 	}
 }
@@ -346,16 +349,16 @@ func TestLabelIsACommandOnceDecidedOn(t *testing.T) {
 	ctx := t.Context()
 	tk := w.task(t)
 	tk.Verb, tk.Instructions, tk.Label = app.VerbFix, "", "agent:fix"
-	if err := w.r.received(ctx, tk); err != nil {
+	if err := tk.rep.received(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(w.audit.entries) != 0 {
 		t.Fatalf("entries %+v before the label was known to be the trigger", w.audit.entries)
 	}
-	if err := w.r.admission(ctx, tk, true, "ada has write access"); err != nil {
+	if err := tk.rep.admission(ctx, true, "ada has write access"); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.r.audit(ctx, tk, app.AuditPush, "agent/1-sum at abc123"); err != nil {
+	if err := tk.rep.audit(ctx, app.AuditPush, "agent/1-sum at abc123"); err != nil {
 		t.Fatal(err)
 	}
 	e := w.audit.entries
@@ -372,11 +375,11 @@ func TestDecisionIsAudited(t *testing.T) {
 	tk := w.task(t)
 	tk.Verb, tk.Requester = app.VerbApprove, "grace"
 	call := &llm.ToolCall{ID: "c1", Name: "edit_file", Arguments: `{"path":"stats.go"}`}
-	if err := w.r.auditDecision(ctx, tk, "t0", call, true); err != nil {
+	if err := tk.rep.auditDecision(ctx, "t0", call, true); err != nil {
 		t.Fatal(err)
 	}
 	tk.Verb = app.VerbDeny
-	if err := w.r.auditDecision(ctx, tk, "t0", call, false); err != nil {
+	if err := tk.rep.auditDecision(ctx, "t0", call, false); err != nil {
 		t.Fatal(err)
 	}
 	e := w.audit.entries

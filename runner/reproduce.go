@@ -89,11 +89,11 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 		}
 		r.traceReproduction(ctx, tk, rp)
 		// A phase only when tests ran: without them it took no time.
-		r.phase(ctx, tk, "reproduction")
+		tk.rep.phase(ctx, "reproduction")
 	}
 	tk.log.Info("reproduction", "reproduced", rp.Reproduced, "mode", mode, "tests", rp.Tests, "files", rp.Files, "why", rp.Why)
 	tk.prog.Reproduction = &rp
-	return r.saveProgress(ctx, tk.ID, tk.prog)
+	return tk.rep.save(ctx)
 }
 
 // traceReproduction records each check run on the base with the tests.
@@ -104,7 +104,7 @@ func (r *Runner) traceReproduction(ctx context.Context, tk *task, rp Reproductio
 		if c.Passed {
 			outcome = "passed"
 		}
-		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
+		tk.rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
 			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
 			Detail: fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run)})
 	}

@@ -1,8 +1,28 @@
-// Package runner runs one queued task from start to finish: admission,
-// workspace, sandbox, the agent loop, the host gate, the push and the
-// report on GitHub. A Runner is the queue's Handler; cmd/agentbot hands it
-// the queue's store and the concrete GitHub App, Docker driver, workspace
-// manager and model, and the runner never imports the queue or the webhook.
+// Package runner runs one queued task from start to finish. A Runner is
+// the queue's Handler; cmd/agentbot hands it the queue's store and the
+// concrete GitHub App, the Docker driver as Sandboxes, the workspace
+// manager and the model, and the runner never imports the queue or the
+// webhook.
+//
+// A fix (also a retry, a follow-up on a review and a fix of failing CI)
+// reads as its steps, each a method found by its name:
+//
+//   - ProcessTask (runner.go) loads the saved progress and dispatches on
+//     the verb; fix (fix.go) is the fix's path;
+//   - admission: admit (runner.go) loads the policy from the default
+//     branch and decides who may ask; prepare (fix.go) adds the definition
+//     of done and the target branch; hold (lock.go) keeps one task per issue;
+//     followUp (followup.go) reads a review or failing CI;
+//   - workspace (fix.go): the checkout on the host;
+//   - setup: prepareEnv (environment.go) prepares the environment, with
+//     egress through setupEgress (egress.go);
+//   - loop (fix.go): the agent in a network-less sandbox;
+//   - then deliver (fix.go): gate, verification (verify.go runs the
+//     checks in a fresh sandbox), pushChange (push.go pushes), pullRequest;
+//   - report: the task's reporter (reporter.go) owns every write a task
+//     makes about itself — status comment, check run, reactions, thread
+//     replies, state, audit log, trace, outcome and saved progress; the
+//     texts it shows are in report.go.
 //
 // At-least-once delivery means every step may run twice, on the same worker
 // or on another one after a crash, so each step either looks before it
@@ -12,9 +32,10 @@
 //     by its head branch, and reactions are idempotent on GitHub's side;
 //   - the branch name is derived from the issue, and the push has a lease;
 //   - the runner's own progress (the base commit, the check run's id, the
-//     pushed commit, the pull request) is saved in the store beside the
-//     loop's state, so a resumed task works from the same commit, completes
-//     the same check run and never opens a second pull request.
+//     pushed commit, the pull request, the audit entries written) is saved
+//     in the store beside the loop's state, so a resumed task works from the
+//     same commit, completes the same check run, writes no audit entry twice
+//     and never opens a second pull request.
 package runner
 
 import (
@@ -33,7 +54,6 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -97,7 +117,7 @@ type Config struct {
 	GitHub     GitHub
 	Server     app.ServerConfig
 	Workspaces *workspace.Manager
-	Sandbox    *docker.Driver
+	Sandbox    Sandboxes
 	// SetupCABundle, when set, is a PEM file the setup container trusts
 	// (--setup-ca-file, with the public roots): for networks whose egress
 	// re-signs TLS.
@@ -197,17 +217,6 @@ func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) 
 	return p, nil
 }
 
-func (r *Runner) saveProgress(ctx context.Context, id string, p progress) error {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	if err := r.cfg.Store.SaveProgress(ctx, id, raw); err != nil {
-		return fmt.Errorf("save progress of task %s: %w", id, err)
-	}
-	return nil
-}
-
 // task is one task being run: what it was asked, where, and the handles
 // on GitHub it reports through.
 type task struct {
@@ -216,6 +225,7 @@ type task struct {
 	policy app.LoadedPolicy
 	issue  app.IssueInfo
 	status *github.StatusComment
+	rep    *reporter // every write about the task goes through it
 	prog   progress
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
@@ -246,7 +256,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		return err
 	}
 	tk := &task{Task: &t, inst: inst, prog: prog, log: log, status: inst.StatusComment(t.Repo, t.Number, t.ID)}
-	if err := r.received(ctx, tk); err != nil {
+	tk.rep = r.reporter(tk)
+	if err := tk.rep.received(ctx); err != nil {
 		return err
 	}
 	switch t.Verb {
@@ -279,24 +290,24 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 // requester may run the task. A refusal is reported and returns ok false.
 func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	if err := r.cfg.Server.AllowsRepo(tk.Repo); err != nil {
-		return false, r.refuse(ctx, tk, err)
+		return false, tk.rep.refuse(ctx, err)
 	}
 	if tk.policy, err = tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server); err != nil {
 		if _, user := errors.AsType[*app.Error](err); user {
 			if tk.Label != "" && !r.defaultLabel(tk.Label) {
 				// Any label may have been added; only the trigger's
 				// deserves an answer, and this one cannot be known.
-				return false, r.ignore(ctx, tk, fmt.Sprintf("label %q, and the policy cannot be read: %v", tk.Label, err))
+				return false, tk.rep.ignore(ctx, fmt.Sprintf("label %q, and the policy cannot be read: %v", tk.Label, err))
 			}
-			if err := r.audit(ctx, tk, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
+			if err := tk.rep.audit(ctx, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
 				return false, err
 			}
-			return false, r.refuse(ctx, tk, err)
+			return false, tk.rep.refuse(ctx, err)
 		}
 		return false, err
 	}
 	if tk.Label != "" && !strings.EqualFold(tk.Label, tk.policy.Policy.Trigger.Label) {
-		return false, r.ignore(ctx, tk, fmt.Sprintf("label %q is not the trigger label", tk.Label))
+		return false, tk.rep.ignore(ctx, fmt.Sprintf("label %q is not the trigger label", tk.Label))
 	}
 	if tk.issue, err = tk.inst.Issue(ctx, tk.Repo, tk.Number); err != nil {
 		return false, err
@@ -314,7 +325,7 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 		return false, r.deny(ctx, tk, authz, inv, d.Reason)
 	}
 	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
-	if err := r.admission(ctx, tk, true, d.Reason); err != nil {
+	if err := tk.rep.admission(ctx, true, d.Reason); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -343,101 +354,13 @@ func (r *Runner) defaultLabel(label string) bool {
 	return err == nil && strings.EqualFold(label, p.Trigger.Label)
 }
 
-// ignore ends a task that was not a command after all — an issue labelled
-// with some other label — without a word on GitHub.
-func (r *Runner) ignore(ctx context.Context, tk *task, why string) error {
-	tk.log.Info("not a command", "reason", why)
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRefused, why); err != nil {
-		return err
-	}
-	tk.prog.Final = app.StateRefused
-	return r.saveProgress(ctx, tk.ID, tk.prog)
-}
-
-// refuse reports err, a refusal, as the task's answer.
-func (r *Runner) refuse(ctx context.Context, tk *task, err error) error {
-	tk.log.Info("refused", "reason", err)
-	if e := r.admission(ctx, tk, false, app.ErrorMessage(err)); e != nil {
-		return e
-	}
-	return r.finish(ctx, tk, app.StateRefused, app.ErrorMessage(err), "")
-}
-
-// finish ends a task with no pull request: the status comment says why,
-// 😕 on the command, the record's final state, and the progress marked
-// final so a redelivery does nothing.
-func (r *Runner) finish(ctx context.Context, tk *task, st app.State, body, step string) error {
-	body += egressText(tk)
-	if err := tk.status.Set(ctx, body); err != nil {
-		return err
-	}
-	if err := r.answerReview(ctx, tk, st, body); err != nil {
-		return err
-	}
-	if rc := tk.ReviewComment; rc != nil && !tk.prog.Replied {
-		// A command on a diff line is answered on that line too.
-		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, rc.ID, tk.ID, threadReply(tk, body)); err != nil {
-			return err
-		}
-		tk.prog.Replied = true
-	}
-	reaction := app.ReactionFailed
-	if st == app.StateSucceeded {
-		reaction = app.ReactionDone
-	}
-	if err := tk.inst.React(ctx, tk.Task, reaction); err != nil {
-		return err
-	}
-	if step == "" {
-		step = string(st)
-	}
-	if err := r.cfg.Store.SetState(ctx, tk.ID, st, step); err != nil {
-		return err
-	}
-	if err := r.saveOutcome(ctx, tk, st); err != nil {
-		return err
-	}
-	if tk.run != nil {
-		r.phase(ctx, tk, "report")
-	}
-	tk.prog.Final = st
-	return r.saveProgress(ctx, tk.ID, tk.prog)
-}
-
-// saveOutcome records what became of a fix that was admitted.
-func (r *Runner) saveOutcome(ctx context.Context, tk *task, st app.State) error {
-	if r.cfg.Outcomes == nil || tk.run == nil {
-		return nil
-	}
-	run := tk.run
-	o := app.TaskOutcome{
-		Task: tk.ID, Repo: tk.Repo, Model: tk.policy.Policy.Model.Edit, FinishedAt: time.Now().UTC(), State: st,
-		ChecksPassed: len(run.Checks) > 0 && run.Checks[len(run.Checks)-1].Passed,
-		HumanHelp:    len(run.Approvals) > 0,
-		Iterations:   run.Step, WallTime: run.Elapsed, Tokens: run.Usage.Total(), Cost: run.Usage.CostUSD,
-		SafetyIncidents: run.Counts.BlockedWrites + run.Counts.BlockedCommands,
-	}
-	if tk.gated {
-		o.SafetyIncidents++
-	}
-	countVerification(tk, &o)
-	if tk.prog.PR != nil {
-		o.PR = tk.prog.PR.Number
-		o.Base, o.Pushed = tk.prog.Base, tk.prog.Pushed // the agent's final diff, for survival once merged
-	}
-	if err := r.cfg.Outcomes.Save(ctx, o); err != nil {
-		return fmt.Errorf("save outcome of task %s: %w", tk.ID, err)
-	}
-	return nil
-}
-
 // help answers "/agent help" with the grammar and the repository's
 // policy, to those who may command.
 func (r *Runner) help(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
-	return r.finish(ctx, tk, app.StateSucceeded, helpText(tk.policy.Policy), "")
+	return tk.rep.finish(ctx, app.StateSucceeded, helpText(tk.policy.Policy), "")
 }
 
 // statusTasks bounds the tasks "/agent status" lists: an issue may hold
@@ -475,9 +398,9 @@ func (r *Runner) status(ctx context.Context, tk *task) error {
 		fmt.Fprintf(&b, "- and %d older; `agentbot tasks list` shows them\n", older)
 	}
 	if b.Len() == 0 {
-		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
+		return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
 	}
-	return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("**Tasks on #%d**, newest first:\n\n%s", tk.Number, b.String()), "")
+	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("**Tasks on #%d**, newest first:\n\n%s", tk.Number, b.String()), "")
 }
 
 // retry answers "/agent retry" by running the issue's last failed fix
@@ -498,7 +421,7 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 		}
 		break // the latest fix did not fail: nothing to retry
 	}
-	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
+	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
 }
 
 // stopPoll is how often a running task looks for a stop: well within the
@@ -521,9 +444,9 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 		if err := r.cfg.Store.RequestStop(ctx, t.ID, tk.Requester); err != nil {
 			return err
 		}
-		return r.finish(ctx, tk, app.StateSucceeded, fmt.Sprintf("Stopping task `%s`; its status comment says when it has stopped.", t.ID), "")
+		return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("Stopping task `%s`; its status comment says when it has stopped.", t.ID), "")
 	}
-	return r.finish(ctx, tk, app.StateRefused, fmt.Sprintf("No task is running on #%d.", tk.Number), "")
+	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No task is running on #%d.", tk.Number), "")
 }
 
 // watchStop cancels a running task's loop once "/agent stop" asked for it,

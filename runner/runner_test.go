@@ -103,7 +103,7 @@ func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure 
 	}
 	w.cfg = runner.Config{
 		GitHub: gh, Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
-		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}

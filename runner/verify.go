@@ -49,7 +49,7 @@ const verifyOutputLimit = 12 << 10
 // VerifyChecks runs checks in order in a new sandbox of spec, which no one
 // else has used, stopping at the first that fails, and removes the sandbox.
 // agentbot run calls it as the runner does.
-func VerifyChecks(ctx context.Context, d *docker.Driver, spec docker.Spec, checks []app.Check) (Verification, error) {
+func VerifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
 	if len(checks) == 0 {
 		return Verification{}, errors.New("verify: the policy defines no checks")
 	}
@@ -59,7 +59,7 @@ func VerifyChecks(ctx context.Context, d *docker.Driver, spec docker.Spec, check
 		return Verification{}, fmt.Errorf("start the verification sandbox: %w", err)
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	v := Verification{Container: box.ID, Passed: true}
+	v := Verification{Container: box.Name(), Passed: true}
 	for i, c := range checks {
 		res, err := box.Run(ctx, sandbox.Cmd{Shell: c.Run, Timeout: c.Timeout})
 		if err != nil {
@@ -86,10 +86,7 @@ func loopPassed(st *agent.State) bool {
 // task's progress; a disagreement with the loop is traced, audited and
 // logged as a safety incident.
 func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, gated string, st *agent.State) error {
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "verification"); err != nil {
-		return err
-	}
-	if err := tk.status.Set(ctx, runningText(tk, "verifying the checks in a fresh sandbox")); err != nil {
+	if err := tk.rep.running(ctx, "verification", "verifying the checks in a fresh sandbox"); err != nil {
 		return err
 	}
 	v, err := r.verifyTree(ctx, tk, ws, gated, tk.ID+"-verify", tk.policy.Policy.Checks)
@@ -103,21 +100,21 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 		if c.Passed {
 			outcome = "passed"
 		}
-		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "verify " + c.Name,
+		tk.rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "verify " + c.Name,
 			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
 			Detail: fmt.Sprintf("fresh sandbox %s: %s", shortID(v.Container), c.Run)})
 	}
 	if v.Incident() {
 		detail := "the agent's sandbox: " + resultsLine(latestChecks(st.Checks)) + "; a fresh sandbox: " + resultsLine(v.Checks)
 		tk.log.Error("safety incident: the checks pass in the agent's sandbox and fail in a fresh one", "detail", detail)
-		r.trace(ctx, tk, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
-		if err := r.audit(ctx, tk, app.AuditBlocked, "verification: nothing pushed as a fix; "+detail); err != nil {
+		tk.rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
+		if err := tk.rep.audit(ctx, app.AuditBlocked, "verification: nothing pushed as a fix; "+detail); err != nil {
 			return err
 		}
 	}
-	r.phase(ctx, tk, "verification")
+	tk.rep.phase(ctx, "verification")
 	tk.prog.Verified = &v
-	return r.saveProgress(ctx, tk.ID, tk.prog)
+	return tk.rep.save(ctx)
 }
 
 // verifyTree makes a fresh tree of gated, sets it up and runs checks over

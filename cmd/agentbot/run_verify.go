@@ -26,7 +26,7 @@ func verifyRun(ctx context.Context, drv *docker.Driver, p app.Policy, tree *eval
 		return runner.Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
 	}
 	s := p.Sandbox
-	v, err := runner.VerifyChecks(ctx, drv, docker.Spec{TaskID: taskID + "-verify", WorkTree: dir,
+	v, err := runner.VerifyChecks(ctx, runner.DockerSandboxes(drv), docker.Spec{TaskID: taskID + "-verify", WorkTree: dir,
 		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk}, p.Checks)
 	if err != nil {
 		return v, err

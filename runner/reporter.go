@@ -1,0 +1,458 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/tools"
+)
+
+// reporter is one task's account of itself: it owns every write a task
+// makes about its own progress — the status comment, the check run, the
+// reactions on the command, the replies in review threads, the task's
+// record (state and step), the audit log, the trace, the outcome and the
+// runner's saved progress. The lifecycle's steps tell it what happened;
+// it decides how that is shown.
+//
+// Every write is idempotent across resumes: the status comment and thread
+// replies carry the task's marker and are found again, reactions are
+// idempotent on GitHub's side, the check run's id and the marks of audit
+// entries written are kept in the saved progress, and a task whose report
+// is complete (progress.Final) is not reported again.
+type reporter struct {
+	tk       *task
+	store    Store
+	audits   AuditLog // nil: no audit log
+	traces   TraceLog // nil: no trace kept
+	outcomes Outcomes // nil: outcomes not kept
+}
+
+// reporter returns tk's reporter.
+func (r *Runner) reporter(tk *task) *reporter {
+	return &reporter{tk: tk, store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
+}
+
+// state records where the task is, for "agentbot tasks" and "/agent
+// status".
+func (rp *reporter) state(ctx context.Context, st app.State, step string) error {
+	return rp.store.SetState(ctx, rp.tk.ID, st, step)
+}
+
+// say sets the status comment to body.
+func (rp *reporter) say(ctx context.Context, body string) error {
+	return rp.tk.status.Set(ctx, body)
+}
+
+// running records the running task's step and says what it is doing.
+func (rp *reporter) running(ctx context.Context, step, what string) error {
+	if err := rp.state(ctx, app.StateRunning, step); err != nil {
+		return err
+	}
+	return rp.say(ctx, runningText(rp.tk, what))
+}
+
+// react reacts to the command with reaction.
+func (rp *reporter) react(ctx context.Context, reaction app.Reaction) error {
+	return rp.tk.inst.React(ctx, rp.tk.Task, reaction)
+}
+
+// received starts a task's record: the command's audit entry, and the
+// clock of its first phase. Every label added to an issue is delivered,
+// and only the policy says which one is the trigger: a label's entry waits
+// for the first decision about it, and a label that is no command leaves
+// none.
+func (rp *reporter) received(ctx context.Context) error {
+	tk := rp.tk
+	tk.since = time.Now()
+	if tk.Label != "" {
+		return nil
+	}
+	return rp.auditCommand(ctx)
+}
+
+func (rp *reporter) auditCommand(ctx context.Context) error {
+	tk := rp.tk
+	what := commandText(app.Policy{}, tk.Task)
+	if tk.Label != "" {
+		what = "label " + tk.Label
+	}
+	return rp.audit(ctx, app.AuditCommand, what)
+}
+
+// audit appends an entry of kind about tk, with tk's requester as the
+// actor. Under at-least-once delivery a task may run again from its start:
+// the marks of the entries written are kept in the task's progress, so an
+// entry an earlier run wrote is not written twice. Only a worker that dies
+// between the append and the save of its mark leaves a repeated entry.
+func (rp *reporter) audit(ctx context.Context, kind app.AuditKind, detail string) error {
+	tk := rp.tk
+	return rp.appendAudit(ctx, app.AuditEntryFor(kind, tk.Task, detail), detail)
+}
+
+// admission records an admission decision with its reason.
+func (rp *reporter) admission(ctx context.Context, allowed bool, reason string) error {
+	tk := rp.tk
+	e := app.AuditEntryFor(app.AuditAdmission, tk.Task, reason)
+	e.Allowed = allowed
+	return rp.appendAudit(ctx, e, fmt.Sprint(allowed, reason))
+}
+
+// appendAudit appends e unless an entry of its kind with the same key was
+// written for tk before.
+func (rp *reporter) appendAudit(ctx context.Context, e app.AuditEntry, key string) error {
+	tk := rp.tk
+	if rp.audits == nil {
+		return nil
+	}
+	if tk.Label != "" && e.Kind != app.AuditCommand {
+		if err := rp.auditCommand(ctx); err != nil {
+			return err
+		}
+	}
+	sum := sha256.Sum256([]byte(key))
+	mark := string(e.Kind) + ":" + hex.EncodeToString(sum[:6])
+	if slices.Contains(tk.prog.Audited, mark) {
+		return nil
+	}
+	if err := rp.audits.Append(ctx, e); err != nil {
+		return fmt.Errorf("audit %s of task %s: %w", e.Kind, tk.ID, err)
+	}
+	tk.prog.Audited = append(tk.prog.Audited, mark)
+	return rp.save(ctx)
+}
+
+// auditDecision records an approver's decision on call, the call the
+// task paused waits on; tk is the approve or deny command's task, so the
+// approver is the entry's actor.
+func (rp *reporter) auditDecision(ctx context.Context, paused string, call *llm.ToolCall, approve bool) error {
+	kind := app.AuditDenial
+	if approve {
+		kind = app.AuditApproval
+	}
+	return rp.audit(ctx, kind, fmt.Sprintf("%s %s, the call task %s waits on", call.Name, head(call.Arguments, 300), paused))
+}
+
+// auditPush records the push of tk's change, once it is saved as pushed.
+func (rp *reporter) auditPush(ctx context.Context) error {
+	tk := rp.tk
+	return rp.audit(ctx, app.AuditPush, fmt.Sprintf("%s at %s", tk.prog.Branch, tk.prog.Pushed))
+}
+
+// auditPullRequest records a pull request the task opened. One found open
+// on the branch was opened before, unless this task opened it in an
+// attempt whose answer was lost: a new branch's pull request that this
+// task has not recorded yet counts as its own.
+func (rp *reporter) auditPullRequest(ctx context.Context, tg target, pr app.PullRequest) error {
+	tk := rp.tk
+	if !pr.Created && tg.existing {
+		return nil
+	}
+	return rp.audit(ctx, app.AuditPROpened, fmt.Sprintf("#%d %s from %s", pr.Number, pr.HTMLURL, tk.prog.Branch))
+}
+
+// phase records in tk's trace that the named phase ended now; it began
+// where the previous one ended, so a task's phases add up to its time.
+func (rp *reporter) phase(ctx context.Context, name string) {
+	tk := rp.tk
+	now := time.Now()
+	if tk.since.IsZero() {
+		tk.since = now
+	}
+	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: name, Duration: now.Sub(tk.since)})
+	tk.since = now
+}
+
+// trace appends e to tk's trace. The trace is the task's account, not its
+// work: a failed append is logged and the task goes on.
+func (rp *reporter) trace(ctx context.Context, e app.TraceEvent) {
+	tk := rp.tk
+	if rp.traces == nil {
+		return
+	}
+	if err := rp.traces.Append(ctx, tk.ID, e); err != nil {
+		tk.log.Warn("append to the trace", "kind", e.Kind, "name", e.Name, "err", err)
+	}
+}
+
+// observe is the loop's progress callback: the task's step for "agentbot
+// tasks" and "/agent status", then the call's checks, refusal and the call
+// itself in the trace, and a refusal in the audit log, since a write or
+// command the policy refused is a safety incident.
+func (rp *reporter) observe(ctx context.Context) func(agent.Event) {
+	tk := rp.tk
+	return func(e agent.Event) {
+		step := fmt.Sprintf("step %d: %s %s", e.Step, e.Tool, e.Target)
+		if err := rp.store.SetState(ctx, tk.ID, app.StateRunning, strings.TrimSpace(step)); err != nil {
+			tk.log.Warn("record step", "err", err)
+		}
+		if e.Tool == "" {
+			return // an answer without a call: its model call is traced
+		}
+		end := time.Now().UTC()
+		for _, c := range e.Checks {
+			outcome := "failed"
+			if c.Passed {
+				outcome = "passed"
+			}
+			rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Step: e.Step, Name: c.Name,
+				Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome, Detail: c.Run})
+		}
+		outcome := "ok"
+		switch e.Outcome {
+		case tools.Failed:
+			outcome = "failed"
+		case tools.Invalid:
+			outcome = "error"
+		case tools.BlockedWrite, tools.BlockedCommand:
+			outcome = "refused"
+			rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceRefusal, Step: e.Step, Name: e.Tool,
+				Outcome: outcome, Args: e.Target, Detail: firstLine(e.Result)})
+			entry := app.AuditEntryFor(app.AuditBlocked, tk.Task, fmt.Sprintf("step %d: %s %s: %s", e.Step, e.Tool, e.Target, firstLine(e.Result)))
+			if err := rp.appendAudit(ctx, entry, e.CallID); err != nil {
+				tk.log.Error("audit a refused call", "tool", e.Tool, "err", err)
+			}
+		}
+		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceToolCall, Step: e.Step, Name: e.Tool,
+			Duration: e.Took, Outcome: outcome, Args: e.Arguments, Result: e.Result})
+	}
+}
+
+// observeModel is the loop's model-call callback: each completion in the
+// trace, with its latency, tokens and cost.
+func (rp *reporter) observeModel(ctx context.Context) func(agent.ModelCall) {
+	return func(c agent.ModelCall) {
+		e := app.TraceEvent{Time: time.Now().UTC(), Kind: app.TraceModelCall, Step: c.Step, Name: c.Model, Duration: c.Took,
+			Outcome: "ok", PromptTokens: c.Usage.PromptTokens, CompletionTokens: c.Usage.CompletionTokens, Cost: c.Usage.CostUSD}
+		if c.Digest {
+			e.Detail = "digest of an earlier result"
+		}
+		if c.Err != nil {
+			e.Outcome, e.Detail = "error", modelFailure(c.Err)
+		}
+		rp.trace(ctx, e)
+	}
+}
+
+// checkText is the text of tk's check run: the rendered trace as stored,
+// or the loop's own account when there is no stored trace to show.
+func (rp *reporter) checkText(ctx context.Context, st *agent.State) string {
+	tk := rp.tk
+	if rp.traces == nil {
+		return trace(st)
+	}
+	events, err := rp.traces.Trace(ctx, tk.ID)
+	if err != nil {
+		tk.log.Warn("read the trace for the check run", "err", err)
+		return trace(st)
+	}
+	return app.RenderTrace(tk.ID, events, app.MaxTextLength-1)
+}
+
+// save keeps the task's progress, with the marks of what was reported.
+func (rp *reporter) save(ctx context.Context) error {
+	id := rp.tk.ID
+	raw, err := json.Marshal(rp.tk.prog)
+	if err != nil {
+		return err
+	}
+	if err := rp.store.SaveProgress(ctx, id, raw); err != nil {
+		return fmt.Errorf("save progress of task %s: %w", id, err)
+	}
+	return nil
+}
+
+// ignore ends a task that was not a command after all — an issue labelled
+// with some other label — without a word on GitHub.
+func (rp *reporter) ignore(ctx context.Context, why string) error {
+	tk := rp.tk
+	tk.log.Info("not a command", "reason", why)
+	if err := rp.store.SetState(ctx, tk.ID, app.StateRefused, why); err != nil {
+		return err
+	}
+	tk.prog.Final = app.StateRefused
+	return rp.save(ctx)
+}
+
+// refuse reports err, a refusal, as the task's answer.
+func (rp *reporter) refuse(ctx context.Context, err error) error {
+	tk := rp.tk
+	tk.log.Info("refused", "reason", err)
+	if e := rp.admission(ctx, false, app.ErrorMessage(err)); e != nil {
+		return e
+	}
+	return rp.finish(ctx, app.StateRefused, app.ErrorMessage(err), "")
+}
+
+// finish ends a task with no pull request: the status comment says why,
+// 😕 on the command, the record's final state, and the progress marked
+// final so a redelivery does nothing.
+func (rp *reporter) finish(ctx context.Context, st app.State, body, step string) error {
+	tk := rp.tk
+	body += egressText(tk)
+	if err := tk.status.Set(ctx, body); err != nil {
+		return err
+	}
+	if err := rp.answerReview(ctx, st, body); err != nil {
+		return err
+	}
+	if rc := tk.ReviewComment; rc != nil && !tk.prog.Replied {
+		// A command on a diff line is answered on that line too.
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, rc.ID, tk.ID, threadReply(tk, body)); err != nil {
+			return err
+		}
+		tk.prog.Replied = true
+	}
+	reaction := app.ReactionFailed
+	if st == app.StateSucceeded {
+		reaction = app.ReactionDone
+	}
+	if err := tk.inst.React(ctx, tk.Task, reaction); err != nil {
+		return err
+	}
+	if step == "" {
+		step = string(st)
+	}
+	if err := rp.store.SetState(ctx, tk.ID, st, step); err != nil {
+		return err
+	}
+	if err := rp.saveOutcome(ctx, st); err != nil {
+		return err
+	}
+	if tk.run != nil {
+		rp.phase(ctx, "report")
+	}
+	tk.prog.Final = st
+	return rp.save(ctx)
+}
+
+// saveOutcome records what became of a fix that was admitted.
+func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
+	tk := rp.tk
+	if rp.outcomes == nil || tk.run == nil {
+		return nil
+	}
+	run := tk.run
+	o := app.TaskOutcome{
+		Task: tk.ID, Repo: tk.Repo, Model: tk.policy.Policy.Model.Edit, FinishedAt: time.Now().UTC(), State: st,
+		ChecksPassed: len(run.Checks) > 0 && run.Checks[len(run.Checks)-1].Passed,
+		HumanHelp:    len(run.Approvals) > 0,
+		Iterations:   run.Step, WallTime: run.Elapsed, Tokens: run.Usage.Total(), Cost: run.Usage.CostUSD,
+		SafetyIncidents: run.Counts.BlockedWrites + run.Counts.BlockedCommands,
+	}
+	if tk.gated {
+		o.SafetyIncidents++
+	}
+	countVerification(tk, &o)
+	if tk.prog.PR != nil {
+		o.PR = tk.prog.PR.Number
+		o.Base, o.Pushed = tk.prog.Base, tk.prog.Pushed // the agent's final diff, for survival once merged
+	}
+	if err := rp.outcomes.Save(ctx, o); err != nil {
+		return fmt.Errorf("save outcome of task %s: %w", tk.ID, err)
+	}
+	return nil
+}
+
+// completeCheck ends the task with its check run: on the commit it pushed,
+// so that the run and its trace show on the pull request, or on the commit
+// it started from when it pushed nothing. Progress is on the status
+// comment until then; a check run created at the start would sit on a
+// commit the pull request does not show.
+func (rp *reporter) completeCheck(ctx context.Context, c app.Conclusion, out app.CheckOutput) error {
+	tk := rp.tk
+	sha := tk.prog.Pushed
+	if sha == "" {
+		sha = tk.prog.Base
+	}
+	check := tk.inst.CheckRun(tk.Repo, sha, tk.ID, tk.prog.CheckRunID)
+	if err := check.Complete(ctx, c, out); err != nil {
+		return err
+	}
+	if tk.prog.CheckRunID == check.ID() {
+		return nil
+	}
+	tk.prog.CheckRunID = check.ID()
+	return rp.save(ctx)
+}
+
+// fail reports a task that ends without a pull request.
+func (rp *reporter) fail(ctx context.Context, st *agent.State, f failure) error {
+	tk := rp.tk
+	text := failureText(tk, st, f)
+	conclusion := app.ConclusionFailure
+	if st.Status == app.StateStopped || f.stoppedBy != "" {
+		conclusion = app.ConclusionCancelled
+	}
+	if err := rp.completeCheck(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: rp.checkText(ctx, st)}); err != nil {
+		return err
+	}
+	final := app.StateFailed
+	switch {
+	case f.stoppedBy != "":
+		final = app.StateStopped
+	case st.Status.Final() && st.Status != app.StateSucceeded:
+		final = st.Status
+	}
+	return rp.finish(ctx, final, text, reasonLine(st, f))
+}
+
+// setupPhase ends the setup phase in the trace, saying where the
+// environment came from.
+func (rp *reporter) setupPhase(ctx context.Context, detail string) {
+	tk := rp.tk
+	now := time.Now()
+	if tk.since.IsZero() {
+		tk.since = now
+	}
+	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: "setup", Duration: now.Sub(tk.since), Detail: detail})
+	tk.since = now
+}
+
+// answerReview replies in the thread of each of the review's inline
+// comments: what changed, with a link to the commit, or why nothing did.
+// A reply carries the task's marker, so that answering again is a no-op.
+func (rp *reporter) answerReview(ctx context.Context, final app.State, status string) error {
+	tk := rp.tk
+	f := tk.follow
+	if f == nil {
+		return nil
+	}
+	changed := changedPaths(tk)
+	for _, c := range f.comments {
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.ID, tk.ID, reviewReply(tk, c, final, changed, status)); err != nil {
+			return err
+		}
+	}
+	for _, c := range f.refused {
+		body := "🚫 **Not addressed:** " + c.why
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.comment.ID, tk.ID, body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// delivered reports a task whose change is in its pull request: as a
+// failure when failed is set (the pull request is then a draft), else
+// the check run's success and the status comment's link.
+func (rp *reporter) delivered(ctx context.Context, st *agent.State, pr app.PullRequest, tamper app.Tampering, failed *failure) error {
+	tk := rp.tk
+	if failed != nil {
+		return rp.fail(ctx, st, *failed)
+	}
+	if err := rp.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper), Text: rp.checkText(ctx, st),
+	}); err != nil {
+		return err
+	}
+	return rp.finish(ctx, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
+}
