@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	fs.Var(&checks, "check", "an acceptance check command, fastest first; repeatable; replaces the policy's checks")
 	script := fs.String("model-script", "", "answer from this llmtest script file instead of a model")
 	apply := fs.Bool("apply", false, "write the change into --repo when the checks pass")
-	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
+	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image of a policy that names none in sandbox.image")
 	modelName := fs.String("model", "", "the model that edits; default the policy's model.edit")
 	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
 	var setup setupFlags
@@ -94,7 +95,9 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	defer closeModel()
 
 	taskID := fmt.Sprintf("run-%d", os.Getpid())
-	drv, err := docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: taskID})
+	// The policy's image, which the server config's sandbox.images bounds,
+	// is every container's, as on a worker.
+	drv, err := docker.New(ctx, docker.Options{Image: cmp.Or(policy.Sandbox.Image, *image), ExecutorPath: *executor, WorkerID: taskID})
 	if err != nil {
 		return fmt.Errorf("run: connect to Docker: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
@@ -232,5 +233,29 @@ setup:
 	}
 	if requests.Load() == 0 || other.Load() != 0 {
 		t.Errorf("the allowed registry served %d requests, the other %d; want some and none", requests.Load(), other.Load())
+	}
+}
+
+// TestRunUsesThePolicysImage: a policy naming the python image gets it for
+// the loop and the verification, where --image has no python3.
+func TestRunUsesThePolicysImage(t *testing.T) {
+	t.Parallel()
+	python, executor := sandboxtest.ToolchainImage(t, "python"), sandboxtest.Executor(t)
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nsandbox: {image: " + python + "}\n"})
+	script := filepath.Join(t.TempDir(), "fix.yaml")
+	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := `python3 -c 'pass' || exit 2; ` + grepCheck
+	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
+		"--image", sandboxtest.Image(t), "--executor", executor)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"check1   FAIL  exit 1", "verified in a fresh sandbox ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
