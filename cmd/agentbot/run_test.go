@@ -196,6 +196,7 @@ setup:
   run:
     - git ls-remote http://%[1]s:%[2]s/deps.git
     - git ls-remote http://%[1]s:%[3]s/deps.git || echo refused as expected
+    - echo ready > "$HOME/prepared"
 `, gw, port, otherPort)
 	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
 		t.Fatal(err)
@@ -207,7 +208,10 @@ setup:
 	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script, "--image", image, "--executor", executor}
+	// The check needs what setup left in $HOME: the prepared environment.
+	check := `test -f "$HOME/prepared" || exit 3; ` + grepCheck
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script, "--image", image, "--executor", executor,
+		"--data-dir", t.TempDir()}
 
 	out, err := runCmd(t, args...)
 	if err == nil || !strings.Contains(err.Error(), "pass --setup-network") {
@@ -225,7 +229,9 @@ setup:
 	for _, want := range []string{
 		"setup: network through the egress proxy to " + gw + ":" + port,
 		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, otherPort),
+		"setup: built ",
 		"succeeded after 5 steps",
+		"check1   pass  exit 0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -233,6 +239,17 @@ setup:
 	}
 	if requests.Load() == 0 || other.Load() != 0 {
 		t.Errorf("the allowed registry served %d requests, the other %d; want some and none", requests.Load(), other.Load())
+	}
+
+	// The same lock files and setup: the environment is reused, setup
+	// does not run.
+	served := requests.Load()
+	out, err = runCmd(t, append(args, "--setup-network", "--allow-host", gw+":"+port)...)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "setup: cached ") || strings.Contains(out, "setup: git ls-remote") || requests.Load() != served {
+		t.Errorf("second run made %d requests; want the environment reused without setup:\n%s", requests.Load()-served, out)
 	}
 }
 
