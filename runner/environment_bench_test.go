@@ -64,6 +64,7 @@ func (w *envWorld) untilFirstCheck(b *testing.B, id string) (time.Duration, stri
 	tk := w.task(b, id, issue)
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
+	// seen runs under the traces' lock, which guards at.
 	var at time.Time
 	w.traces.seen = func(tid string, e app.TraceEvent) {
 		if tid == id && e.Kind == app.TraceCheck && at.IsZero() {
@@ -75,10 +76,13 @@ func (w *envWorld) untilFirstCheck(b *testing.B, id string) (time.Duration, stri
 	start := time.Now()
 	// The task ends stopped: only its start matters here.
 	_ = w.runner.ProcessTask(ctx, tk)
-	if at.IsZero() {
+	w.traces.mu.Lock()
+	took := at.Sub(start)
+	w.traces.mu.Unlock()
+	if took < 0 {
 		b.Fatalf("task %s ran no check; trace %+v", id, w.traces.events[id])
 	}
-	return at.Sub(start), w.traces.setupDetail(id)
+	return took, w.traces.setupDetail(id)
 }
 
 // BenchmarkPreparedEnvironment measures, from the task's start to its
