@@ -33,7 +33,7 @@ type goProxy struct {
 	requests atomic.Int64
 }
 
-func newGoProxy(t *testing.T) *goProxy {
+func newGoProxy(t testing.TB) *goProxy {
 	t.Helper()
 	iface, err := net.InterfaceByName("docker0")
 	if err != nil {
@@ -65,7 +65,7 @@ func newGoProxy(t *testing.T) *goProxy {
 }
 
 // add publishes module path at version with the given files.
-func (p *goProxy) add(t *testing.T, path, version string, files map[string]string) {
+func (p *goProxy) add(t testing.TB, path, version string, files map[string]string) {
 	t.Helper()
 	dir := filepath.Join(p.dir, filepath.FromSlash(path), "@v")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -102,11 +102,15 @@ func (p *goProxy) add(t *testing.T, path, version string, files map[string]strin
 
 // tidy runs the host's "go mod tidy" over files against the proxy's
 // directory and returns go.mod and go.sum as it leaves them.
-func (p *goProxy) tidy(t *testing.T, files map[string]string) (gomod, gosum string) {
+func (p *goProxy) tidy(t testing.TB, files map[string]string) (gomod, gosum string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -150,30 +154,48 @@ type envWorld struct {
 func newEnvWorld(t *testing.T, script llmtest.Script) *envWorld {
 	t.Helper()
 	sandboxtest.RequireDocker(t)
-	w := &envWorld{proxy: newGoProxy(t), files: map[string]string{}}
-	w.proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
-	w.proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
+	proxy := newGoProxy(t)
+	proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
+	proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
+	files := demoFiles(t)
+	files["deps.go"] = "package stats\n\nimport (\n\t\"example.com/mathx\"\n\t\"example.com/textx\"\n)\n\n" +
+		"// Label names a sample twice over.\nfunc Label(s string) string { return textx.Twice(s) }\n\n" +
+		"// Add adds two samples.\nfunc Add(a, b int) int { return mathx.Add(a, b) }\n"
+	files["go.mod"], files["go.sum"] = proxy.tidy(t, files)
+	if !strings.Contains(files["go.sum"], "example.com/mathx") {
+		t.Fatalf("go.sum lacks the modules:\n%s", files["go.sum"])
+	}
+	files[app.PolicyPath] = fmt.Sprintf(`version: 1
+checks:
+  - {name: test, run: "go test ./..."}
+setup: {network: true, run: ["GOPROXY=%s GOSUMDB=off go mod download"]}
+paths: {allow: ["**/*.go"]}
+`, proxy.url)
+	w := newEnvWorldOf(t, script, files, sandboxtest.Image(t), strings.TrimPrefix(proxy.url, "http://"))
+	w.proxy = proxy
+	return w
+}
+
+// demoFiles is the demo repository, whose Sum drops its first sample.
+func demoFiles(t testing.TB) map[string]string {
+	t.Helper()
+	files := map[string]string{}
 	for _, name := range []string{"stats.go", "stats_test.go", "go.mod"} {
 		b, err := os.ReadFile(filepath.Join("../deploy/demo/repo", name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.files[name] = string(b)
+		files[name] = string(b)
 	}
-	w.files["deps.go"] = "package stats\n\nimport (\n\t\"example.com/mathx\"\n\t\"example.com/textx\"\n)\n\n" +
-		"// Label names a sample twice over.\nfunc Label(s string) string { return textx.Twice(s) }\n\n" +
-		"// Add adds two samples.\nfunc Add(a, b int) int { return mathx.Add(a, b) }\n"
-	w.files["go.mod"], w.files["go.sum"] = w.proxy.tidy(t, w.files)
-	if !strings.Contains(w.files["go.sum"], "example.com/mathx") {
-		t.Fatalf("go.sum lacks the modules:\n%s", w.files["go.sum"])
-	}
-	w.files[app.PolicyPath] = fmt.Sprintf(`version: 1
-checks:
-  - {name: test, run: "go test ./..."}
-setup: {network: true, run: ["GOPROXY=%s GOSUMDB=off go mod download"]}
-paths: {allow: ["**/*.go"]}
-`, w.proxy.url)
+	return files
+}
 
+// newEnvWorldOf is a worker with an environment cache and sandboxes of
+// image, over a repository holding files, whose setup may reach hosts
+// (host:port of the test's registries) through the egress proxy.
+func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string, image string, hosts ...string) *envWorld {
+	t.Helper()
+	w := &envWorld{files: files}
 	var err error
 	if w.sim, err = githubsim.New(githubsim.Options{Dir: t.TempDir()}); err != nil {
 		t.Fatal(err)
@@ -196,14 +218,17 @@ paths: {allow: ["**/*.go"]}
 	if w.envs, err = envcache.Open(t.TempDir(), 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	server := app.DefaultServerConfig().WithDefaultImage(sandboxtest.Image(t))
+	server := app.DefaultServerConfig().WithDefaultImage(image)
 	server.SetupNetwork = true
-	// The proxy is the only host setup may reach, through the egress proxy.
-	allow, err := app.ParseAllowHost(strings.TrimPrefix(w.proxy.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
+	// The registries are the only hosts setup may reach, through the
+	// egress proxy.
+	for _, h := range hosts {
+		allow, err := app.ParseAllowHost(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server.SetupAllowHosts = append(server.SetupAllowHosts, allow)
 	}
-	server.SetupAllowHosts = []app.AllowHost{allow}
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.runner, err = runner.New(runner.Config{
 		GitHub: gh, Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
@@ -219,7 +244,17 @@ paths: {allow: ["**/*.go"]}
 
 // fix runs "/agent fix" by ada on issue (or pull request) number to its
 // end and returns the task's record.
-func (w *envWorld) fix(t *testing.T, id string, number int) runner.TaskState {
+func (w *envWorld) fix(t testing.TB, id string, number int) runner.TaskState {
+	t.Helper()
+	tk := w.task(t, id, number)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatalf("task %s: %v", id, err)
+	}
+	return w.store.record(id)
+}
+
+// task is "/agent fix" by ada on issue (or pull request) number, queued.
+func (w *envWorld) task(t testing.TB, id string, number int) app.Task {
 	t.Helper()
 	comment, err := w.sim.AddComment(repo, number, "ada", "/agent fix")
 	if err != nil {
@@ -228,15 +263,12 @@ func (w *envWorld) fix(t *testing.T, id string, number int) runner.TaskState {
 	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
 		Number: number, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
 	w.store.add(tk)
-	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
-		t.Fatalf("task %s: %v", id, err)
-	}
-	return w.store.record(id)
+	return tk
 }
 
 // fixIssue runs a fix on a new issue, which must succeed, and returns the
 // setup phase's detail in its trace.
-func (w *envWorld) fixIssue(t *testing.T, id string) string {
+func (w *envWorld) fixIssue(t testing.TB, id string) string {
 	t.Helper()
 	issue, err := w.sim.AddIssue(repo, "grace", "Sum drops the first sample "+id, "Sum([1 2 3]) is 5.")
 	if err != nil {

@@ -139,7 +139,7 @@ func (w *world) status(id string) string {
 	return ""
 }
 
-func demoScript(t *testing.T) llmtest.Script {
+func demoScript(t testing.TB) llmtest.Script {
 	t.Helper()
 	s, err := llmtest.Load("../deploy/demo/model.yaml")
 	if err != nil {
@@ -260,6 +260,8 @@ func (s *memStore) record(id string) runner.TaskState {
 type memTraces struct {
 	mu     sync.Mutex
 	events map[string][]app.TraceEvent
+	// seen, when set, is called with every event appended.
+	seen func(id string, e app.TraceEvent)
 }
 
 func (m *memTraces) Append(_ context.Context, id string, e app.TraceEvent) error {
@@ -269,6 +271,9 @@ func (m *memTraces) Append(_ context.Context, id string, e app.TraceEvent) error
 		m.events = map[string][]app.TraceEvent{}
 	}
 	m.events[id] = append(m.events[id], e.Capped())
+	if m.seen != nil {
+		m.seen(id, e)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -29,11 +31,14 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	fs.Var(&checks, "check", "an acceptance check command, fastest first; repeatable; replaces the policy's checks")
 	script := fs.String("model-script", "", "answer from this llmtest script file instead of a model")
 	apply := fs.Bool("apply", false, "write the change into --repo when the checks pass")
-	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
+	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image of a policy that names none in sandbox.image")
 	modelName := fs.String("model", "", "the model that edits; default the policy's model.edit")
 	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
 	var setup setupFlags
 	setup.register(fs)
+	dataDir := fs.String("data-dir", "", "where the prepared environments are kept (envs/ in it), as a worker's --data-dir; default the worker's")
+	var envFlags envCacheFlags
+	envFlags.register(fs)
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
@@ -94,18 +99,36 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	defer closeModel()
 
 	taskID := fmt.Sprintf("run-%d", os.Getpid())
-	drv, err := docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: taskID})
+	// The policy's image, which the server config's sandbox.images bounds,
+	// is every container's, as on a worker.
+	sandboxImage := cmp.Or(policy.Sandbox.Image, *image)
+	drv, err := docker.New(ctx, docker.Options{Image: sandboxImage, ExecutorPath: *executor, WorkerID: taskID})
 	if err != nil {
 		return fmt.Errorf("run: connect to Docker: %w", err)
 	}
 	defer drv.Close()
+	var envs *envcache.Cache
+	if len(policy.Setup.Run) > 0 {
+		if envs, err = envFlags.open(*dataDir); err != nil {
+			return fmt.Errorf("run: open the environment cache: %w", err)
+		}
+	}
 	out := env.Stdout
-	if err := runSetup(ctx, drv, taskID, tree.Dir(), policy, server, out); err != nil {
+	prepared, err := runSetup(ctx, drv, envs, runTarget{id: taskID, repo: filepath.Base(src), image: sandboxImage, tree: tree.Dir()}, policy, server, out)
+	if err != nil {
 		return err
+	}
+	var overlays []docker.Overlay
+	if prepared != nil {
+		defer prepared.Release()
+		if overlays, err = prepared.Overlays(); err != nil {
+			return fmt.Errorf("run: the prepared environment: %w", err)
+		}
 	}
 	st, err := eval.Local{
 		Driver: drv, Policy: policy, Model: model, Repo: filepath.Base(src), Instructions: *task,
-		Observe: func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
+		Observe:  func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
+		Overlays: overlays,
 	}.Run(ctx, taskID, tree)
 	if err != nil {
 		return err
@@ -114,7 +137,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	if st.Status != app.StateSucceeded {
 		return &exitError{code: 1, err: fmt.Errorf("the task did not succeed: %s", stopText(st))}
 	}
-	v, err := verifyRun(ctx, drv, policy, tree, tmp, taskID)
+	v, err := verifyRun(ctx, drv, policy, tree, tmp, taskID, overlays)
 	if err != nil {
 		return fmt.Errorf("run: verify the checks: %w", err)
 	}

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
@@ -43,16 +45,59 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 	return server, nil
 }
 
-// runSetup runs the policy's setup commands in their own container over
-// tree before the agent acts, as a worker does: with network only through
-// the egress proxy, to server's setup.allow_hosts. It prints each command
-// and every connection the proxy refused.
-func runSetup(ctx context.Context, drv *docker.Driver, taskID, tree string, p app.Policy, server app.ServerConfig, out io.Writer) (err error) {
+// runTarget is what agentbot run prepares an environment for: the run's
+// id, the repository's name, the sandbox image and the copied tree.
+type runTarget struct {
+	id, repo, image, tree string
+}
+
+// runSetup prepares the environment the agent and the checks run over, as
+// a worker does: an environment of envs whose key (image, setup commands,
+// lock files) matches is reused without running setup; otherwise the
+// policy's setup commands run in their own container over the tree, with
+// network only through the egress proxy to server's setup.allow_hosts,
+// and what they leave is kept under the key. It prints each command and
+// every connection the proxy refused. Without setup commands there is no
+// environment (nil).
+func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, t runTarget, p app.Policy, server app.ServerConfig, out io.Writer) (env *envcache.Env, err error) {
 	s := p.Setup
 	if len(s.Run) == 0 {
-		return nil
+		return nil, nil
 	}
-	spec := docker.Spec{TaskID: taskID + "-setup", WorkTree: tree, CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
+	imageID, err := drv.ImageID(ctx, t.image)
+	if err != nil {
+		return nil, fmt.Errorf("run: the sandbox image: %w", err)
+	}
+	key, files, err := envcache.Key(envcache.KeyInput{ImageID: imageID, Setup: s.Run, Network: s.Network, Patterns: s.CacheKeyFiles}, os.DirFS(t.tree))
+	if err != nil {
+		return nil, fmt.Errorf("run: the prepared environment's key: %w", err)
+	}
+	if env, err = envs.Acquire(key); err != nil || env != nil {
+		if env != nil {
+			fmt.Fprintf(out, "setup: cached %s\n", key)
+		}
+		return env, err
+	}
+	b, err := envs.Build(envcache.Entry{Key: key, Repo: t.repo, Image: t.image, Files: files}, t.tree)
+	if err != nil {
+		return nil, fmt.Errorf("run: build the prepared environment: %w", err)
+	}
+	if err := runSetupLines(ctx, drv, t.id, t.tree, b.Home(), p, server, out); err != nil {
+		b.Abort()
+		return nil, err
+	}
+	if env, err = b.Publish(); err != nil {
+		return nil, fmt.Errorf("run: keep the prepared environment: %w", err)
+	}
+	fmt.Fprintf(out, "setup: built %s\n", key)
+	return env, nil
+}
+
+// runSetupLines runs the policy's setup commands in a container over tree
+// whose $HOME is home.
+func runSetupLines(ctx context.Context, drv *docker.Driver, taskID, tree, home string, p app.Policy, server app.ServerConfig, out io.Writer) (err error) {
+	s := p.Setup
+	spec := docker.Spec{TaskID: taskID + "-setup", WorkTree: tree, Home: home, CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
 	if s.Network {
 		allow := make([]string, len(server.SetupAllowHosts))
 		for i, a := range server.SetupAllowHosts {
@@ -77,8 +122,10 @@ func runSetup(ctx context.Context, drv *docker.Driver, taskID, tree string, p ap
 		return fmt.Errorf("run: start the setup sandbox: %w", err)
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	for _, line := range s.Run {
-		fmt.Fprintf(out, "setup: %s\n", line)
+	for _, line := range append([]string{envcache.SeedHome}, s.Run...) {
+		if line != envcache.SeedHome {
+			fmt.Fprintf(out, "setup: %s\n", line)
+		}
 		res, err := box.Run(ctx, sandbox.Cmd{Shell: line, Timeout: s.Timeout})
 		if err != nil {
 			return fmt.Errorf("run: setup %q: %w", line, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
@@ -150,6 +151,7 @@ setup:
   run:
     - git ls-remote http://%[1]s:%[2]s/deps.git
     - git ls-remote http://%[1]s:%[3]s/deps.git || echo refused as expected
+    - echo ready > "$HOME/prepared"
 `, gw, allowed.Port, other.Port)
 	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
 		t.Fatal(err)
@@ -161,7 +163,10 @@ setup:
 	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script, "--image", image, "--executor", executor}
+	// The check needs what setup left in $HOME: the prepared environment.
+	check := `test -f "$HOME/prepared" || exit 3; ` + grepCheck
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script, "--image", image, "--executor", executor,
+		"--data-dir", t.TempDir()}
 
 	out, err := runCmd(t, args...)
 	if err == nil || !strings.Contains(err.Error(), "pass --setup-network") {
@@ -179,7 +184,9 @@ setup:
 	for _, want := range []string{
 		"setup: network through the egress proxy to " + gw + ":" + allowed.Port,
 		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, other.Port),
+		"setup: built ",
 		"succeeded after 5 steps",
+		"check1   pass  exit 0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -187,5 +194,40 @@ setup:
 	}
 	if allowed.Requests.Load() == 0 || other.Requests.Load() != 0 {
 		t.Errorf("the allowed registry served %d requests, the other %d; want some and none", allowed.Requests.Load(), other.Requests.Load())
+	}
+
+	// The same lock files and setup: the environment is reused, setup
+	// does not run.
+	served := allowed.Requests.Load()
+	out, err = runCmd(t, append(args, "--setup-network", "--allow-host", gw+":"+allowed.Port)...)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "setup: cached ") || strings.Contains(out, "setup: git ls-remote") || allowed.Requests.Load() != served {
+		t.Errorf("second run made %d requests; want the environment reused without setup:\n%s", allowed.Requests.Load()-served, out)
+	}
+}
+
+// TestRunUsesThePolicysImage: a policy naming the python image gets it for
+// the loop and the verification, where --image has no python3.
+func TestRunUsesThePolicysImage(t *testing.T) {
+	t.Parallel()
+	python, executor := sandboxtest.ToolchainImage(t, "python"), sandboxtest.Executor(t)
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nsandbox: {image: " + python + "}\n"})
+	script := filepath.Join(t.TempDir(), "fix.yaml")
+	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := `python3 -c 'pass' || exit 2; ` + grepCheck
+	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
+		"--image", sandboxtest.Image(t), "--executor", executor)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"check1   FAIL  exit 1", "verified in a fresh sandbox ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

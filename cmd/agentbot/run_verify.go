@@ -16,8 +16,9 @@ import (
 // verifyRun is agentbot run's final verification, as the runner's: the
 // checks run again, in order, in a new sandbox over a fresh tree made from
 // what the change records, so that nothing the agent left in its sandbox
-// decides whether the change is applied. tmp is the run's own directory.
-func verifyRun(ctx context.Context, drv *docker.Driver, p app.Policy, tree *eval.Tree, tmp, taskID string) (runner.Verification, error) {
+// decides whether the change is applied, over overlays, the prepared
+// environment's views. tmp is the run's own directory.
+func verifyRun(ctx context.Context, drv *docker.Driver, p app.Policy, tree *eval.Tree, tmp, taskID string, overlays []docker.Overlay) (runner.Verification, error) {
 	dir := filepath.Join(tmp, "verify")
 	if err := tree.Fresh(ctx, dir); err != nil {
 		return runner.Verification{}, err
@@ -27,7 +28,7 @@ func verifyRun(ctx context.Context, drv *docker.Driver, p app.Policy, tree *eval
 	}
 	s := p.Sandbox
 	v, err := runner.VerifyChecks(ctx, runner.DockerSandboxes(drv), docker.Spec{TaskID: taskID + "-verify", WorkTree: dir,
-		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk}, p.Checks)
+		CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk, Overlays: overlays}, p.Checks)
 	if err != nil {
 		return v, err
 	}

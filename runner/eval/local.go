@@ -81,6 +81,8 @@ type Local struct {
 	// Observe, when set, sees every step (agent.Config.Observe).
 	Observe func(agent.Event)
 	Logger  *slog.Logger
+	// Overlays are the prepared environment's copy-on-write views, if any.
+	Overlays []docker.Overlay
 }
 
 // Run starts a network-less sandbox over the tree, drives the loop to its
@@ -88,7 +90,8 @@ type Local struct {
 // an error, as far as it got.
 func (l Local) Run(ctx context.Context, taskID string, tree *Tree) (*agent.State, error) {
 	p := l.Policy
-	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
+	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk,
+		Overlays: l.Overlays})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
