@@ -121,7 +121,9 @@ type demoOptions struct {
 	script *llmtest.Script
 	// noWorkers starts the intake only (tests start workers apart).
 	noWorkers bool
-	env       Env
+	// workerFlags are added to the workers' flags (tests).
+	workerFlags []string
+	env         Env
 }
 
 // demoWorld is the running demo: the simulator, the model and serve.
@@ -228,6 +230,7 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 	if o.executor != "" {
 		w.workerArgs = append(w.workerArgs, "--sandbox-executor", o.executor)
 	}
+	w.workerArgs = append(w.workerArgs, o.workerFlags...)
 	serveEnv := o.env
 	serveEnv.Getenv = func(key string) string {
 		if key == "AGENTBOT_WEBHOOK_SECRET" {

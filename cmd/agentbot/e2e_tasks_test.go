@@ -210,7 +210,10 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 	}
 	script.Steps = slices.Concat(script.Steps, unsafeModel.Steps)
 	policy := strings.Replace(slowCheckPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	// Two slots for the installation: the second fix must wait on its
+	// issue's lock, not on the installation's limit.
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script,
+		workerFlags: []string{"--max-per-installation", "2"}}, nil)
 	ctx := t.Context()
 	_, first, err := w.deliverComment(ctx, demoRequester, demoComment)
 	if err != nil {
