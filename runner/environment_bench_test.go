@@ -46,7 +46,7 @@ func benchRepo(b *testing.B, proxy *goProxy) map[string]string {
 		if strings.Count(files["go.sum"], "/go.mod h1:") != benchPackages {
 			b.Fatalf("go.sum does not hold the %d modules:\n%s", benchPackages, files["go.sum"])
 		}
-		setup = fmt.Sprintf("setup: {network: true, run: [\"GOPROXY=%s GOSUMDB=off go mod download\"]}\n", proxy.url)
+		setup = fmt.Sprintf("setup: {network: true, run: [\"GOPROXY=%s GOSUMDB=off go mod download\"]}\n", proxy.URL)
 	}
 	files[app.PolicyPath] = "version: 1\nchecks:\n  - {name: test, run: \"go test ./...\"}\n" + setup + "paths: {allow: [\"**/*.go\"]}\n"
 	return files
@@ -113,7 +113,7 @@ func BenchmarkPreparedEnvironment(b *testing.B) {
 				var hosts []string
 				if bc.deps {
 					proxy = newGoProxy(b)
-					hosts = append(hosts, strings.TrimPrefix(proxy.url, "http://"))
+					hosts = append(hosts, proxy.Host())
 				}
 				w := newEnvWorldOf(b, script, benchRepo(b, proxy), image, hosts...)
 				if bc.warm {

@@ -4,13 +4,11 @@ import (
 	"archive/zip"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/envcache/registrytest"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -28,40 +27,16 @@ import (
 // goProxy is a Go module proxy served from a directory in the GOPROXY
 // file layout, on the address of the Docker bridge, counting requests.
 type goProxy struct {
-	dir      string
-	url      string
-	requests atomic.Int64
+	*registrytest.Registry
+	dir string
 }
 
 func newGoProxy(t testing.TB) *goProxy {
 	t.Helper()
-	iface, err := net.InterfaceByName("docker0")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no docker0 bridge for the test's module proxy: %v", err)
-		}
-		t.Skipf("no docker0 bridge for the test's module proxy: %v", err)
-	}
-	addrs, _ := iface.Addrs()
-	var gw string
-	for _, a := range addrs {
-		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil {
-			gw = ip.IP.String()
-		}
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(gw, "0"))
-	if err != nil {
-		t.Fatalf("listen on the bridge: %v", err)
-	}
-	p := &goProxy{dir: t.TempDir(), url: "http://" + ln.Addr().String()}
-	files := http.FileServer(http.Dir(p.dir))
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.requests.Add(1)
-		files.ServeHTTP(w, r)
+	dir := t.TempDir()
+	return &goProxy{dir: dir, Registry: registrytest.Serve(t, func(*registrytest.Registry) http.Handler {
+		return http.FileServer(http.Dir(dir))
 	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return p
 }
 
 // add publishes module path at version with the given files.
@@ -170,8 +145,8 @@ checks:
   - {name: test, run: "go test ./..."}
 setup: {network: true, run: ["GOPROXY=%s GOSUMDB=off go mod download"]}
 paths: {allow: ["**/*.go"]}
-`, proxy.url)
-	w := newEnvWorldOf(t, script, files, sandboxtest.Image(t), strings.TrimPrefix(proxy.url, "http://"))
+`, proxy.URL)
+	w := newEnvWorldOf(t, script, files, sandboxtest.Image(t), proxy.Host())
 	w.proxy = proxy
 	return w
 }
@@ -299,7 +274,7 @@ func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
 	if !ok {
 		t.Fatalf("first task's setup: %q, want it built", first)
 	}
-	fetched := w.proxy.requests.Load()
+	fetched := w.proxy.Requests.Load()
 	if fetched == 0 {
 		t.Fatal("setup made no request to the module proxy")
 	}
@@ -307,7 +282,7 @@ func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
 	if second := w.fixIssue(t, "T2"); second != "setup: cached "+key {
 		t.Errorf("second task's setup: %q, want %q", second, "setup: cached "+key)
 	}
-	if n := w.proxy.requests.Load(); n != fetched {
+	if n := w.proxy.Requests.Load(); n != fetched {
 		t.Errorf("the second task made %d module proxy requests, want none", n-fetched)
 	}
 
@@ -320,7 +295,7 @@ func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
 	if !strings.HasPrefix(third, "setup: built ") || third == first {
 		t.Errorf("after go.sum changed, setup: %q, want a new environment (not %s)", third, key)
 	}
-	if w.proxy.requests.Load() == fetched {
+	if w.proxy.Requests.Load() == fetched {
 		t.Error("the new environment was built without the module proxy")
 	}
 	list, err := w.envs.List()
@@ -354,7 +329,7 @@ func TestPullRequestSetupHasNoNetworkAndKeepsNothing(t *testing.T) {
 	if rec.State != app.StateFailed || !strings.Contains(rec.Step, "go mod download") {
 		t.Fatalf("task ended %s (%s); want failed in setup", rec.State, rec.Step)
 	}
-	if n := w.proxy.requests.Load(); n != 0 {
+	if n := w.proxy.Requests.Load(); n != 0 {
 		t.Errorf("the pull request's setup reached the module proxy %d times", n)
 	}
 	if list, err := w.envs.List(); err != nil || len(list) != 0 {
