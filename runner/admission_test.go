@@ -52,6 +52,7 @@ func (w *world) reactions(id int64) []string {
 }
 
 func TestOutsidersStatusIsRefusedWithoutTheIssuesTasks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	if err := w.sim.SetPermission(repo, "mallory", "read"); err != nil {
@@ -93,6 +94,7 @@ func TestOutsidersStatusIsRefusedWithoutTheIssuesTasks(t *testing.T) {
 }
 
 func TestOutsiderIsAnsweredOneRefusalPerIssueAndHour(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	for _, login := range []string{"mallory", "eve"} {
@@ -133,6 +135,7 @@ func TestOutsiderIsAnsweredOneRefusalPerIssueAndHour(t *testing.T) {
 // who may not command at all; a collaborator refused an approval hears why
 // each time.
 func TestCollaboratorIsAlwaysAnsweredWhyNotApprover(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	for _, id := range []string{"A1", "A2"} {
@@ -148,6 +151,7 @@ func TestCollaboratorIsAlwaysAnsweredWhyNotApprover(t *testing.T) {
 // TestStatusListsTheNewestTasks: a flood of commands on an issue does not
 // make its status comment grow past what GitHub takes.
 func TestStatusListsTheNewestTasks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	for i := range 25 {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestBootingRunsOnceStarted(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	b := boot(t.Context(), DockerSandboxes(d), docker.Spec{TaskID: "boot", WorkTree: sandboxtest.WorkTree(t)},
 		func() { t.Error("the start failed") })
@@ -30,6 +31,7 @@ func TestBootingRunsOnceStarted(t *testing.T) {
 // A sandbox that cannot start ends the loop: the command waiting for it
 // gets the start's error, never a result the model would be shown.
 func TestBootingFailureEndsTheLoop(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	loop, end := context.WithCancel(t.Context())
 	defer end()

@@ -6,6 +6,7 @@ import (
 )
 
 func TestLinkCitations(t *testing.T) {
+	t.Parallel()
 	fsys := fstest.MapFS{
 		"stats.go":          {Data: []byte("package stats\n")},
 		"internal/x/y.go":   {Data: []byte("package x\n")},

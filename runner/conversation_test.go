@@ -28,6 +28,7 @@ func (w *world) taskText(t *testing.T) string {
 }
 
 func TestModelReadsOnlyTheConversationOfThoseWhoMayCommand(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	if err := w.sim.SetPermission(repo, "lin", "maintain"); err != nil {
 		t.Fatal(err)
@@ -72,6 +73,7 @@ func TestModelReadsOnlyTheConversationOfThoseWhoMayCommand(t *testing.T) {
 }
 
 func TestLongConversationIsCutFromTheMiddle(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy+"limits: {context_tokens: 800}\n", demoScript(t))
 	for i := range 60 {
 		if _, err := w.sim.AddComment(repo, w.issue, "ada", fmt.Sprintf("note %d: %s", i, strings.Repeat("more detail ", 10))); err != nil {
@@ -95,6 +97,7 @@ func TestLongConversationIsCutFromTheMiddle(t *testing.T) {
 }
 
 func TestModelReadsThePullRequestsReviewsAndThreads(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	main, err := w.sim.BranchSHA(repo, "main")
 	if err != nil {

@@ -20,6 +20,7 @@ func allowHost(t *testing.T, c *runner.Config, entry string) {
 }
 
 func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
+	t.Parallel()
 	gw := sandboxtest.BridgeGateway(t)
 	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
 	traces := &memTraces{}
@@ -72,6 +73,7 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
 // A setup command that ignores the proxy variables reaches nothing, even
 // an allowed host: the task fails on its setup and says so.
 func TestSetupThatBypassesTheProxyFails(t *testing.T) {
+	t.Parallel()
 	gw := sandboxtest.BridgeGateway(t)
 	reg := sandboxtest.StartGitServer(t)
 	policy := quickPolicy + fmt.Sprintf(`setup:
@@ -98,6 +100,7 @@ func TestSetupThatBypassesTheProxyFails(t *testing.T) {
 // task, and the status comment says which host was refused besides the
 // command's output.
 func TestSetupRefusedAHostFailsSayingWhich(t *testing.T) {
+	t.Parallel()
 	traces := &memTraces{}
 	policy := quickPolicy + "setup:\n  network: true\n  run: [\"timeout 20 git ls-remote https://evil.example/x.git\"]\n"
 	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {

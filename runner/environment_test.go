@@ -261,6 +261,7 @@ func (w *envWorld) fixIssue(t testing.TB, id string) string {
 // pass. The next task with the same go.sum reuses the environment without
 // a request; a changed go.sum builds a new one.
 func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
+	t.Parallel()
 	demo := demoScript(t)
 	script := demo
 	script.Steps = nil
@@ -308,6 +309,7 @@ func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
 // changes go.sum, so no environment matches; its setup runs without
 // network, so the download fails, and nothing is kept for later tasks.
 func TestPullRequestSetupHasNoNetworkAndKeepsNothing(t *testing.T) {
+	t.Parallel()
 	w := newEnvWorld(t, llmtest.Script{})
 	main, err := w.sim.BranchSHA(repo, "main")
 	if err != nil {

@@ -18,6 +18,7 @@ func followUpTask() *task {
 }
 
 func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
+	t.Parallel()
 	tk := followUpTask()
 	failing := []ciFailure{{check: app.CICheck{Name: "test", AppSlug: "github-actions", Conclusion: "failure",
 		Title: "1 failing", Summary: "exit code 1",
@@ -39,6 +40,7 @@ func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
 }
 
 func TestTaskTextAddsTheFollowUp(t *testing.T) {
+	t.Parallel()
 	tk := followUpTask()
 	if got := taskText(tk); got != "" {
 		t.Errorf("no instructions, no follow-up: %q", got)
@@ -55,6 +57,7 @@ func TestTaskTextAddsTheFollowUp(t *testing.T) {
 }
 
 func TestReviewRepliesSayWhatChanged(t *testing.T) {
+	t.Parallel()
 	tk := followUpTask()
 	tk.run = &agent.State{Summary: "Name things\n\nlonger", Diff: "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-x\n+y\n"}
 	tk.prog.Pushed = "0123456789abcdef0123456789abcdef01234567"
@@ -76,12 +79,14 @@ func TestReviewRepliesSayWhatChanged(t *testing.T) {
 }
 
 func TestFenceOutlastsTheText(t *testing.T) {
+	t.Parallel()
 	if got := fence("a ```` b", "diff"); got != "`````diff\na ```` b\n`````" {
 		t.Errorf("fence %q", got)
 	}
 }
 
 func TestQuietRefusals(t *testing.T) {
+	t.Parallel()
 	tk := followUpTask()
 	tk.Task.CI = &app.CIEvent{Kind: "check_run"}
 	if !quiet(tk) {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestIsAttachment(t *testing.T) {
+	t.Parallel()
 	web, _ := url.Parse("https://github.com/acme/stats")
 	for raw, want := range map[string]bool{
 		"https://github.com/user-attachments/assets/1a2b":                   true,

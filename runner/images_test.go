@@ -24,6 +24,7 @@ func pngBytes(t *testing.T) []byte {
 }
 
 func TestAttachedImagesReachAVisionModel(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy+"model: {vision: true}\n", demoScript(t))
 	shot := pngBytes(t)
 	small := w.sim.AddAttachment(shot)
@@ -66,6 +67,7 @@ func TestAttachedImagesReachAVisionModel(t *testing.T) {
 }
 
 func TestImagesStayOutWithoutVision(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	if _, err := w.sim.AddComment(repo, w.issue, "ada", "![chart]("+w.sim.AddAttachment(pngBytes(t))+")"); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestPullRequestTitleIsFinishsTitle(t *testing.T) {
+	t.Parallel()
 	script := demoScript(t)
 	last := &script.Steps[len(script.Steps)-1].ToolCalls[0]
 	if last.Name != "finish" {

@@ -121,6 +121,7 @@ func treeAndParent(t *testing.T, ws *workspace.Workspace) (string, string) {
 }
 
 func TestSignedPushIsTheGatedTreeOnItsParent(t *testing.T) {
+	t.Parallel()
 	w := newPushWorld(t)
 	ctx := t.Context()
 	main := w.git(t, "rev-parse", "main")
@@ -197,6 +198,7 @@ func TestSignedPushIsTheGatedTreeOnItsParent(t *testing.T) {
 }
 
 func TestSignedPushRefusesABranchThatMoved(t *testing.T) {
+	t.Parallel()
 	w := newPushWorld(t)
 	ctx := t.Context()
 	first := w.commit(t, "main", func(r *workspaceRoot) {
@@ -249,6 +251,7 @@ func TestSignedPushRefusesABranchThatMoved(t *testing.T) {
 }
 
 func TestUnsignedPushGoesOverGit(t *testing.T) {
+	t.Parallel()
 	w := newPushWorld(t)
 	ws := w.commit(t, "main", func(r *workspaceRoot) {
 		r.must(r.ws.Root().WriteFile("a.txt", []byte("a\n"), 0o644))

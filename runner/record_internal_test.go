@@ -132,6 +132,7 @@ var blockedWrite = agent.Event{Step: 1, Tool: "write_file", CallID: "c1", Argume
 // crash or a redelivery writes no entry twice, yet two refused calls with
 // the same text are two incidents.
 func TestAuditEntriesAreWrittenOnce(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	ctx := t.Context()
 	first := w.task(t)
@@ -198,6 +199,7 @@ func TestAuditEntriesAreWrittenOnce(t *testing.T) {
 // TestRefusalIsAnAdmissionDecision: a refused task's entry says so, with
 // the sentence the requester was told.
 func TestRefusalIsAnAdmissionDecision(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	tk := w.task(t)
 	if err := tk.rep.admission(t.Context(), false, "@ada may not ask: read access only"); err != nil {
@@ -212,6 +214,7 @@ func TestRefusalIsAnAdmissionDecision(t *testing.T) {
 // refusals and calls in the order they ended, model calls with their usage
 // — and the task's step is still recorded.
 func TestObserveTracesTheLoop(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
@@ -284,6 +287,7 @@ func TestObserveTracesTheLoop(t *testing.T) {
 // ended, from the task's start; a task whose start was not seen gets a
 // first phase of no length rather than one since the zero time.
 func TestPhasesFollowOneAnother(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
@@ -321,6 +325,7 @@ func TestPhasesFollowOneAnother(t *testing.T) {
 // TestCheckTextIsTheStoredTrace: the check run shows the rendered trace,
 // and the loop's own account where there is no trace to show.
 func TestCheckTextIsTheStoredTrace(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
@@ -345,6 +350,7 @@ func TestCheckTextIsTheStoredTrace(t *testing.T) {
 // policy says it is the trigger, so its entry comes with the first
 // decision about it, and a label nobody decided on leaves none.
 func TestLabelIsACommandOnceDecidedOn(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
@@ -370,6 +376,7 @@ func TestLabelIsACommandOnceDecidedOn(t *testing.T) {
 // TestDecisionIsAudited: the approver is the actor of an approval or a
 // denial, which names the call and the paused task.
 func TestDecisionIsAudited(t *testing.T) {
+	t.Parallel()
 	w := newRecordWorld()
 	ctx := t.Context()
 	tk := w.task(t)
@@ -392,6 +399,7 @@ func TestDecisionIsAudited(t *testing.T) {
 // TestModelFailureIsSaidSafely: the trace is shown on GitHub, so a failed
 // model call is described, never quoted.
 func TestModelFailureIsSaidSafely(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		err  error
 		want string

@@ -80,6 +80,7 @@ func hostileTask() (*task, *agent.State) {
 }
 
 func TestModelTextIsInert(t *testing.T) {
+	t.Parallel()
 	tk, st := hostileTask()
 
 	body := prBody(tk, st)

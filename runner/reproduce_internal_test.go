@@ -10,6 +10,7 @@ import (
 )
 
 func TestNarrowChecks(t *testing.T) {
+	t.Parallel()
 	checks := []app.Check{
 		{Name: "build", Run: "go build ./..."},
 		{Name: "test", Run: "go test -count=1 ./..."},
@@ -43,6 +44,7 @@ func TestNarrowChecks(t *testing.T) {
 }
 
 func TestReproductionSection(t *testing.T) {
+	t.Parallel()
 	tk, _ := hostileTask()
 	if s := reproductionSection(tk); s != "" {
 		t.Errorf("a section without a reproduction: %q", s)

@@ -35,6 +35,7 @@ const (
 )
 
 func TestAFailingTestFirstIsReproduced(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, reproPolicy, testFirst(failingTest))
 	rec := w.recorded(t)
 	if err := w.runner.ProcessTask(t.Context(), w.task(t, "R1")); err != nil {
@@ -69,6 +70,7 @@ func TestAFailingTestFirstIsReproduced(t *testing.T) {
 }
 
 func TestATestThatPassesOnTheBaseIsNotReproduced(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, mode string
 		pr         bool

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -28,7 +29,13 @@ import (
 // locks kept in memory, so that a test can fail a save where a worker
 // would die.
 
-func TestMain(m *testing.M) { sandboxtest.Main(m) }
+// The tests each own their world (githubsim, scripted model, sandboxes) and
+// mostly wait on Docker and git: they run in parallel, more at once than
+// there are cores.
+func TestMain(m *testing.M) {
+	ostest.MinParallel(4)
+	sandboxtest.Main(m)
+}
 
 const repo = "acme/stats"
 
@@ -321,6 +328,7 @@ func (l *memLocks) holders() map[string]string {
 }
 
 func TestWorkerDeadBetweenPushAndSaveRepushesTheSameCommit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	tk := w.task(t, "T1")
@@ -357,6 +365,7 @@ func TestWorkerDeadBetweenPushAndSaveRepushesTheSameCommit(t *testing.T) {
 }
 
 func TestTaskWaitsBehindTheIssuesRunningTask(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	if _, err := w.locks.Lock(ctx, fmt.Sprintf("%s#%d", repo, w.issue), "T0", time.Minute); err != nil {

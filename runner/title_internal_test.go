@@ -16,6 +16,7 @@ func reportTask(title, instructions string) *task {
 }
 
 func TestPRTitle(t *testing.T) {
+	t.Parallel()
 	long := "Sum drops the first sample when the slice is long, and Mean inherits the error everywhere it is used"
 	tests := []struct {
 		name, issue, title, summary, want string
@@ -38,6 +39,7 @@ func TestPRTitle(t *testing.T) {
 }
 
 func TestPRBody(t *testing.T) {
+	t.Parallel()
 	st := &agent.State{
 		Title:   "Start Sum's loop at the first sample",
 		Summary: "Start Sum's loop at the first sample.\n\nThe loop began at index 1, so Sum([1 2 3]) was 5.",
@@ -69,6 +71,7 @@ func TestPRBody(t *testing.T) {
 }
 
 func TestCommitMessage(t *testing.T) {
+	t.Parallel()
 	tk := reportTask("Sum is wrong", "")
 	got := commitMessage(tk, &agent.State{Summary: "Document Sum of no samples\n\nSum returns 0 for none."})
 	if want := "Document Sum of no samples\n\nSum returns 0 for none.\n\nAsked by @ada on #7.\n"; got != want {

@@ -55,6 +55,7 @@ func toolchainTask(t *testing.T, w *envWorld, registry *registrytest.Registry) {
 // phase, with no network, fixes the code, pytest passes and the pull
 // request opens.
 func TestPythonPackageWithADependency(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "python")
 	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
 	files := map[string]string{
@@ -79,6 +80,7 @@ paths: {allow: ["**/*.py"]}
 // phase, with no network, fixes the code, npm test passes and the pull
 // request opens.
 func TestNodePackageWithADependency(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "node")
 	npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => s.padStart(n, '*');\n")
 	files := map[string]string{

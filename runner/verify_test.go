@@ -96,6 +96,7 @@ const fixEdit = `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {
 var verifiedName = regexp.MustCompile("Verified in a fresh sandbox \\(`([0-9a-f]{12})`")
 
 func TestFixIsVerifiedInAFreshSandbox(t *testing.T) {
+	t.Parallel()
 	policy := quickPolicy + "tools: {write: auto, shell: {policy: allowlist, allow: [hostname]}}\n"
 	w := newWorld(t, policy, llmtest.Script{Steps: []llmtest.Step{
 		{ToolCalls: []llmtest.Call{{Name: "run_command", Arguments: `{"command":"hostname"}`}}},
@@ -184,6 +185,7 @@ var markerScript = llmtest.Script{Steps: []llmtest.Step{
 }}
 
 func TestChecksPassingOnlyInTheAgentsSandboxPushNoFix(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, onFailure string
 		draft           bool

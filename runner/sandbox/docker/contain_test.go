@@ -21,6 +21,7 @@ const forgery = `{"exit_code":0,"stdout":"Zm9yZ2Vk","duration":1}`
 // fails, and the host reads the command's true result, then the next
 // command's.
 func TestCommandCannotForgeItsResult(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
 	attack := `ex=$PPID
@@ -63,6 +64,7 @@ exit 3
 // No process a command starts outlives it: not a background job, not a
 // setsid daemon, not a double-forked one that closed its output.
 func TestNothingOutlivesItsCommand(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
 	res := shell(t, c, `sleep 1000 &
@@ -85,6 +87,7 @@ ps -eo args --no-headers | grep -c '^sleep 100'`)
 
 // Commands run as the sandbox user even though the executor is root.
 func TestCommandsRunAsTheSandboxUser(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
 	res := shell(t, c, "id -u; id -g; id -G; ps -o user= -p $PPID")

@@ -19,6 +19,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
 
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -39,6 +40,9 @@ func TestMain(m *testing.M) {
 	if id := os.Getenv(workerEnv); id != "" {
 		os.Exit(runWorker(id))
 	}
+	// The tests mostly wait on Docker: more run at once than there are
+	// cores.
+	ostest.MinParallel(4)
 	sandboxtest.Main(m)
 }
 
@@ -76,6 +80,7 @@ func shell(t *testing.T, c *docker.Container, line string) sandbox.Result {
 }
 
 func TestRunBasics(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
 	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
@@ -109,6 +114,7 @@ func TestRunBasics(t *testing.T) {
 }
 
 func TestStartRefusesBadSpec(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tests := []struct {
 		name string
@@ -128,6 +134,7 @@ func TestStartRefusesBadSpec(t *testing.T) {
 }
 
 func TestNewRefusesMissingImage(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	_, err := docker.New(context.Background(), docker.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
 	if err == nil || !strings.Contains(err.Error(), "build-offline.sh") {
@@ -154,6 +161,7 @@ func hostAddrs(t *testing.T) (gateway, host string) {
 }
 
 func TestNoNetwork(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	redis := redistest.Start(t)
 	_, redisPort, _ := net.SplitHostPort(redis.Addr)
@@ -208,6 +216,7 @@ func TestNoNetwork(t *testing.T) {
 }
 
 func TestForkBombStoppedByPidsLimit(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{Pids: 64})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "b() { b | b & }; b; sleep 30", Timeout: 5 * time.Second})
@@ -249,6 +258,7 @@ func requireClean(t *testing.T, c *docker.Container) {
 }
 
 func TestMemoryHogKilledAndReported(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{Memory: 128 << 20})
 	res := shell(t, c, "dd if=/dev/zero of=/dev/null bs=512M count=1")
@@ -262,6 +272,7 @@ func TestMemoryHogKilledAndReported(t *testing.T) {
 }
 
 func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "sleep 1000 & sleep 1001 & while :; do :; done", Timeout: time.Second})
@@ -274,6 +285,7 @@ func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
 }
 
 func TestHugeOutputIsCapped(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	// The executor shares this limit: buffering the output would kill it.
 	c := sandboxtest.Start(t, d, docker.Spec{Memory: 256 << 20})
@@ -338,6 +350,7 @@ func TestConfinement(t *testing.T) {
 }
 
 func TestCancellationRemovesContainer(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c, err := d.Start(context.Background(), docker.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
 	if err != nil {
@@ -391,6 +404,7 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 
 // Close from elsewhere (a watchdog, a stop command) ends a waiting Run.
 func TestCloseDuringRun(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
 	closed := make(chan error, 1)
@@ -519,6 +533,7 @@ func TestOrphanSweepByLease(t *testing.T) {
 // A command cannot land a huge file on the worker's disk through the work
 // tree: a write past the file size limit fails.
 func TestHugeFileStoppedByFileSizeLimit(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
 	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
@@ -543,6 +558,7 @@ func TestHugeFileStoppedByFileSizeLimit(t *testing.T) {
 // file size limit: the executor kills it once the work tree grows past
 // Spec.MaxTreeGrowth, while it runs.
 func TestManyFilesStoppedByTreeLimit(t *testing.T) {
+	t.Parallel()
 	const growth = 256 << 20
 	// What a command may write between two measurements of the tree, and
 	// while the kill lands: the bound holds within this.

@@ -39,6 +39,7 @@ func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress
 }
 
 func TestEgressOnlyThroughTheProxy(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	gateway, hostIP := hostAddrs(t)
 	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
@@ -103,6 +104,7 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 }
 
 func TestEgressRefusesABadAllowEntry(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	_, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-bad", Allow: []string{"169.254.169.254"}})
 	if err == nil || !strings.Contains(err.Error(), "link-local") {
@@ -111,6 +113,7 @@ func TestEgressRefusesABadAllowEntry(t *testing.T) {
 }
 
 func TestCABundleIsTheContainersTrustStore(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	bundle := filepath.Join(t.TempDir(), "bundle.pem")
 	const pemText = "-----BEGIN CERTIFICATE-----\nb3BlcmF0b3I=\n-----END CERTIFICATE-----\n"
@@ -159,6 +162,7 @@ func testPKI(t *testing.T, ip string) (caPEM []byte, cert tls.Certificate) {
 // HTTPS goes through the proxy's CONNECT tunnel, and the operator's CA in
 // the bundle is what lets the setup container trust a re-signed server.
 func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	gateway, _ := hostAddrs(t)
 	caPEM, cert := testPKI(t, gateway)

@@ -26,6 +26,7 @@ func ownedDir(t *testing.T, dir string) string {
 }
 
 func TestOverlayIsCopyOnWrite(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tmp := t.TempDir()
 	lower := ownedDir(t, filepath.Join(tmp, "lower"))
@@ -58,6 +59,7 @@ func TestOverlayIsCopyOnWrite(t *testing.T) {
 }
 
 func TestHomeIsKept(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	home := ownedDir(t, filepath.Join(t.TempDir(), "home"))
 	c := sandboxtest.Start(t, d, docker.Spec{Home: home})
@@ -70,6 +72,7 @@ func TestHomeIsKept(t *testing.T) {
 }
 
 func TestOverlayRefusesBadSpecs(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	dir := t.TempDir()
 	for name, o := range map[string]docker.Overlay{

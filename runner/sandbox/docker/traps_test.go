@@ -28,6 +28,7 @@ func hostGit(t *testing.T, gitDir, tree string, args ...string) {
 }
 
 func TestGitTrapsDoNotFireOnTheHost(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
 	gitDir := filepath.Join(t.TempDir(), "repo.git")
