@@ -36,7 +36,6 @@
 package envcache
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -167,7 +166,9 @@ func (c *Cache) Acquire(key string) (*Env, error) {
 	}
 	dir := filepath.Join(c.dir, "entries", key)
 	lock, err := tryLock(filepath.Join(dir, "lock"), syscall.LOCK_SH)
-	if errors.Is(err, fs.ErrNotExist) {
+	// Only eviction locks a published entry exclusively: it is on its way
+	// out, as good as gone.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, nil
 	}
 	if err != nil {
@@ -288,21 +289,26 @@ func (b *Builder) Publish() (*Env, error) {
 		b.Abort()
 		return nil, err
 	}
-	dst := filepath.Join(b.c.dir, "entries", b.entry.Key)
-	err := os.Rename(b.dir, dst)
-	if err != nil {
+	// Held shared from before it is published, so that a task acquiring
+	// it the moment it appears never meets the build's exclusive lock.
+	if err := syscall.Flock(int(b.lock.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
 		b.Abort()
-		if env, aerr := b.c.Acquire(b.entry.Key); env != nil || aerr != nil {
-			return env, aerr
-		}
 		return nil, fmt.Errorf("publish environment %s: %w", b.entry.Key, err)
 	}
-	b.lock.Close()
-	env, err := b.c.Acquire(b.entry.Key)
-	if err != nil || env == nil {
-		return nil, cmp.Or(err, fmt.Errorf("environment %s vanished once published", b.entry.Key))
+	dst := filepath.Join(b.c.dir, "entries", b.entry.Key)
+	if err := os.Rename(b.dir, dst); err != nil {
+		// Another task published the key meanwhile: its environment is
+		// used. Should that one be on its way out already, the build
+		// serves this task alone.
+		env, aerr := b.c.Acquire(b.entry.Key)
+		if env != nil || aerr != nil {
+			b.Abort()
+			return env, aerr
+		}
+		b.c.log.Info("environment kept private: publishing it failed", "key", b.entry.Key, "err", err)
+		return &Env{Entry: b.entry, c: b.c, dir: b.dir, lock: b.lock, private: true}, nil
 	}
-	env.Cached = false
+	env := &Env{Entry: b.entry, c: b.c, dir: dst, lock: b.lock}
 	if _, _, err := b.c.trim(); err != nil {
 		b.c.log.Warn("evict environments", "err", err)
 	}
@@ -473,6 +479,10 @@ func (c *Cache) remove(key string) (bool, error) {
 		return false, fmt.Errorf("lock environment %s: %w", key, err)
 	}
 	defer lock.Close()
+	// Another eviction may have removed it between our open and our lock.
+	if fi, err := os.Stat(filepath.Join(dir, "lock")); err != nil || !sameFile(lock, fi) {
+		return errors.Is(err, fs.ErrNotExist), nil
+	}
 	// Out of entries/ first, so that nobody acquires it half removed.
 	trash := filepath.Join(c.dir, "trash", key+"."+randomID())
 	if err := os.Rename(dir, trash); err != nil {

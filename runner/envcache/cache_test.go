@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -168,6 +170,68 @@ func TestBuildAndReuse(t *testing.T) {
 	}
 	if _, err := c.Acquire("../../etc"); err == nil {
 		t.Fatal("a key that is a path was accepted")
+	}
+}
+
+// Tasks of one repository start together: each acquires the environment
+// or, finding none, builds and publishes it; none may fail because another
+// is publishing or evicting it at that moment.
+func TestConcurrentTasksShareAnEnvironment(t *testing.T) {
+	c := newCache(t, 0)
+	const key = "00000000000000ee"
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				env, err := c.Acquire(key)
+				if err == nil && env == nil {
+					var b *Builder
+					if b, err = c.Build(Entry{Key: key}, t.TempDir()); err == nil {
+						env, err = b.Publish()
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				env.Release()
+				if _, err := c.remove(key); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// An entry being evicted is as good as gone: acquiring it finds nothing,
+// which makes the task build its own, rather than failing the task.
+func TestAcquireDuringEviction(t *testing.T) {
+	c := newCache(t, 0)
+	b, err := c.Build(Entry{Key: "00000000000000ef"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := b.Publish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Release()
+	evicting, err := tryLock(filepath.Join(c.dir, "entries", "00000000000000ef", "lock"), syscall.LOCK_EX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evicting.Close()
+	if env, err := c.Acquire("00000000000000ef"); env != nil || err != nil {
+		t.Fatalf("acquire during eviction: %v, %v", env, err)
 	}
 }
 
