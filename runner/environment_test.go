@@ -18,6 +18,7 @@ import (
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
+	"github.com/agentbot/agentbot/runner/githubapp"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -206,7 +207,7 @@ func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string,
 	}
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.runner, err = runner.New(runner.Config{
-		GitHub: gh, Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
+		GitHub: githubapp.New(gh), Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
 		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -34,7 +33,7 @@ func (r *Runner) push(ctx context.Context, tk *task, ws *workspace.Workspace, re
 // same parent and with exactly its tree, and moves branch to it from
 // lease. A branch already at such a commit (a retry after the move) is
 // left as it is.
-func pushThroughAPI(ctx context.Context, inst *github.Installation, ws *workspace.Workspace, repo, branch, lease string) (string, error) {
+func pushThroughAPI(ctx context.Context, inst Committer, ws *workspace.Workspace, repo, branch, lease string) (string, error) {
 	ch, err := ws.Change(ctx)
 	if err != nil {
 		return "", err
@@ -57,9 +56,9 @@ func pushThroughAPI(ctx context.Context, inst *github.Installation, ws *workspac
 		return "", app.Errorf(app.EConflict, "branch %s moved (expected %s, found %s): it was not overwritten, and nothing was pushed",
 			branch, orNoBranch(lease), orNoBranch(current))
 	}
-	changes := make([]github.TreeChange, 0, len(ch.Files))
+	changes := make([]app.TreeChange, 0, len(ch.Files))
 	for _, f := range ch.Files {
-		tc := github.TreeChange{Path: f.Path, Mode: f.Mode, Deleted: f.Deleted}
+		tc := app.TreeChange{Path: f.Path, Mode: f.Mode, Deleted: f.Deleted}
 		switch {
 		case f.Deleted:
 		case f.Mode == "160000":
@@ -71,7 +70,7 @@ func pushThroughAPI(ctx context.Context, inst *github.Installation, ws *workspac
 		}
 		changes = append(changes, tc)
 	}
-	c, err := inst.CreateCommit(ctx, repo, github.NewCommit{Parent: ch.Parent, Message: ch.Message, Changes: changes})
+	c, err := inst.CreateCommit(ctx, repo, app.NewCommit{Parent: ch.Parent, Message: ch.Message, Changes: changes})
 	if err != nil {
 		return "", err
 	}

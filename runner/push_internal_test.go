@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"os/exec"
 	"strings"
@@ -108,6 +109,23 @@ func (w *pushWorld) committer(t *testing.T) *github.Installation {
 		t.Fatal(err)
 	}
 	return inst
+}
+
+// committerOnly is the App as the runner's GitHub for a push, which asks
+// it for nothing but its Committer; runner/githubapp, which adapts it all,
+// imports the runner.
+type committerOnly struct{ app *github.App }
+
+func (c committerOnly) Installation(int64, string) (Installation, error) {
+	return nil, errors.New("a push asks for no installation")
+}
+
+func (c committerOnly) Token(context.Context, int64, string, app.TokenPermissions) (app.RepoToken, error) {
+	return app.RepoToken{}, errors.New("a push mints no token")
+}
+
+func (c committerOnly) Committer(id int64, repo string) (Committer, error) {
+	return c.app.Committer(id, repo)
 }
 
 // treeAndParent are the tree and parent of ws's commit.
@@ -234,7 +252,7 @@ func TestSignedPushRefusesABranchThatMoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	made, err := inst.CreateCommit(ctx, pushRepo, github.NewCommit{Parent: ch.Parent, Message: ch.Message})
+	made, err := inst.CreateCommit(ctx, pushRepo, app.NewCommit{Parent: ch.Parent, Message: ch.Message})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +274,7 @@ func TestUnsignedPushGoesOverGit(t *testing.T) {
 	ws := w.commit(t, "main", func(r *workspaceRoot) {
 		r.must(r.ws.Root().WriteFile("a.txt", []byte("a\n"), 0o644))
 	})
-	r := &Runner{cfg: Config{GitHub: w.gh}}
+	r := &Runner{cfg: Config{GitHub: committerOnly{w.gh}}}
 	p := app.Policy{PullRequest: app.PullRequestSpec{SignedCommits: false}}
 	tk := &task{Task: &app.Task{Repo: pushRepo, InstallationID: w.inst}, policy: app.LoadedPolicy{Policy: p}, prog: progress{Branch: "agent/3-y"}}
 	sha, err := r.push(t.Context(), tk, ws, w.remote, "")

@@ -1,8 +1,9 @@
 // Package runner runs one queued task from start to finish. A Runner is
-// the queue's Handler; cmd/agentbot hands it the queue's store and the
-// concrete GitHub App, the Docker driver as Sandboxes, the workspace
-// manager and the model, and the runner never imports the queue or the
-// webhook.
+// the queue's Handler; cmd/agentbot hands it the queue's store, the GitHub
+// App as GitHub (runner/githubapp adapts it), the Docker driver as
+// Sandboxes, the workspace manager and the model, each behind an interface
+// the runner declares (github.go, sandboxes.go, Workspaces), and the runner
+// imports neither the queue, the webhook nor a GitHub client.
 //
 // A fix (also a retry, a follow-up on a review and a fix of failing CI)
 // reads as its steps, each a method found by its name:
@@ -49,7 +50,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -101,14 +101,10 @@ type Outcomes interface {
 	Save(ctx context.Context, o app.TaskOutcome) error
 }
 
-// GitHub is what the runner needs of the GitHub App; *github.App
-// satisfies it. A task's client and tokens are scoped to the task's
-// repository.
-type GitHub interface {
-	Installation(installationID int64, repo string) (*github.Installation, error)
-	Token(ctx context.Context, installationID int64, repo string, perms app.TokenPermissions) (app.RepoToken, error)
-	// Committer is the client that creates commits and moves branches.
-	Committer(installationID int64, repo string) (*github.Installation, error)
+// Workspaces checks a task's repository out on the host;
+// *workspace.Manager satisfies it.
+type Workspaces interface {
+	Checkout(ctx context.Context, opts workspace.CheckoutOptions) (*workspace.Workspace, error)
 }
 
 // Config is what a Runner needs. Fast, Models, Outcomes and Logger are
@@ -116,7 +112,7 @@ type GitHub interface {
 type Config struct {
 	GitHub     GitHub
 	Server     app.ServerConfig
-	Workspaces *workspace.Manager
+	Workspaces Workspaces
 	Sandbox    Sandboxes
 	// SetupCABundle, when set, is a PEM file the setup container trusts
 	// (--setup-ca-file, with the public roots): for networks whose egress
@@ -221,10 +217,10 @@ func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) 
 // on GitHub it reports through.
 type task struct {
 	*app.Task
-	inst   *github.Installation
+	inst   Installation
 	policy app.LoadedPolicy
 	issue  app.IssueInfo
-	status *github.StatusComment
+	status StatusComment
 	rep    *reporter // every write about the task goes through it
 	prog   progress
 	run    *agent.State // the loop's end, once it ran

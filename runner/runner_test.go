@@ -18,6 +18,7 @@ import (
 	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/githubapp"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -109,7 +110,7 @@ func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure 
 		t.Fatal(err)
 	}
 	w.cfg = runner.Config{
-		GitHub: gh, Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
+		GitHub: githubapp.New(gh), Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},

@@ -27,47 +27,17 @@ func (g *App) Committer(id int64, repo string) (*Installation, error) {
 	return g.client(id, repo, commitPermissions)
 }
 
-// TreeChange is one path a commit changes.
-type TreeChange struct {
-	Path string
-	// Mode is 100644, 100755 (executable) or 120000 (symbolic link, whose
-	// Content is the target), or 160000 (submodule, whose Commit is the
-	// submodule's commit).
-	Mode    string
-	Content []byte
-	Commit  string
-	Deleted bool // the path is removed; Mode is its mode before
-}
-
-// NewCommit is a commit to create on top of Parent.
-type NewCommit struct {
-	Parent  string
-	Message string
-	Changes []TreeChange
-}
-
-// GitCommit is a commit as the Git database shows it.
-type GitCommit struct {
-	SHA      string
-	Tree     string
-	Parents  []string
-	Message  string
-	Author   string // "Name <email>"
-	Verified bool   // GitHub verified its signature
-	Reason   string // why Verified is what it is: "valid", "unsigned", ...
-}
-
 // CreateCommit uploads c's changed files as blobs, builds the tree on the
 // parent's, creates the commit and returns it. Nothing moves a branch:
 // see MoveBranch.
-func (i *Installation) CreateCommit(ctx context.Context, repo string, c NewCommit) (GitCommit, error) {
+func (i *Installation) CreateCommit(ctx context.Context, repo string, c app.NewCommit) (app.GitCommit, error) {
 	owner, name, err := splitOwnerRepo(repo)
 	if err != nil {
-		return GitCommit{}, err
+		return app.GitCommit{}, err
 	}
 	parent, err := i.GetCommit(ctx, repo, c.Parent)
 	if err != nil {
-		return GitCommit{}, err
+		return app.GitCommit{}, err
 	}
 	// Deletions go first, so that a file replaced by a directory of the
 	// same name is gone before its new entries arrive.
@@ -87,7 +57,7 @@ func (i *Installation) CreateCommit(ctx context.Context, repo string, c NewCommi
 		} else {
 			sha, err := i.createBlob(ctx, owner, name, ch.Content)
 			if err != nil {
-				return GitCommit{}, fmt.Errorf("upload %s to %s: %w", ch.Path, repo, err)
+				return app.GitCommit{}, fmt.Errorf("upload %s to %s: %w", ch.Path, repo, err)
 			}
 			e.SHA = gh.String(sha)
 		}
@@ -97,10 +67,10 @@ func (i *Installation) CreateCommit(ctx context.Context, repo string, c NewCommi
 	tree, _, err := i.api.Git.CreateTree(tctx, owner, name, parent.Tree, entries)
 	cancel()
 	if isStatus(err, http.StatusNotFound) && touchesWorkflows(c.Changes) {
-		return GitCommit{}, app.Errorf(app.EPolicy, "GitHub refuses to let agentbot change files in .github/workflows: the App has no `workflows` permission, on purpose.")
+		return app.GitCommit{}, app.Errorf(app.EPolicy, "GitHub refuses to let agentbot change files in .github/workflows: the App has no `workflows` permission, on purpose.")
 	}
 	if err != nil {
-		return GitCommit{}, fmt.Errorf("create tree on %s in %s: %w", parent.Tree, repo, err)
+		return app.GitCommit{}, fmt.Errorf("create tree on %s in %s: %w", parent.Tree, repo, err)
 	}
 	cctx, cancel := i.parent.withTimeout(ctx)
 	defer cancel()
@@ -110,14 +80,14 @@ func (i *Installation) CreateCommit(ctx context.Context, repo string, c NewCommi
 		Message: gh.String(c.Message), Tree: &gh.Tree{SHA: tree.SHA}, Parents: []*gh.Commit{{SHA: gh.String(c.Parent)}},
 	}, nil)
 	if err != nil {
-		return GitCommit{}, fmt.Errorf("create commit on %s in %s: %w", c.Parent, repo, err)
+		return app.GitCommit{}, fmt.Errorf("create commit on %s in %s: %w", c.Parent, repo, err)
 	}
 	return gitCommit(made), nil
 }
 
 // touchesWorkflows reports whether changes reach .github/workflows, which
 // GitHub lets an App change only with the workflows permission.
-func touchesWorkflows(changes []TreeChange) bool {
+func touchesWorkflows(changes []app.TreeChange) bool {
 	for _, c := range changes {
 		if strings.HasPrefix(c.Path, ".github/workflows/") {
 			return true
@@ -151,22 +121,22 @@ func (i *Installation) createBlob(ctx context.Context, owner, name string, conte
 }
 
 // GetCommit reads commit sha of repo.
-func (i *Installation) GetCommit(ctx context.Context, repo, sha string) (GitCommit, error) {
+func (i *Installation) GetCommit(ctx context.Context, repo, sha string) (app.GitCommit, error) {
 	owner, name, err := splitOwnerRepo(repo)
 	if err != nil {
-		return GitCommit{}, err
+		return app.GitCommit{}, err
 	}
 	ctx, cancel := i.parent.withTimeout(ctx)
 	defer cancel()
 	c, _, err := i.api.Git.GetCommit(ctx, owner, name, sha)
 	if err != nil {
-		return GitCommit{}, fmt.Errorf("read commit %s of %s: %w", sha, repo, err)
+		return app.GitCommit{}, fmt.Errorf("read commit %s of %s: %w", sha, repo, err)
 	}
 	return gitCommit(c), nil
 }
 
-func gitCommit(c *gh.Commit) GitCommit {
-	out := GitCommit{
+func gitCommit(c *gh.Commit) app.GitCommit {
+	out := app.GitCommit{
 		SHA: c.GetSHA(), Tree: c.GetTree().GetSHA(), Message: c.GetMessage(),
 		Author:   fmt.Sprintf("%s <%s>", c.GetAuthor().GetName(), c.GetAuthor().GetEmail()),
 		Verified: c.GetVerification().GetVerified(), Reason: c.GetVerification().GetReason(),

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github"
 )
 
 func TestCreateCommitIsTheAppsAndVerified(t *testing.T) {
@@ -25,9 +24,9 @@ func TestCreateCommitIsTheAppsAndVerified(t *testing.T) {
 	if head, err := inst.BranchHead(ctx, "acme/app", "agent/1-x"); err != nil || head != "" {
 		t.Fatalf("a missing branch: %q %v", head, err)
 	}
-	c, err := inst.CreateCommit(ctx, "acme/app", github.NewCommit{
+	c, err := inst.CreateCommit(ctx, "acme/app", app.NewCommit{
 		Parent: base, Message: "Fix it\n\nCo-authored-by: ada <7+ada@users.noreply.github.com>\n",
-		Changes: []github.TreeChange{
+		Changes: []app.TreeChange{
 			{Path: "old/gone.txt", Mode: "100644", Deleted: true},
 			{Path: "bin/run", Mode: "100755", Content: []byte("#!/bin/sh\n")},
 			{Path: "data/blob.bin", Mode: "100644", Content: []byte{0, 0xfe, 0xff}},
@@ -66,8 +65,8 @@ func TestCreateCommitIsTheAppsAndVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := inst.CreateCommit(ctx, "acme/app", github.NewCommit{Parent: c.SHA, Message: "More",
-		Changes: []github.TreeChange{{Path: "a.txt", Mode: "100644", Content: []byte("agent\n")}}})
+	next, err := inst.CreateCommit(ctx, "acme/app", app.NewCommit{Parent: c.SHA, Message: "More",
+		Changes: []app.TreeChange{{Path: "a.txt", Mode: "100644", Content: []byte("agent\n")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +82,8 @@ func TestCreateCommitIsTheAppsAndVerified(t *testing.T) {
 	}
 
 	// The App has no workflows permission: GitHub refuses such a tree.
-	_, err = inst.CreateCommit(ctx, "acme/app", github.NewCommit{Parent: base, Message: "CI",
-		Changes: []github.TreeChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: []byte("on: push\n")}}})
+	_, err = inst.CreateCommit(ctx, "acme/app", app.NewCommit{Parent: base, Message: "CI",
+		Changes: []app.TreeChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: []byte("on: push\n")}}})
 	if app.ErrorCode(err) != app.EPolicy || !strings.Contains(err.Error(), "workflows") {
 		t.Errorf("a workflow change: %v, want a policy refusal naming the permission", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/githubapp"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -220,7 +221,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	r, err := runner.New(runner.Config{
-		GitHub: gh, Server: server, Workspaces: ws, SetupCABundle: caBundle,
+		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
 		Sandbox: runner.DockerSandboxes(drv), Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Locks: queue.NewLocks(rdb),
