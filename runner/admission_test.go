@@ -53,7 +53,7 @@ func (w *world) reactions(id int64) []string {
 
 func TestOutsidersStatusIsRefusedWithoutTheIssuesTasks(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy, demoScript(t))
+	w := newWorldWithoutSandboxes(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	if err := w.sim.SetPermission(repo, "mallory", "read"); err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestOutsidersStatusIsRefusedWithoutTheIssuesTasks(t *testing.T) {
 
 func TestOutsiderIsAnsweredOneRefusalPerIssueAndHour(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy, demoScript(t))
+	w := newWorldWithoutSandboxes(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	for _, login := range []string{"mallory", "eve"} {
 		if err := w.sim.SetPermission(repo, login, "read"); err != nil {
@@ -136,7 +136,7 @@ func TestOutsiderIsAnsweredOneRefusalPerIssueAndHour(t *testing.T) {
 // each time.
 func TestCollaboratorIsAlwaysAnsweredWhyNotApprover(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy, demoScript(t))
+	w := newWorldWithoutSandboxes(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	for _, id := range []string{"A1", "A2"} {
 		if err := w.runner.ProcessTask(ctx, w.command(t, id, "ada", app.VerbApprove)); err != nil {
@@ -152,7 +152,7 @@ func TestCollaboratorIsAlwaysAnsweredWhyNotApprover(t *testing.T) {
 // make its status comment grow past what GitHub takes.
 func TestStatusListsTheNewestTasks(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy, demoScript(t))
+	w := newWorldWithoutSandboxes(t, quickPolicy, demoScript(t))
 	ctx := t.Context()
 	for i := range 25 {
 		w.command(t, fmt.Sprintf("F%02d", i), "ada", app.VerbFix)

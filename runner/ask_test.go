@@ -25,7 +25,7 @@ func (w *world) askTask(t *testing.T, id, question string) app.Task {
 
 func TestAskAnswersWithLinksAndChangesNothing(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy, llmtest.Script{Steps: []llmtest.Step{
+	w := newWorldWithoutSandboxes(t, quickPolicy, llmtest.Script{Steps: []llmtest.Step{
 		{Text: "Reading Sum.", ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts its loop at index 1 (` + "`stats.go:7`" + `), so the first sample is never added; Mean divides that sum (stats.go:14-19)."}`}}},
 	}})
@@ -94,7 +94,7 @@ func TestAskAnswersWithLinksAndChangesNothing(t *testing.T) {
 
 func TestAskWithoutAnAnswerSaysWhy(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy+"limits: {iterations: 2}\n", llmtest.Script{Steps: []llmtest.Step{
+	w := newWorldWithoutSandboxes(t, quickPolicy+"limits: {iterations: 2}\n", llmtest.Script{Steps: []llmtest.Step{
 		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"i := 1","new_string":"i := 0"}`}}},
 	}})

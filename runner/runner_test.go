@@ -21,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/runner/githubapp"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -28,7 +29,8 @@ import (
 // The runner's tests run it as a worker does — the GitHub simulator, real
 // sandboxes, git and the scripted model — with the queue's store, tasks and
 // locks kept in memory, so that a test can fail a save where a worker
-// would die.
+// would die. A test whose tasks start no sandbox runs without Docker
+// (newWorldWithoutSandboxes).
 
 // The tests each own their world (githubsim, scripted model, sandboxes) and
 // mostly wait on Docker and git: they run in parallel, more at once than
@@ -59,6 +61,8 @@ type world struct {
 	cfg    runner.Config // what runner was made with
 }
 
+// newWorld is a world whose tasks run in sandboxes on the local Docker
+// engine; without one the test is skipped.
 func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	t.Helper()
 	return newWorldWith(t, policy, script, func(*runner.Config) {})
@@ -68,7 +72,21 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 // configure before it is built.
 func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
 	t.Helper()
-	sandboxtest.RequireDocker(t)
+	return buildWorld(t, policy, script, runner.DockerSandboxes(sandboxtest.NewDriver(t)), configure)
+}
+
+// newWorldWithoutSandboxes is newWorld for a test whose tasks never start
+// a sandbox — refusals, status, help, ask: it runs without Docker, and a
+// task that asks for a sandbox fails the test.
+func newWorldWithoutSandboxes(t *testing.T, policy string, script llmtest.Script) *world {
+	t.Helper()
+	return buildWorld(t, policy, script, noSandboxes{t}, func(*runner.Config) {})
+}
+
+// buildWorld makes a world whose runner starts its sandboxes through
+// sandboxes.
+func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes runner.Sandboxes, configure func(*runner.Config)) *world {
+	t.Helper()
 	files := map[string]string{}
 	root := "../deploy/demo/repo"
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
@@ -111,7 +129,7 @@ func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure 
 	}
 	w.cfg = runner.Config{
 		GitHub: githubapp.New(gh), Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
-		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Sandbox: sandboxes, Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}
@@ -154,6 +172,34 @@ func demoScript(t testing.TB) llmtest.Script {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// noSandboxes are the sandboxes of a test that starts none: asking for
+// one fails the test (from whichever goroutine asks) and the task.
+type noSandboxes struct{ t *testing.T }
+
+var errNoSandbox = errors.New("this test starts no sandbox")
+
+func (s noSandboxes) Start(context.Context, docker.Spec) (runner.Sandbox, error) {
+	return nil, s.asked("a sandbox")
+}
+
+func (s noSandboxes) StartEgress(context.Context, docker.EgressSpec) (*docker.Egress, error) {
+	return nil, s.asked("an egress proxy")
+}
+
+func (s noSandboxes) ImageID(_ context.Context, ref string) (string, error) {
+	return "", s.asked("image " + ref)
+}
+
+func (s noSandboxes) Image() string {
+	s.asked("the default image")
+	return ""
+}
+
+func (s noSandboxes) asked(what string) error {
+	s.t.Errorf("the task asked for %s: %v", what, errNoSandbox)
+	return errNoSandbox
 }
 
 // memStore is the queue's store, task list and state in memory. fail,

@@ -55,6 +55,7 @@ func StartGitServer(t testing.TB, cert ...tls.Certificate) *GitServer {
 // sandbox's egress proxy reaches servers on the host.
 func BridgeGateway(t testing.TB) string {
 	t.Helper()
+	RequireDocker(t)
 	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f", `{{index .Options "com.docker.network.bridge.name"}}`).Output()
 	if err != nil {
 		t.Fatalf("docker network inspect bridge: %v", err)
