@@ -10,7 +10,7 @@ import (
 	"github.com/agentbot/agentbot/runner"
 )
 
-// New is a as the runner's GitHub.
+// New returns a as the runner's GitHub.
 func New(a *github.App) runner.GitHub { return gitHub{a} }
 
 type gitHub struct{ *github.App }
