@@ -321,10 +321,11 @@ func (rp *reporter) finish(ctx context.Context, st app.State, body, step string)
 	if step == "" {
 		step = string(st)
 	}
-	if err := rp.store.SetState(ctx, tk.ID, st, step); err != nil {
+	// The outcome first: whoever sees the record final may read it.
+	if err := rp.saveOutcome(ctx, st); err != nil {
 		return err
 	}
-	if err := rp.saveOutcome(ctx, st); err != nil {
+	if err := rp.store.SetState(ctx, tk.ID, st, step); err != nil {
 		return err
 	}
 	if tk.run != nil {

@@ -463,14 +463,14 @@ func assertOnePullRequest(t *testing.T, w *demoWorld, commentID int64) {
 	}
 }
 
-// buildAgentbot builds the static agentbot binary, for workers run as
-// processes of their own (and their sandboxes' executor).
+// buildAgentbot builds agentbot for workers run as processes of their own.
+// Their sandboxes' executor is the world's (workerArgs), so the binary need
+// not be static: built as the test binary was, it reuses its compiled
+// packages and only links.
 func buildAgentbot(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "agentbot")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build agentbot: %v\n%s", err, out)
 	}
 	return bin
@@ -482,7 +482,7 @@ func startWorker(t *testing.T, w *demoWorld, bin string) *exec.Cmd {
 	t.Helper()
 	// Several workers run at once, beside other tests: each serves its
 	// probes and metrics on a port of its own.
-	cmd := exec.Command(bin, append(append([]string{"worker"}, w.workerArgs...), "--sandbox-executor", bin, "--metrics-addr", "127.0.0.1:0")...)
+	cmd := exec.Command(bin, append(append([]string{"worker"}, w.workerArgs...), "--metrics-addr", "127.0.0.1:0")...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range w.workerEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)
