@@ -149,6 +149,12 @@ func (b *policyBuilder) finish() {
 		if t.rule.Policy == ApprovalAllowlist && len(t.rule.Allow) == 0 {
 			b.failIn(b.origin[t.path+".policy"], t.path+".policy", "allowlist needs at least one entry in %s.allow", t.path)
 		}
+		// Attempts run side by side to their end: none can wait for an
+		// approver while the others go on.
+		if t.rule.Policy == ApprovalHuman && b.p.Limits.Attempts > 1 {
+			b.failIn(b.origin["limits.attempts"], "limits.attempts", "%d attempts cannot pause for an approver, and %s.policy is human; set one of them otherwise",
+				b.p.Limits.Attempts, t.path)
+		}
 	}
 	// A check runs within the agent phase, so sandbox.timeout bounds it; a
 	// check that names no timeout gets at most the phase's.

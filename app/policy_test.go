@@ -558,6 +558,7 @@ func TestPolicyAttempts(t *testing.T) {
 		{"limits: {attempts: 4}\n", ".github/agent.yml:1: limits.attempts: 4 is above this server's cap of 3"},
 		{"limits: {attempts: 0}\n", ".github/agent.yml:1: limits.attempts: 0 must be more than zero"},
 		{"model: {attempts: [gpt-4.1, \" \"]}\n", ".github/agent.yml:1: model.attempts[1]: is empty; write a model name"},
+		{"limits: {attempts: 2}\ntools: {shell: human}\n", ".github/agent.yml:1: limits.attempts: 2 attempts cannot pause for an approver, and tools.shell.policy is human; set one of them otherwise"},
 	} {
 		r, err := ParsePolicy(PolicyPath, []byte(tt.file))
 		if err == nil {

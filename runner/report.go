@@ -136,6 +136,9 @@ func failureText(tk *task, st *agent.State, f failure) string {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
 	}
 	b.WriteString(checksSection(tk, st) + "\n" + usageLine(st) + "\n\n")
+	if a := attemptsSection(tk); a != "" {
+		b.WriteString(strings.TrimPrefix(a, "\n\n") + "\n")
+	}
 	diff := f.diff
 	if diff == "" {
 		diff = st.Diff

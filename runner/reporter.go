@@ -41,6 +41,27 @@ func (r *Runner) reporter(tk *task) *reporter {
 	return &reporter{tk: tk, store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
 }
 
+// forAttempt is rp for attempt n of limits.attempts: what it traces is
+// marked as the attempt's.
+func (rp *reporter) forAttempt(n int) *reporter {
+	c := *rp
+	if rp.traces != nil {
+		c.traces = attemptTraces{TraceLog: rp.traces, n: n}
+	}
+	return &c
+}
+
+// attemptTraces marks the events it appends with an attempt.
+type attemptTraces struct {
+	TraceLog
+	n int
+}
+
+func (t attemptTraces) Append(ctx context.Context, id string, e app.TraceEvent) error {
+	e.Attempt = t.n
+	return t.TraceLog.Append(ctx, id, e)
+}
+
 // state records where the task is, for "agentbot tasks" and "/agent
 // status".
 func (rp *reporter) state(ctx context.Context, st app.State, step string) error {
@@ -350,6 +371,9 @@ func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
 	}
 	if tk.gated {
 		o.SafetyIncidents++
+	}
+	if a := tk.prog.Attempts; a != nil {
+		o.Tokens, o.Cost = a.Tokens, a.Cost // every attempt's spending
 	}
 	countVerification(tk, &o)
 	if tk.prog.PR != nil {

@@ -203,6 +203,9 @@ type progress struct {
 	// Reproduction is the proof that the tree pushed fixes something, or
 	// why there is none; nil when the policy asks for none.
 	Reproduction *Reproduction `json:"reproduction,omitempty"`
+	// Attempts are what became of the attempts of limits.attempts and
+	// which one is proposed; nil for a task of one attempt.
+	Attempts *attemptsReport `json:"attempts,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
