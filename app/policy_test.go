@@ -85,7 +85,7 @@ func TestEveryKeySet(t *testing.T) {
 		Setup:   Setup{Network: true, Run: []string{"go mod download", "make tools"}, Timeout: 5 * time.Minute},
 		Sandbox: SandboxSpec{Image: "agentbot-sandbox:go", CPUs: 1.5, Memory: 512 << 20, Pids: 256, Timeout: 30 * time.Minute, Disk: 2 << 30},
 		Paths:   Paths{Allow: []string{"src/**", "docs/*.md"}, Deny: []string{"src/vendor/**"}},
-		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute, ContextTokens: 8000, Attempts: 3},
+		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute, ContextTokens: 8000, Attempts: 1},
 		Tools: Tools{
 			Write: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"src/**"}},
 			Shell: ToolRule{Policy: ApprovalHuman},
