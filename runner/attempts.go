@@ -386,7 +386,11 @@ func (s attemptSummary) line() string {
 	if s.Reproduced {
 		proof = ", reproduced"
 	}
-	return fmt.Sprintf("passed%s: %d lines in %d files, %d tokens", proof, s.Lines, s.Files, s.Tokens)
+	files := "files"
+	if s.Files == 1 {
+		files = "file"
+	}
+	return fmt.Sprintf("passed%s: %d lines in %d %s, %d tokens", proof, s.Lines, s.Files, files, s.Tokens)
 }
 
 // attemptsSection is the attempts as a section of the pull request's body
@@ -436,11 +440,11 @@ var rankCriteria = []struct {
 		}},
 	{func(a, b candidate) int { return cmp.Compare(a.lines, b.lines) },
 		func(a, b candidate) string {
-			return fmt.Sprintf("it changes %d lines, attempt %d %d", a.lines, b.n, b.lines)
+			return fmt.Sprintf("it changes %d lines against attempt %d's %d", a.lines, b.n, b.lines)
 		}},
 	{func(a, b candidate) int { return cmp.Compare(a.files, b.files) },
 		func(a, b candidate) string {
-			return fmt.Sprintf("it changes %d files, attempt %d %d", a.files, b.n, b.files)
+			return fmt.Sprintf("it changes %d files against attempt %d's %d", a.files, b.n, b.files)
 		}},
 	{func(a, b candidate) int { return compareBool(a.tampered, b.tampered) },
 		func(a, b candidate) string {
@@ -448,7 +452,7 @@ var rankCriteria = []struct {
 		}},
 	{func(a, b candidate) int { return cmp.Compare(a.tokens, b.tokens) },
 		func(a, b candidate) string {
-			return fmt.Sprintf("it took %d tokens, attempt %d %d", a.tokens, b.n, b.tokens)
+			return fmt.Sprintf("it took %d tokens against attempt %d's %d", a.tokens, b.n, b.tokens)
 		}},
 }
 
