@@ -78,7 +78,7 @@ type RawLimits struct {
 	CostUSD       *float64     `yaml:"cost_usd" desc:"Maximum model cost in US dollars."`
 	WallClock     *RawDuration `yaml:"wall_clock" desc:"Maximum time from start to pull request, such as 1h."`
 	ContextTokens *int         `yaml:"context_tokens" desc:"Maximum tokens of the issue's or pull request's conversation shown to the model; a longer thread is cut from the middle."`
-	Attempts      *int         `yaml:"attempts" desc:"How many attempts of the agent run in parallel, each in its own sandbox over the same prepared environment and with an equal share of iterations, tokens and wall clock; cost_usd bounds their sum. The best attempt whose checks pass becomes the pull request."`
+	Attempts      *int         `yaml:"attempts" desc:"How many attempts of the agent run side by side, each in its own sandbox over the same prepared environment, each with the whole of iterations and wall_clock and an equal share of tokens; cost_usd bounds their sum. The best attempt whose change passes becomes the pull request. More than one cannot pause for an approver (a human tool rule)."`
 }
 
 // RawTools is the tools section of a policy file.

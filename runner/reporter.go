@@ -374,6 +374,9 @@ func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
 	}
 	if a := tk.prog.Attempts; a != nil {
 		o.Tokens, o.Cost = a.Tokens, a.Cost // every attempt's spending
+		if a.Winner > 0 {
+			o.Model = a.Each[a.Winner-1].Model
+		}
 	}
 	countVerification(tk, &o)
 	if tk.prog.PR != nil {
