@@ -1,0 +1,73 @@
+package runner_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+)
+
+// BenchmarkAttempts measures a fix from its start to its pull request
+// with one attempt and with three (limits.attempts: 3), one after the
+// other on the same repository — the demo package with two module
+// dependencies — and the same prepared environment, which a first task
+// builds off the clock. The aim: three attempts within 1.5× of one. Run
+// it with -benchtime=1x.
+func BenchmarkAttempts(b *testing.B) {
+	// Every attempt fixes Sum, then finishes: the steps answer a loop's
+	// first question and the rule every later one, whichever attempt asks.
+	script := llmtest.Script{Rules: []llmtest.Rule{{Contains: "stats.go", Step: llmtest.Step{ToolCalls: []llmtest.Call{finishCall}}}}}
+	for range 8 {
+		script.Steps = append(script.Steps, llmtest.Step{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: fixEdit}}})
+	}
+	var one, three time.Duration
+	for i := range b.N {
+		b.StopTimer()
+		w := newEnvWorld(b, script)
+		if detail := w.fixIssue(b, fmt.Sprintf("W%d", i)); !strings.HasPrefix(detail, "setup: built ") {
+			b.Fatalf("the first task's setup: %q", detail)
+		}
+		b.StartTimer()
+		one += w.timedFix(b, fmt.Sprintf("O%d", i))
+		b.StopTimer()
+		if _, err := w.sim.Commit(repo, "main", "grace", "Three attempts", map[string]string{
+			app.PolicyPath: w.files[app.PolicyPath] + "limits: {attempts: 3}\n",
+		}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		three += w.timedFix(b, fmt.Sprintf("T%d", i))
+		b.StopTimer()
+		if events, _ := w.traces.Trace(b.Context(), fmt.Sprintf("T%d", i)); !hasAttempts(events, 3) {
+			b.Fatal("the three-attempt task did not trace three attempts")
+		}
+	}
+	b.ReportMetric(float64(one.Milliseconds())/float64(b.N), "ms-1-attempt/op")
+	b.ReportMetric(float64(three.Milliseconds())/float64(b.N), "ms-3-attempts/op")
+	b.ReportMetric(float64(three)/float64(one), "3-vs-1")
+}
+
+// timedFix runs a fix that must succeed over the prepared environment,
+// and returns how long it took.
+func (w *envWorld) timedFix(b *testing.B, id string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	if detail := w.fixIssue(b, id); !strings.HasPrefix(detail, "setup: cached ") {
+		b.Fatalf("task %s's setup: %q; want the prepared environment", id, detail)
+	}
+	return time.Since(start)
+}
+
+// hasAttempts reports whether events trace n attempts.
+func hasAttempts(events []app.TraceEvent, n int) bool {
+	seen := 0
+	for _, e := range events {
+		if e.Kind == app.TraceAttempt {
+			seen++
+		}
+	}
+	return seen == n
+}
