@@ -16,7 +16,9 @@
 //   - workspace (fix.go): the checkout on the host;
 //   - setup: prepareEnv (environment.go) prepares the environment, with
 //     egress through setupEgress (egress.go);
-//   - loop (fix.go): the agent in a network-less sandbox;
+//   - loop (fix.go): the agent in a network-less sandbox; under
+//     limits.attempts, bestOf (attempts.go) runs several loops side by
+//     side, judges each change and proposes the best;
 //   - then deliver (fix.go): gate, verification (verify.go runs the
 //     checks in a fresh sandbox), pushChange (push.go pushes), pullRequest;
 //   - report: the task's reporter (reporter.go) owns every write a task
