@@ -15,7 +15,7 @@ const (
 	TraceToolCall  TraceKind = "tool_call"  // a tool the model called, with its capped arguments and result
 	TraceCheck     TraceKind = "check"      // an acceptance check run
 	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused, or a connection setup's egress proxy refused
-	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent, gate, verification, push
+	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent (attempts), gate, verification, push
 	TraceIncident  TraceKind = "incident"   // a safety incident: the final verification contradicts the loop
 	TraceAttempt   TraceKind = "attempt"    // one of limits.attempts ended: its verdict, and its diff in Result
 )

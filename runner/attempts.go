@@ -116,14 +116,20 @@ func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.
 		return err
 	}
 	runs := make([]attemptRun, len(ats))
-	// Every loop runs to its end before any change is judged, so that the
-	// trace's phases stay the task's: the agent, then the verification.
+	// Each attempt's change is judged as soon as its loop ends, while the
+	// others may still run: the task takes as long as its slowest attempt
+	// and that one's verification.
 	var wg sync.WaitGroup
 	for i, at := range ats {
-		wg.Go(func() { runs[i].st, runs[i].stoppedBy, runs[i].err = r.runLoop(ctx, tk, at) })
+		wg.Go(func() {
+			run := &runs[i]
+			if run.st, run.stoppedBy, run.err = r.runLoop(ctx, tk, at); run.err == nil && run.stoppedBy == "" {
+				run.err = r.judge(ctx, tk, at, run)
+			}
+		})
 	}
 	wg.Wait()
-	tk.rep.phase(ctx, "agent")
+	tk.rep.phase(ctx, "attempts")
 	if err := runErrors(runs); err != nil {
 		return err
 	}
@@ -132,17 +138,6 @@ func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.
 			tk.run = run.st
 			return tk.rep.fail(ctx, run.st, failure{stoppedBy: run.stoppedBy})
 		}
-	}
-	if err := tk.rep.running(ctx, "verification", "verifying the attempts' changes in fresh sandboxes"); err != nil {
-		return err
-	}
-	for i, at := range ats {
-		wg.Go(func() { runs[i].err = r.judge(ctx, tk, at, &runs[i]) })
-	}
-	wg.Wait()
-	tk.rep.phase(ctx, "verification")
-	if err := runErrors(runs); err != nil {
-		return err
 	}
 	for _, run := range runs {
 		if run.verified != nil {
