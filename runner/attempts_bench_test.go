@@ -19,9 +19,12 @@ import (
 func BenchmarkAttempts(b *testing.B) {
 	// Every attempt fixes Sum, then finishes: the steps answer a loop's
 	// first question and the rule every later one, whichever attempt asks.
+	// Each step's fix differs by a comment, so that no two attempts make
+	// the same change and each is verified on its own.
 	script := llmtest.Script{Rules: []llmtest.Rule{{Contains: "stats.go", Step: llmtest.Step{ToolCalls: []llmtest.Call{finishCall}}}}}
-	for range 8 {
-		script.Steps = append(script.Steps, llmtest.Step{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: fixEdit}}})
+	for k := range 8 {
+		fix := fmt.Sprintf(`{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ { // fix %d"}`, k)
+		script.Steps = append(script.Steps, llmtest.Step{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: llmtest.Arguments(fix)}}})
 	}
 	var one, three time.Duration
 	for i := range b.N {
