@@ -3,6 +3,9 @@ package runner
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 func TestRankAttempts(t *testing.T) {
@@ -46,5 +49,26 @@ func TestRankAttempts(t *testing.T) {
 				t.Errorf("whyWon = %q, want %q", why, tt.why)
 			}
 		})
+	}
+}
+
+func TestAttemptPolicy(t *testing.T) {
+	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}},
+		Limits: app.Limits{Iterations: 30, Tokens: 900_000, CostUSD: 10, WallClock: time.Hour, Attempts: 3}}
+	var models []string
+	for i := range 3 {
+		a := attemptPolicy(p, i, 3)
+		models = append(models, a.Model.Edit)
+		if l := a.Limits; l.Iterations != 30 || l.WallClock != time.Hour || l.Tokens != 300_000 || l.CostUSD != 10 {
+			t.Errorf("attempt %d's limits: %+v; want the whole iterations, wall clock and cost, a third of the tokens", i, l)
+		}
+	}
+	if want := []string{"gpt-4.1", "o4-mini", "gpt-4.1"}; !slices.Equal(models, want) {
+		t.Errorf("models %q, want %q", models, want)
+	}
+	// A task of one attempt keeps its policy, but for a first model named.
+	p.Model.Attempts = nil
+	if a := attemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || a.Limits != p.Limits {
+		t.Errorf("one attempt: %+v %+v; want the policy as it is", a.Model, a.Limits)
 	}
 }
