@@ -56,8 +56,10 @@ var (
 // bestOfPolicy runs three attempts, of models a, b and c.
 const bestOfPolicy = quickPolicy + "limits: {attempts: 3}\nmodel: {attempts: [a, b, c]}\n"
 
-func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
-	t.Parallel()
+// threeAttempts are the models of bestOfPolicy: a fails the checks, b
+// passes with a change of 40 lines and c with one of 3.
+func threeAttempts(t *testing.T) byModel {
+	t.Helper()
 	var extra strings.Builder
 	extra.WriteString(`package stats\n`)
 	for i := range 37 {
@@ -75,6 +77,15 @@ func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
 		"c": steps(llmtest.Call{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {",` +
 			`"new_string":"// Every sample counts.\n\tfor i := 0; i < len(xs); i++ {"}`}, finishCall),
 	})
+	return models
+}
+
+// wonByAttempt3 is what the pull request of threeAttempts says.
+const wonByAttempt3 = "**3 attempts ran, 2 passed;** attempt 3 is this change, because it changes 3 lines against attempt 2's 40."
+
+func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
+	t.Parallel()
+	models := threeAttempts(t)
 	w := newWorldWith(t, bestOfPolicy, llmtest.Script{}, func(c *runner.Config) { c.Model = models })
 	rec := w.recorded(t)
 	if err := w.runner.ProcessTask(t.Context(), w.task(t, "B1")); err != nil {
@@ -88,7 +99,7 @@ func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
 		t.Fatalf("%d pull requests; want 1", len(prs))
 	}
 	body := prs[0].Body
-	if want := "**3 attempts ran, 2 passed;** attempt 3 is this change, because it changes 3 lines against attempt 2's 40."; !strings.Contains(body, want) {
+	if want := wonByAttempt3; !strings.Contains(body, want) {
 		t.Errorf("the pull request does not say %q:\n%s", want, body)
 	}
 	for _, row := range []string{"| 1 | `a` | not proposed: same_failure: ", "| 2 | `b` | passed: 40 lines in 2 files", "| 3 | `c` | passed: 3 lines in 1 file,"} {
@@ -167,5 +178,38 @@ func TestBestOfStopsEveryAttemptOnceTheirCostReachesTheCap(t *testing.T) {
 	}
 	if prs := w.sim.PullRequests(repo); len(prs) != 0 {
 		t.Errorf("%d pull requests; want none", len(prs))
+	}
+}
+
+func TestBestOfResumedAfterItsPushProposesTheSameAttempt(t *testing.T) {
+	t.Parallel()
+	w := newWorldWith(t, bestOfPolicy, llmtest.Script{}, func(c *runner.Config) { c.Model = threeAttempts(t) })
+	died := false
+	w.store.fail = func(key string, state []byte) bool {
+		if key == "R1:progress" && strings.Contains(string(state), `"pushed"`) && !died {
+			died = true
+			return true
+		}
+		return false
+	}
+	tk := w.task(t, "R1")
+	if err := w.runner.ProcessTask(t.Context(), tk); err == nil || !died {
+		t.Fatalf("ProcessTask = %v; want the failed save after the push", err)
+	}
+	pushed := branchSHA(t, w, "agent/1-sum-drops-the-first-sample")
+	// The attempts resume from their final states: the scripts have no
+	// step left for them.
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatalf("resumed task: %v", err)
+	}
+	if r := w.store.record("R1"); r.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s):\n%s", r.State, r.Step, w.status("R1"))
+	}
+	if now := branchSHA(t, w, "agent/1-sum-drops-the-first-sample"); now != pushed {
+		t.Errorf("the branch moved from %s to %s; want the winner's commit kept", pushed, now)
+	}
+	prs := w.sim.PullRequests(repo)
+	if len(prs) != 1 || !strings.Contains(prs[0].Body, wonByAttempt3) {
+		t.Fatalf("%d pull requests; want one saying %q: %+v", len(prs), wonByAttempt3, prs)
 	}
 }
