@@ -183,33 +183,39 @@ func TestBestOfStopsEveryAttemptOnceTheirCostReachesTheCap(t *testing.T) {
 
 func TestBestOfResumedAfterItsPushProposesTheSameAttempt(t *testing.T) {
 	t.Parallel()
-	w := newWorldWith(t, bestOfPolicy, llmtest.Script{}, func(c *runner.Config) { c.Model = threeAttempts(t) })
-	died := false
-	w.store.fail = func(key string, state []byte) bool {
-		if key == "R1:progress" && strings.Contains(string(state), `"pushed"`) && !died {
-			died = true
-			return true
-		}
-		return false
-	}
-	tk := w.task(t, "R1")
-	if err := w.runner.ProcessTask(t.Context(), tk); err == nil || !died {
-		t.Fatalf("ProcessTask = %v; want the failed save after the push", err)
-	}
-	pushed := branchSHA(t, w, "agent/1-sum-drops-the-first-sample")
-	// The attempts resume from their final states: the scripts have no
-	// step left for them.
-	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
-		t.Fatalf("resumed task: %v", err)
-	}
-	if r := w.store.record("R1"); r.State != app.StateSucceeded {
-		t.Fatalf("task ended %s (%s):\n%s", r.State, r.Step, w.status("R1"))
-	}
-	if now := branchSHA(t, w, "agent/1-sum-drops-the-first-sample"); now != pushed {
-		t.Errorf("the branch moved from %s to %s; want the winner's commit kept", pushed, now)
-	}
-	prs := w.sim.PullRequests(repo)
-	if len(prs) != 1 || !strings.Contains(prs[0].Body, wonByAttempt3) {
-		t.Fatalf("%d pull requests; want one saying %q: %+v", len(prs), wonByAttempt3, prs)
+	// The worker dies as it saves the push, or the pull request: the
+	// task runs again from its saved progress.
+	for _, dies := range []string{`"pushed"`, `"pr"`} {
+		t.Run(dies, func(t *testing.T) {
+			w := newWorldWith(t, bestOfPolicy, llmtest.Script{}, func(c *runner.Config) { c.Model = threeAttempts(t) })
+			died := false
+			w.store.fail = func(key string, state []byte) bool {
+				if key == "R1:progress" && strings.Contains(string(state), dies) && !died {
+					died = true
+					return true
+				}
+				return false
+			}
+			tk := w.task(t, "R1")
+			if err := w.runner.ProcessTask(t.Context(), tk); err == nil || !died {
+				t.Fatalf("ProcessTask = %v; want the failed save", err)
+			}
+			pushed := branchSHA(t, w, "agent/1-sum-drops-the-first-sample")
+			// The attempts resume from their final states: the scripts
+			// have no step left for them.
+			if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+				t.Fatalf("resumed task: %v", err)
+			}
+			if r := w.store.record("R1"); r.State != app.StateSucceeded {
+				t.Fatalf("task ended %s (%s):\n%s", r.State, r.Step, w.status("R1"))
+			}
+			if now := branchSHA(t, w, "agent/1-sum-drops-the-first-sample"); now != pushed {
+				t.Errorf("the branch moved from %s to %s; want the winner's commit kept", pushed, now)
+			}
+			prs := w.sim.PullRequests(repo)
+			if len(prs) != 1 || !strings.Contains(prs[0].Body, wonByAttempt3) {
+				t.Fatalf("%d pull requests; want one saying %q: %+v", len(prs), wonByAttempt3, prs)
+			}
+		})
 	}
 }
