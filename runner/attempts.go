@@ -119,25 +119,33 @@ func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.
 	// Each attempt's change is judged as soon as its loop ends, while the
 	// others may still run: the task takes as long as its slowest attempt
 	// and that one's verification.
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	for i, at := range ats {
 		wg.Go(func() {
 			run := &runs[i]
-			if run.st, run.stoppedBy, run.err = r.runLoop(ctx, tk, at); run.err == nil && run.stoppedBy == "" {
-				run.err = r.judge(ctx, tk, at, run)
+			run.st, run.stoppedBy, run.err = r.runLoop(actx, tk, at)
+			switch {
+			case run.stoppedBy != "":
+				// A stop is the task's: the verifications still running
+				// end too, and their errors are the stop's.
+				cancel()
+			case run.err == nil:
+				run.err = r.judge(actx, tk, at, run)
 			}
 		})
 	}
 	wg.Wait()
 	tk.rep.phase(ctx, "attempts")
-	if err := runErrors(runs); err != nil {
-		return err
-	}
 	for _, run := range runs {
 		if run.stoppedBy != "" {
 			tk.run = run.st
 			return tk.rep.fail(ctx, run.st, failure{stoppedBy: run.stoppedBy})
 		}
+	}
+	if err := runErrors(runs); err != nil {
+		return err
 	}
 	for _, run := range runs {
 		if run.verified != nil {

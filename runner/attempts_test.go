@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner"
@@ -217,5 +218,40 @@ func TestBestOfResumedAfterItsPushProposesTheSameAttempt(t *testing.T) {
 				t.Fatalf("%d pull requests; want one saying %q: %+v", len(prs), wonByAttempt3, prs)
 			}
 		})
+	}
+}
+
+func TestBestOfStopEndsEveryAttempt(t *testing.T) {
+	t.Parallel()
+	scripts := map[string]llmtest.Script{}
+	for _, name := range []string{"a", "b", "c"} {
+		var s llmtest.Script
+		for i := range 40 {
+			s.Steps = append(s.Steps, llmtest.Step{Delay: 100 * time.Millisecond,
+				ToolCalls: []llmtest.Call{{Name: "search", Arguments: llmtest.Arguments(fmt.Sprintf(`{"pattern":"%s%d"}`, name, i))}}})
+		}
+		scripts[name] = s
+	}
+	models, _ := scriptedModels(t, llm.Price{}, scripts)
+	w := newWorldWith(t, bestOfPolicy, llmtest.Script{}, func(c *runner.Config) { c.Model = models })
+	tk := w.task(t, "S1")
+	// Asked before the task starts, the stop is seen at the loops' first
+	// look for one, well before their scripts end.
+	if err := w.store.RequestStop(t.Context(), "S1", "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.store.record("S1"); r.State != app.StateStopped {
+		t.Fatalf("task ended %s (%s); want stopped:\n%s", r.State, r.Step, w.status("S1"))
+	}
+	for n := 1; n <= 3; n++ {
+		if left := containersOf(t, fmt.Sprintf("S1-attempt-%d", n)); left != "" {
+			t.Errorf("attempt %d's sandbox is still there: %s", n, left)
+		}
+	}
+	if prs := w.sim.PullRequests(repo); len(prs) != 0 {
+		t.Errorf("%d pull requests; want none", len(prs))
 	}
 }
