@@ -477,7 +477,8 @@ func (rp *reporter) delivered(ctx context.Context, st *agent.State, pr app.PullR
 		return rp.fail(ctx, st, *failed)
 	}
 	if err := rp.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper), Text: rp.checkText(ctx, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk),
+		Text: rp.checkText(ctx, st),
 	}); err != nil {
 		return err
 	}
