@@ -103,6 +103,9 @@ type Limits struct {
 	// issue's or pull request's thread), in estimated tokens; a longer
 	// thread is cut from the middle.
 	ContextTokens int
+	// Attempts is how many attempts of the loop run side by side on the
+	// same prepared environment; the best that passes is proposed.
+	Attempts int
 }
 
 // Approval is how calls of one tool class are approved.
@@ -135,6 +138,9 @@ type Models struct {
 	// Vision says the edit model reads images: the conversation's image
 	// attachments are then passed to it.
 	Vision bool
+	// Attempts are the edit models of the attempts, in turn; empty means
+	// Edit for every attempt.
+	Attempts []string
 }
 
 // PullRequestSpec says how the agent's pull requests look.

@@ -33,7 +33,7 @@ sandbox: {cpus: 2, memory: 4GiB, pids: 512, timeout: 45m, disk: 1GiB}
 paths:
   allow: ["**"]
   deny: [".github/**", ".github/agent.yml", "**/CODEOWNERS", "**/*.pem", "**/.env*"]
-limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h, context_tokens: 20000}
+limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h, context_tokens: 20000, attempts: 1}
 tools: {write: auto, shell: auto}
 pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment, signed_commits: true, ci_followups: 2}
 `
@@ -148,6 +148,12 @@ func (b *policyBuilder) finish() {
 	}{{"tools.write", b.p.Tools.Write}, {"tools.shell", b.p.Tools.Shell}} {
 		if t.rule.Policy == ApprovalAllowlist && len(t.rule.Allow) == 0 {
 			b.failIn(b.origin[t.path+".policy"], t.path+".policy", "allowlist needs at least one entry in %s.allow", t.path)
+		}
+		// Attempts run side by side to their end: none can wait for an
+		// approver while the others go on.
+		if t.rule.Policy == ApprovalHuman && b.p.Limits.Attempts > 1 {
+			b.failIn(b.origin["limits.attempts"], "limits.attempts", "%d attempts cannot pause for an approver, and %s.policy is human; set one of them otherwise",
+				b.p.Limits.Attempts, t.path)
 		}
 	}
 	// A check runs within the agent phase, so sandbox.timeout bounds it; a
@@ -286,6 +292,7 @@ func policySettings() []policySetting {
 		valueSetting("limits.cost_usd", func(r *RawPolicy) *float64 { return r.Limits.CostUSD }, func(p *Policy) *float64 { return &p.Limits.CostUSD }, checkPositive(func(c Caps) float64 { return c.Limits.CostUSD })),
 		valueSetting("limits.wall_clock", func(r *RawPolicy) *RawDuration { return r.Limits.WallClock }, func(p *Policy) *time.Duration { return &p.Limits.WallClock }, checkDuration(func(c Caps) time.Duration { return c.Limits.WallClock })),
 		valueSetting("limits.context_tokens", func(r *RawPolicy) *int { return r.Limits.ContextTokens }, func(p *Policy) *int { return &p.Limits.ContextTokens }, checkPositive(func(c Caps) int { return c.Limits.ContextTokens })),
+		valueSetting("limits.attempts", func(r *RawPolicy) *int { return r.Limits.Attempts }, func(p *Policy) *int { return &p.Limits.Attempts }, checkPositive(func(c Caps) int { return c.Limits.Attempts })),
 		valueSetting("tools.write.policy", func(r *RawPolicy) *Approval { return r.Tools.Write.Policy }, func(p *Policy) *Approval { return &p.Tools.Write.Policy }, checkApproval),
 		listSetting("tools.write.allow", func(r *RawPolicy) []string { return r.Tools.Write.Allow }, func(p *Policy) *[]string { return &p.Tools.Write.Allow }, checkGlob),
 		valueSetting("tools.shell.policy", func(r *RawPolicy) *Approval { return r.Tools.Shell.Policy }, func(p *Policy) *Approval { return &p.Tools.Shell.Policy }, checkApproval),
@@ -293,6 +300,7 @@ func policySettings() []policySetting {
 		valueSetting("model.edit", func(r *RawPolicy) *string { return r.Model.Edit }, func(p *Policy) *string { return &p.Model.Edit }, asIs[string]),
 		valueSetting("model.fast", func(r *RawPolicy) *string { return r.Model.Fast }, func(p *Policy) *string { return &p.Model.Fast }, asIs[string]),
 		valueSetting("model.vision", func(r *RawPolicy) *bool { return r.Model.Vision }, func(p *Policy) *bool { return &p.Model.Vision }, asIs[bool]),
+		listSetting("model.attempts", func(r *RawPolicy) []string { return r.Model.Attempts }, func(p *Policy) *[]string { return &p.Model.Attempts }, checkNotBlank("a model name")),
 		valueSetting("pull_request.draft", func(r *RawPolicy) *bool { return r.PullRequest.Draft }, func(p *Policy) *bool { return &p.PullRequest.Draft }, asIs[bool]),
 		valueSetting("pull_request.branch_prefix", func(r *RawPolicy) *string { return r.PullRequest.BranchPrefix }, func(p *Policy) *string { return &p.PullRequest.BranchPrefix }, checkBranchPrefix),
 		listSetting("pull_request.labels", func(r *RawPolicy) []string { return r.PullRequest.Labels }, func(p *Policy) *[]string { return &p.PullRequest.Labels }, checkNotBlank("a label")),

@@ -78,6 +78,7 @@ type RawLimits struct {
 	CostUSD       *float64     `yaml:"cost_usd" desc:"Maximum model cost in US dollars."`
 	WallClock     *RawDuration `yaml:"wall_clock" desc:"Maximum time from start to pull request, such as 1h."`
 	ContextTokens *int         `yaml:"context_tokens" desc:"Maximum tokens of the issue's or pull request's conversation shown to the model; a longer thread is cut from the middle."`
+	Attempts      *int         `yaml:"attempts" desc:"How many attempts of the agent run side by side, each in its own sandbox over the same prepared environment, each with the whole of iterations and wall_clock and an equal share of tokens; cost_usd bounds their sum. The best attempt whose change passes becomes the pull request. More than one cannot pause for an approver (a human tool rule)."`
 }
 
 // RawTools is the tools section of a policy file.
@@ -100,6 +101,8 @@ type RawModels struct {
 	Edit   *string `yaml:"edit" desc:"The model that drives the loop."`
 	Fast   *string `yaml:"fast" desc:"The model that digests long logs and old context."`
 	Vision *bool   `yaml:"vision" desc:"Whether the edit model reads images: images attached to the conversation are passed to it (at most 5, 5 MiB each, PNG, JPEG, GIF or WebP)."`
+	// Attempts name the edit model of each attempt of limits.attempts.
+	Attempts []string `yaml:"attempts" desc:"Edit models of the attempts of limits.attempts: attempt i uses attempts[i mod its length]; empty means edit for all."`
 }
 
 // RawPullRequest is the pull_request section of a policy file.

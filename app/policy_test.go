@@ -55,7 +55,7 @@ func TestDesignExample(t *testing.T) {
 		Setup:   Setup{Network: true, Run: []string{"go mod download"}, Timeout: 10 * time.Minute},
 		Sandbox: SandboxSpec{Image: "golang:1.26", CPUs: 2, Memory: 4 << 30, Pids: 512, Timeout: 45 * time.Minute, Disk: 1 << 30},
 		Paths:   Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem", "**/.env*"}},
-		Limits:  Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25, Tokens: 2000000, CostUSD: 10, WallClock: time.Hour, ContextTokens: 20000},
+		Limits:  Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25, Tokens: 2000000, CostUSD: 10, WallClock: time.Hour, ContextTokens: 20000, Attempts: 1},
 		Tools: Tools{
 			Write: ToolRule{Policy: ApprovalAuto},
 			Shell: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"go test ./...", "go vet ./...", "make lint"}},
@@ -85,12 +85,12 @@ func TestEveryKeySet(t *testing.T) {
 		Setup:   Setup{Network: true, Run: []string{"go mod download", "make tools"}, Timeout: 5 * time.Minute},
 		Sandbox: SandboxSpec{Image: "agentbot-sandbox:go", CPUs: 1.5, Memory: 512 << 20, Pids: 256, Timeout: 30 * time.Minute, Disk: 2 << 30},
 		Paths:   Paths{Allow: []string{"src/**", "docs/*.md"}, Deny: []string{"src/vendor/**"}},
-		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute, ContextTokens: 8000},
+		Limits:  Limits{Iterations: 12, DiffLines: 300, FilesChanged: 10, Tokens: 500000, CostUSD: 2.5, WallClock: 40 * time.Minute, ContextTokens: 8000, Attempts: 1},
 		Tools: Tools{
 			Write: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"src/**"}},
 			Shell: ToolRule{Policy: ApprovalHuman},
 		},
-		Model:       Models{Edit: "big-model", Fast: "small-model", Vision: true},
+		Model:       Models{Edit: "big-model", Fast: "small-model", Vision: true, Attempts: []string{"big-model", "other-model"}},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
 		Quality:     Quality{Reproduce: ReproduceRequired},
 		Source:      PolicyPath,
@@ -530,5 +530,48 @@ func TestReproduceLockedByTheServer(t *testing.T) {
 	_, err = BuildPolicy(server, parseString(t, PolicyPath, "version: 1\nquality: {reproduce: off}\n"))
 	if want := ".github/agent.yml:2: quality.reproduce: is fixed by this server's operator and cannot be set here; remove it"; ErrorMessage(err) != want {
 		t.Errorf("a repository turning it off: %v; want %q", err, want)
+	}
+}
+
+func TestPolicyAttempts(t *testing.T) {
+	server := openServer()
+	server.Max.Limits.Attempts = 3
+
+	// One attempt unless a file asks for more: a task runs as it always did.
+	p, err := BuildPolicy(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.Attempts != 1 || len(p.Model.Attempts) != 0 {
+		t.Errorf("defaults: attempts %d, models %q; want 1 and none", p.Limits.Attempts, p.Model.Attempts)
+	}
+
+	r := parseString(t, PolicyPath, "limits: {attempts: 3}\nmodel: {attempts: [gpt-4.1, o4-mini]}\n")
+	if p, err = BuildPolicy(server, r); err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.Attempts != 3 || !slices.Equal(p.Model.Attempts, []string{"gpt-4.1", "o4-mini"}) {
+		t.Errorf("attempts %d, models %q; want 3 and [gpt-4.1 o4-mini]", p.Limits.Attempts, p.Model.Attempts)
+	}
+
+	for _, tt := range []struct{ file, want string }{
+		{"limits: {attempts: 4}\n", ".github/agent.yml:1: limits.attempts: 4 is above this server's cap of 3"},
+		{"limits: {attempts: 0}\n", ".github/agent.yml:1: limits.attempts: 0 must be more than zero"},
+		{"model: {attempts: [gpt-4.1, \" \"]}\n", ".github/agent.yml:1: model.attempts[1]: is empty; write a model name"},
+		{"limits: {attempts: 2}\ntools: {shell: human}\n", ".github/agent.yml:1: limits.attempts: 2 attempts cannot pause for an approver, and tools.shell.policy is human; set one of them otherwise"},
+	} {
+		r, err := ParsePolicy(PolicyPath, []byte(tt.file))
+		if err == nil {
+			_, err = BuildPolicy(server, r)
+		}
+		if got := ErrorMessage(err); got != tt.want {
+			t.Errorf("%q: got %q, want %q", tt.file, got, tt.want)
+		}
+	}
+
+	// The server's cap is written like the value it bounds.
+	c, err := ParseServerConfig("server.yaml", []byte("max: {limits: {attempts: 2}}\n"))
+	if err != nil || c.Max.Limits.Attempts != 2 {
+		t.Errorf("max.limits.attempts: %d, %v; want 2", c.Max.Limits.Attempts, err)
 	}
 }

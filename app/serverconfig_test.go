@@ -22,7 +22,7 @@ func TestServerConfigExample(t *testing.T) {
 		SetupAllowHosts: []AllowHost{{Host: "proxy.golang.org"}, {Host: "sum.golang.org"}, {Host: "pypi.org", Port: 443},
 			{Host: "files.pythonhosted.org"}, {Host: "registry.npmjs.org"}},
 		Max: Caps{
-			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour, ContextTokens: 50000},
+			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour, ContextTokens: 50000, Attempts: 3},
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute, Disk: 4 << 30},
 		},
 		Locked: []string{"paths.deny", "trigger.allow_forks"},

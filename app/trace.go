@@ -15,14 +15,15 @@ const (
 	TraceToolCall  TraceKind = "tool_call"  // a tool the model called, with its capped arguments and result
 	TraceCheck     TraceKind = "check"      // an acceptance check run
 	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused, or a connection setup's egress proxy refused
-	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent, gate, verification, push
+	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent (attempts), gate, verification, push
 	TraceIncident  TraceKind = "incident"   // a safety incident: the final verification contradicts the loop
+	TraceAttempt   TraceKind = "attempt"    // one of limits.attempts ended: its verdict, and its diff in Result
 )
 
 // Valid reports whether k is one of the kinds above.
 func (k TraceKind) Valid() bool {
 	switch k {
-	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase, TraceIncident:
+	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase, TraceIncident, TraceAttempt:
 		return true
 	}
 	return false
@@ -48,6 +49,9 @@ type TraceEvent struct {
 	Args             string  `json:"args,omitempty"`
 	Result           string  `json:"result,omitempty"`
 	Detail           string  `json:"detail,omitempty"` // a refusal's reason, a check's command
+	// Attempt is the attempt of limits.attempts the event belongs to,
+	// from 1; 0 for a task that runs one.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // Capped returns e with Args and Result cut to MaxTraceField bytes each.
@@ -153,7 +157,12 @@ func RenderTrace(taskID string, events []TraceEvent, limit int) string {
 func traceLine(n int, e TraceEvent) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d. `%s` **%s**", n, e.Kind, mdInline(e.Name))
-	if e.Step > 0 {
+	switch {
+	case e.Attempt > 0 && e.Step > 0:
+		fmt.Fprintf(&b, " (attempt %d, step %d)", e.Attempt, e.Step)
+	case e.Attempt > 0:
+		fmt.Fprintf(&b, " (attempt %d)", e.Attempt)
+	case e.Step > 0:
 		fmt.Fprintf(&b, " (step %d)", e.Step)
 	}
 	if e.Outcome != "" {

@@ -127,7 +127,7 @@ type envWorld struct {
 	runner *runner.Runner
 }
 
-func newEnvWorld(t *testing.T, script llmtest.Script) *envWorld {
+func newEnvWorld(t testing.TB, script llmtest.Script) *envWorld {
 	t.Helper()
 	sandboxtest.RequireDocker(t)
 	proxy := newGoProxy(t)

@@ -69,12 +69,12 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	// it too.
 	defer func() { tk.env.release(tk) }()
 
-	st, stoppedBy, err := r.loop(ctx, tk, ws)
-	if sf, ok := errors.AsType[*setupFailure](err); ok {
-		return tk.rep.fail(ctx, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
+	if tk.policy.Policy.Limits.Attempts > 1 {
+		return r.setupFailed(ctx, tk, r.bestOf(ctx, tk, tg, ws, remote))
 	}
+	st, stoppedBy, err := r.loop(ctx, tk, ws)
 	if err != nil {
-		return err
+		return r.setupFailed(ctx, tk, err)
 	}
 	tk.run = st
 	tk.rep.phase(ctx, "agent")
@@ -95,6 +95,15 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 		return r.deliver(ctx, tk, ws, remote, tg, st, &f)
 	}
 	return tk.rep.fail(ctx, st, f)
+}
+
+// setupFailed reports err when it is a setup command's failure, which
+// ends the task, and returns any other error as it is.
+func (r *Runner) setupFailed(ctx context.Context, tk *task, err error) error {
+	if sf, ok := errors.AsType[*setupFailure](err); ok {
+		return tk.rep.fail(ctx, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
+	}
+	return err
 }
 
 // workspace checks the task's commit out on the host, with a token that
@@ -151,25 +160,38 @@ func (r *Runner) target(tk *task) (target, error) {
 	return target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, slug(tk.issue.Title)), base: def, prBase: def}, nil
 }
 
-// loop runs the agent in a network-less sandbox over ws. When "/agent
-// stop" ends it, the state so far is returned with who stopped it, once the
-// sandbox is removed.
+// loop runs the agent in a network-less sandbox over ws, after setup.
+// When "/agent stop" ends it, the state so far is returned with who
+// stopped it, once the sandbox is removed.
 func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_ *agent.State, stoppedBy string, err error) {
+	if err := r.setup(ctx, tk, ws); err != nil {
+		return nil, "", err
+	}
+	return r.runLoop(ctx, tk, onlyAttempt(ctx, tk, ws))
+}
+
+// setup names the policy's models where it names none and prepares the
+// environment over ws, which every container of the task then sees.
+func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) (err error) {
 	if tk.policy.Policy.Model.Edit == "" {
 		tk.policy.Policy.Model.Edit = r.cfg.Models.Edit
 	}
 	if tk.policy.Policy.Model.Fast == "" {
 		tk.policy.Policy.Model.Fast = r.cfg.Models.Fast
 	}
-	p := tk.policy.Policy
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
-		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
+		return fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
 	tk.env.release(tk) // a resumed loop's earlier one
-	if tk.env, err = r.prepareEnv(ctx, tk, ws); err != nil {
-		return nil, "", err
-	}
-	spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID, WorkTree: ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
+	tk.env, err = r.prepareEnv(ctx, tk, ws)
+	return err
+}
+
+// runLoop runs one attempt of the agent in a network-less sandbox over its
+// work tree, on the environment setup prepared.
+func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.State, stoppedBy string, err error) {
+	p := at.policy
+	spec, err := tk.env.spec(docker.Spec{TaskID: at.id, WorkTree: at.ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
 	if err != nil {
 		return nil, "", err
 	}
@@ -181,24 +203,26 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 	if err != nil {
 		return nil, "", err
 	}
-	system, text, err := renderPrompts(tk, ws, th)
+	system, text, err := renderPrompts(tk, at.ws, th)
 	if err != nil {
 		return nil, "", err
 	}
 	a, err := agent.New(ctx, agent.Config{
-		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: ws,
+		TaskID: at.id, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: at.ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
+		Observe: at.observe, ObserveModel: at.observeModel, Spent: at.spent,
 	})
 	if err != nil {
 		return nil, "", err
 	}
 	// A resumed loop may have applied its saved diff as the host's user.
-	if err := sandbox.ShareTree(ws.Dir()); err != nil {
+	if err := sandbox.ShareTree(at.ws.Dir()); err != nil {
 		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	if err := tk.rep.say(ctx, runningText(tk, "the agent is working")); err != nil {
-		return nil, "", err
+	if at.n == 0 { // the attempts say so together
+		if err := tk.rep.say(ctx, runningText(tk, "the agent is working")); err != nil {
+			return nil, "", err
+		}
 	}
 	d, err := r.pendingDecision(ctx, a.State())
 	if err != nil {
@@ -242,28 +266,34 @@ func (f *setupFailure) Error() string {
 }
 
 // deliver takes the change the loop ended with to its pull request: the
-// host's gate, the final verification, the commit and push, the pull
-// request and the report. failed is set when the loop failed and the
-// policy asks for a draft pull request of the partial change anyway. A
-// task resumed after its push goes straight to the pull request.
+// host's gate, the final verification, then propose. failed is set when
+// the loop failed and the policy asks for a draft pull request of the
+// partial change anyway. A task resumed after its push goes straight to
+// the pull request.
 func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
 	tg target, st *agent.State, failed *failure) error {
-	var tamper app.Tampering
+	if tk.prog.Pushed != "" {
+		// Resumed after the push: the pushed tree is the saved diff's.
+		return r.propose(ctx, tk, ws, remote, tg, st, failed, savedTampering(tk, st))
+	}
+	report, ok, err := r.gate(ctx, tk, ws, st)
+	if !ok || err != nil {
+		return err
+	}
+	if failed, ok, err = r.verification(ctx, tk, ws, report, st, failed); !ok || err != nil {
+		return err
+	}
+	return r.propose(ctx, tk, ws, remote, tg, st, failed, report.Tampering)
+}
+
+// propose commits and pushes a gated and verified change, unless it was
+// pushed before, and opens its pull request and reports it.
+func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
+	tg target, st *agent.State, failed *failure, tamper app.Tampering) error {
 	if tk.prog.Pushed == "" {
-		report, ok, err := r.gate(ctx, tk, ws, st)
-		if !ok || err != nil {
-			return err
-		}
-		tamper = report.Tampering
-		if failed, ok, err = r.verification(ctx, tk, ws, report, st, failed); !ok || err != nil {
-			return err
-		}
 		if ok, err := r.pushChange(ctx, tk, ws, remote, tg, st); !ok || err != nil {
 			return err
 		}
-	} else {
-		// Resumed after the push: the pushed tree is the saved diff's.
-		tamper = savedTampering(tk, st)
 	}
 	failed = verdict(tk, failed)
 	pr, err := r.pullRequest(ctx, tk, tg, st, failed, tamper)
@@ -339,7 +369,7 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 		Date:      tk.prog.CommitDate,
 	})
 	if errors.Is(err, workspace.ErrNoChanges) {
-		return false, tk.rep.fail(ctx, st, failure{gate: app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")})
+		return false, tk.rep.fail(ctx, st, failure{gate: nothingChanged()})
 	}
 	if err != nil {
 		return false, err
@@ -360,6 +390,11 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 	return true, nil
 }
 
+// nothingChanged refuses a change that is empty.
+func nothingChanged() error {
+	return app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")
+}
+
 // pullRequest opens the pushed branch's pull request, or finds the one
 // open on it: a draft when failed is set.
 func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent.State, failed *failure, tamper app.Tampering) (app.PullRequest, error) {
@@ -371,7 +406,7 @@ func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
-	body += reproductionSection(tk) + tamperingSection(tamper)
+	body += reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk)
 	if err := tk.rep.auditPush(ctx); err != nil {
 		return app.PullRequest{}, err
 	}

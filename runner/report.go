@@ -136,6 +136,9 @@ func failureText(tk *task, st *agent.State, f failure) string {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
 	}
 	b.WriteString(checksSection(tk, st) + "\n" + usageLine(st) + "\n\n")
+	if a := attemptsSection(tk); a != "" {
+		b.WriteString(strings.TrimPrefix(a, "\n\n") + "\n")
+	}
 	diff := f.diff
 	if diff == "" {
 		diff = st.Diff
@@ -329,6 +332,9 @@ func helpText(p app.Policy) string {
 	fmt.Fprintf(&b, "- who may ask: roles %s, users %s\n", strings.Join(p.Trigger.Roles, ", "), strings.Join(p.Trigger.Users, ", "))
 	fmt.Fprintf(&b, "- paths: allow %q, deny %q\n", p.Paths.Allow, p.Paths.Deny)
 	fmt.Fprintf(&b, "- limits: %d iterations, %d changed lines, %d files\n", p.Limits.Iterations, p.Limits.DiffLines, p.Limits.FilesChanged)
+	if n := p.Limits.Attempts; n > 1 {
+		fmt.Fprintf(&b, "- %d attempts side by side; the best change that passes is proposed\n", n)
+	}
 	return b.String()
 }
 

@@ -41,6 +41,27 @@ func (r *Runner) reporter(tk *task) *reporter {
 	return &reporter{tk: tk, store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
 }
 
+// forAttempt is rp for attempt n of limits.attempts: what it traces is
+// marked as the attempt's.
+func (rp *reporter) forAttempt(n int) *reporter {
+	c := *rp
+	if rp.traces != nil {
+		c.traces = attemptTraces{TraceLog: rp.traces, n: n}
+	}
+	return &c
+}
+
+// attemptTraces marks the events it appends with an attempt.
+type attemptTraces struct {
+	TraceLog
+	n int
+}
+
+func (t attemptTraces) Append(ctx context.Context, id string, e app.TraceEvent) error {
+	e.Attempt = t.n
+	return t.TraceLog.Append(ctx, id, e)
+}
+
 // state records where the task is, for "agentbot tasks" and "/agent
 // status".
 func (rp *reporter) state(ctx context.Context, st app.State, step string) error {
@@ -352,6 +373,12 @@ func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
 	if tk.gated {
 		o.SafetyIncidents++
 	}
+	if a := tk.prog.Attempts; a != nil {
+		o.Tokens, o.Cost = a.Tokens, a.Cost // every attempt's spending
+		if a.Winner > 0 {
+			o.Model = a.Each[a.Winner-1].Model
+		}
+	}
 	countVerification(tk, &o)
 	if tk.prog.PR != nil {
 		o.PR = tk.prog.PR.Number
@@ -451,7 +478,8 @@ func (rp *reporter) delivered(ctx context.Context, st *agent.State, pr app.PullR
 		return rp.fail(ctx, st, *failed)
 	}
 	if err := rp.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper), Text: rp.checkText(ctx, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk),
+		Text: rp.checkText(ctx, st),
 	}); err != nil {
 		return err
 	}

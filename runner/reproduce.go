@@ -61,9 +61,26 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 	if err := tk.status.Set(ctx, runningText(tk, "running the new tests on "+shortSHA(ws.Base())+", without the fix")); err != nil {
 		return err
 	}
-	ct, err := workspace.ChangedTestsOf(gate.Diff)
+	rp, err := r.reproduction(ctx, tk, tk.rep, ws, gate, tk.ID+"-reproduce")
 	if err != nil {
 		return err
+	}
+	if rp.Run != nil {
+		// A phase only when tests ran: without them it took no time.
+		tk.rep.phase(ctx, "reproduction")
+	}
+	tk.prog.Reproduction = rp
+	return tk.rep.save(ctx)
+}
+
+// reproduction runs the change's tests on the base commit without the
+// rest of the change, in sandboxes named after id, and traces the run
+// through rep.
+func (r *Runner) reproduction(ctx context.Context, tk *task, rep *reporter, ws *workspace.Workspace, gate workspace.GateReport, id string) (*Reproduction, error) {
+	mode := reproduceMode(tk)
+	ct, err := workspace.ChangedTestsOf(gate.Diff)
+	if err != nil {
+		return nil, err
 	}
 	rp := Reproduction{Mode: mode, Base: ws.Base(), Files: ct.Files, Tests: ct.GoTests}
 	if len(ct.Files) == 0 {
@@ -71,12 +88,12 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 	} else {
 		tree, err := ws.Overlay(ctx, gate.Tree, ct.Files)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		checks := narrowChecks(tk.policy.Policy.Checks, ct.GoTests)
-		v, err := r.verifyTree(ctx, tk, ws, tree, tk.ID+"-reproduce", checks)
+		v, err := r.verifyTree(ctx, tk, ws, tree, id, checks)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rp.Run = &v
 		switch {
@@ -87,24 +104,21 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 		default:
 			rp.Reproduced = true
 		}
-		r.traceReproduction(ctx, tk, rp)
-		// A phase only when tests ran: without them it took no time.
-		tk.rep.phase(ctx, "reproduction")
+		traceReproduction(ctx, rep, rp)
 	}
-	tk.log.Info("reproduction", "reproduced", rp.Reproduced, "mode", mode, "tests", rp.Tests, "files", rp.Files, "why", rp.Why)
-	tk.prog.Reproduction = &rp
-	return tk.rep.save(ctx)
+	tk.log.Info("reproduction", "id", id, "reproduced", rp.Reproduced, "mode", mode, "tests", rp.Tests, "files", rp.Files, "why", rp.Why)
+	return &rp, nil
 }
 
 // traceReproduction records each check run on the base with the tests.
-func (r *Runner) traceReproduction(ctx context.Context, tk *task, rp Reproduction) {
+func traceReproduction(ctx context.Context, rep *reporter, rp Reproduction) {
 	end := time.Now().UTC()
 	for _, c := range rp.Run.Checks {
 		outcome := "failed"
 		if c.Passed {
 			outcome = "passed"
 		}
-		tk.rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
+		rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
 			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
 			Detail: fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run)})
 	}
@@ -113,7 +127,12 @@ func (r *Runner) traceReproduction(ctx context.Context, tk *task, rp Reproductio
 // reproductionRefusal is the refusal of a change the policy requires to be
 // reproduced and that is not, or nil.
 func reproductionRefusal(tk *task) error {
-	rp := tk.prog.Reproduction
+	return refusalOf(tk.prog.Reproduction)
+}
+
+// refusalOf is the refusal of rp, when the policy requires a reproduction
+// and rp is none, or nil.
+func refusalOf(rp *Reproduction) error {
 	if rp == nil || rp.Reproduced || rp.Mode != app.ReproduceRequired {
 		return nil
 	}

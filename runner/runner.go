@@ -17,7 +17,9 @@
 //   - workspace (fix.go): the checkout on the host;
 //   - setup: prepareEnv (environment.go) prepares the environment, with
 //     egress through setupEgress (egress.go);
-//   - loop (fix.go): the agent in a network-less sandbox;
+//   - loop (fix.go): the agent in a network-less sandbox; under
+//     limits.attempts, bestOf (attempts.go) runs several loops side by
+//     side, judges each change and proposes the best;
 //   - then deliver (fix.go): gate, verification (verify.go runs the
 //     checks in a fresh sandbox), pushChange (push.go pushes), pullRequest;
 //   - report: the task's reporter (reporter.go) owns every write a task
@@ -199,6 +201,9 @@ type progress struct {
 	// Reproduction is the proof that the tree pushed fixes something, or
 	// why there is none; nil when the policy asks for none.
 	Reproduction *Reproduction `json:"reproduction,omitempty"`
+	// Attempts are what became of the attempts of limits.attempts and
+	// which one is proposed; nil for a task of one attempt.
+	Attempts *attemptsReport `json:"attempts,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {

@@ -89,9 +89,25 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	if err := tk.rep.running(ctx, "verification", "verifying the checks in a fresh sandbox"); err != nil {
 		return err
 	}
-	v, err := r.verifyTree(ctx, tk, ws, gated, tk.ID+"-verify", tk.policy.Policy.Checks)
+	v, err := r.verified(ctx, tk, tk.rep, ws, gated, tk.ID+"-verify", st)
 	if err != nil {
 		return err
+	}
+	if err := auditIncident(ctx, tk.rep, st, v); err != nil {
+		return err
+	}
+	tk.rep.phase(ctx, "verification")
+	tk.prog.Verified = &v
+	return tk.rep.save(ctx)
+}
+
+// verified runs the final verification of the gated tree in sandboxes
+// named after id and traces it through rp; a disagreement with the loop
+// is traced and logged as a safety incident.
+func (r *Runner) verified(ctx context.Context, tk *task, rp *reporter, ws *workspace.Workspace, gated, id string, st *agent.State) (Verification, error) {
+	v, err := r.verifyTree(ctx, tk, ws, gated, id, tk.policy.Policy.Checks)
+	if err != nil {
+		return v, err
 	}
 	v.LoopPassed = loopPassed(st)
 	end := time.Now().UTC()
@@ -100,21 +116,30 @@ func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, 
 		if c.Passed {
 			outcome = "passed"
 		}
-		tk.rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "verify " + c.Name,
+		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "verify " + c.Name,
 			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
 			Detail: fmt.Sprintf("fresh sandbox %s: %s", shortID(v.Container), c.Run)})
 	}
 	if v.Incident() {
-		detail := "the agent's sandbox: " + resultsLine(latestChecks(st.Checks)) + "; a fresh sandbox: " + resultsLine(v.Checks)
+		detail := incidentDetail(st, v)
 		tk.log.Error("safety incident: the checks pass in the agent's sandbox and fail in a fresh one", "detail", detail)
-		tk.rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
-		if err := tk.rep.audit(ctx, app.AuditBlocked, "verification: nothing pushed as a fix; "+detail); err != nil {
-			return err
-		}
+		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
 	}
-	tk.rep.phase(ctx, "verification")
-	tk.prog.Verified = &v
-	return tk.rep.save(ctx)
+	return v, nil
+}
+
+// incidentDetail is a verification that contradicts the loop, in a line.
+func incidentDetail(st *agent.State, v Verification) string {
+	return "the agent's sandbox: " + resultsLine(latestChecks(st.Checks)) + "; a fresh sandbox: " + resultsLine(v.Checks)
+}
+
+// auditIncident writes the audit log's entry of a verification that
+// contradicts the loop, if v is one.
+func auditIncident(ctx context.Context, rp *reporter, st *agent.State, v Verification) error {
+	if !v.Incident() {
+		return nil
+	}
+	return rp.audit(ctx, app.AuditBlocked, "verification: nothing pushed as a fix; "+incidentDetail(st, v))
 }
 
 // verifyTree makes a fresh tree of gated, sets it up and runs checks over

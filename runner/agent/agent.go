@@ -90,7 +90,12 @@ type Config struct {
 	// question: nothing is written and nothing runs in a sandbox, so
 	// Runner may be nil.
 	ReadOnly bool
-	Logger   *slog.Logger
+	// Spent, when set, is what every loop sharing the policy's cost_usd
+	// has spent so far, this one's included: the attempts of one task
+	// share it, so that each stops once their sum reaches it. Nil: this
+	// loop's own usage.
+	Spent  func() float64
+	Logger *slog.Logger
 }
 
 // Event is one step's progress: a tool call and its result, or an answer
@@ -453,10 +458,18 @@ func (a *Agent) overBudget() (StopReason, string) {
 		return StopWallClock, fmt.Sprintf("%s spent, the limit is %s", a.elapsed().Round(time.Second), l.WallClock)
 	case l.Tokens > 0 && st.Usage.Total() >= l.Tokens:
 		return StopTokens, fmt.Sprintf("%d tokens used, the limit is %d", st.Usage.Total(), l.Tokens)
-	case l.CostUSD > 0 && st.Usage.CostUSD >= l.CostUSD:
-		return StopCost, fmt.Sprintf("$%.2f spent, the limit is $%.2f", st.Usage.CostUSD, l.CostUSD)
+	case l.CostUSD > 0 && a.spent() >= l.CostUSD:
+		return StopCost, fmt.Sprintf("$%.2f spent, the limit is $%.2f", a.spent(), l.CostUSD)
 	}
 	return "", ""
+}
+
+// spent is the cost that counts against the policy's cost_usd.
+func (a *Agent) spent() float64 {
+	if a.cfg.Spent != nil {
+		return a.cfg.Spent()
+	}
+	return a.st.Usage.CostUSD
 }
 
 func (a *Agent) elapsed() time.Duration { return a.before + time.Since(a.started) }

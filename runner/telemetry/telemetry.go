@@ -160,6 +160,7 @@ func attributes(taskID string, e app.TraceEvent) []attribute.KeyValue {
 		}
 	}
 	add(e.Step > 0, attribute.Int("agentbot.step", e.Step))
+	add(e.Attempt > 0, attribute.Int("agentbot.attempt", e.Attempt))
 	add(e.Outcome != "", attribute.String("agentbot.outcome", e.Outcome))
 	add(e.Kind == app.TraceModelCall, attribute.String("gen_ai.request.model", e.Name))
 	add(e.PromptTokens > 0, attribute.Int64("gen_ai.usage.input_tokens", e.PromptTokens))

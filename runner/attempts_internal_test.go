@@ -1,0 +1,74 @@
+package runner
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+)
+
+func TestRankAttempts(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		cands []candidate
+		order []int // attempts, best first
+		why   string
+	}{
+		{"none", nil, nil, ""},
+		{"one", []candidate{{n: 2, lines: 90}}, []int{2}, "it is the only one that passed"},
+		{"a reproduced fix wins over a smaller one",
+			[]candidate{{n: 1, lines: 3, files: 1}, {n: 2, reproduced: true, lines: 40, files: 3}}, []int{2, 1},
+			"a test reproduces its fix and none reproduces attempt 1's"},
+		{"fewer lines",
+			[]candidate{{n: 1, lines: 40, files: 2}, {n: 2, lines: 9, files: 1}, {n: 3, lines: 3, files: 1}}, []int{3, 2, 1},
+			"it changes 3 lines against attempt 2's 9"},
+		{"then fewer files",
+			[]candidate{{n: 1, lines: 6, files: 3}, {n: 2, lines: 6, files: 2}}, []int{2, 1},
+			"it changes 2 files against attempt 1's 3"},
+		{"then no tampering",
+			[]candidate{{n: 1, lines: 6, files: 2, tampered: true, tokens: 10}, {n: 2, lines: 6, files: 2, tokens: 900}}, []int{2, 1},
+			"it leaves tests and configuration alone, and attempt 1 does not"},
+		{"then fewer tokens",
+			[]candidate{{n: 1, lines: 6, files: 2, tokens: 900}, {n: 2, lines: 6, files: 2, tokens: 300}}, []int{2, 1},
+			"it took 300 tokens against attempt 1's 900"},
+		{"a tie goes to the earlier attempt",
+			[]candidate{{n: 1, lines: 6, files: 2, tokens: 300}, {n: 2, lines: 6, files: 2, tokens: 300}}, []int{1, 2},
+			"it ties with attempt 2 on every count and ran first"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ranked := rank(tt.cands)
+			var order []int
+			for _, c := range ranked {
+				order = append(order, c.n)
+			}
+			if !slices.Equal(order, tt.order) {
+				t.Errorf("rank = %v, want %v", order, tt.order)
+			}
+			if why := whyWon(ranked); why != tt.why {
+				t.Errorf("whyWon = %q, want %q", why, tt.why)
+			}
+		})
+	}
+}
+
+func TestAttemptPolicy(t *testing.T) {
+	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}},
+		Limits: app.Limits{Iterations: 30, Tokens: 900_000, CostUSD: 10, WallClock: time.Hour, Attempts: 3}}
+	var models []string
+	for i := range 3 {
+		a := attemptPolicy(p, i, 3)
+		models = append(models, a.Model.Edit)
+		if l := a.Limits; l.Iterations != 30 || l.WallClock != time.Hour || l.Tokens != 300_000 || l.CostUSD != 10 {
+			t.Errorf("attempt %d's limits: %+v; want the whole iterations, wall clock and cost, a third of the tokens", i, l)
+		}
+	}
+	if want := []string{"gpt-4.1", "o4-mini", "gpt-4.1"}; !slices.Equal(models, want) {
+		t.Errorf("models %q, want %q", models, want)
+	}
+	// A task of one attempt keeps its policy, but for a first model named.
+	p.Model.Attempts = nil
+	if a := attemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || a.Limits != p.Limits {
+		t.Errorf("one attempt: %+v %+v; want the policy as it is", a.Model, a.Limits)
+	}
+}
