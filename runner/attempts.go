@@ -87,13 +87,17 @@ type attemptRun struct {
 // prepared once on ws, judges each change that finished, and proposes the
 // best. A task resumed after its push proposes the winner it pushed.
 func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.Workspace, remote workspace.Remote) error {
-	if tk.prog.Pushed != "" && tk.prog.Attempts != nil && tk.prog.Attempts.Winner > 0 {
-		st, err := r.savedState(ctx, attemptID(tk, tk.prog.Attempts.Winner))
+	if a := tk.prog.Attempts; tk.prog.Pushed != "" && a != nil && a.proposed() > 0 {
+		st, err := r.savedState(ctx, attemptID(tk, a.proposed()))
 		if err != nil {
 			return err
 		}
 		tk.run = st
-		return r.deliver(ctx, tk, ws, remote, tg, st, nil)
+		var failed *failure // a draft's, as the loop ended it
+		if st.Status != app.StateSucceeded {
+			failed = &failure{stop: st.Stop}
+		}
+		return r.deliver(ctx, tk, ws, remote, tg, st, failed)
 	}
 	if err := r.setup(ctx, tk, ws); err != nil {
 		return err
@@ -315,10 +319,7 @@ func (r *Runner) proposeBest(ctx context.Context, tk *task, tg target, remote wo
 	tk.prog.Attempts = rep
 	tk.log.Info("attempts ranked", "ran", rep.Ran, "passed", rep.Passed, "winner", rep.Winner, "why", rep.Why)
 	if rep.Winner == 0 {
-		first := runs[0]
-		tk.run = first.st
-		tk.prog.Verified = first.verified
-		return tk.rep.fail(ctx, first.st, *first.fail)
+		return r.proposeDraft(ctx, tk, tg, remote, ats, runs)
 	}
 	w, at := runs[rep.Winner-1], ats[rep.Winner-1]
 	tk.run = w.st
@@ -327,6 +328,40 @@ func (r *Runner) proposeBest(ctx context.Context, tk *task, tg target, remote wo
 		return err
 	}
 	return r.propose(ctx, tk, at.ws, remote, tg, w.st, nil, w.gate.Tampering)
+}
+
+// proposeDraft ends a task none of whose attempts passed: with a draft
+// pull request of the first change that may be one, when the policy asks
+// for drafts (pull_request.on_failure: draft_pr), else with the first
+// attempt's failure. A change the gate passed and the verification failed
+// is preferred to one whose loop did not finish.
+func (r *Runner) proposeDraft(ctx context.Context, tk *task, tg target, remote workspace.Remote, ats []*attempt, runs []attemptRun) error {
+	d := -1
+	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" {
+		d = slices.IndexFunc(runs, func(run attemptRun) bool { return run.fail.verify != nil })
+		if d < 0 {
+			d = slices.IndexFunc(runs, func(run attemptRun) bool { return run.fail.stop != nil && run.st.Diff != "" })
+		}
+	}
+	if d < 0 {
+		first := runs[0]
+		tk.run = first.st
+		tk.prog.Verified = first.verified
+		return tk.rep.fail(ctx, first.st, *first.fail)
+	}
+	run, at := runs[d], ats[d]
+	tk.prog.Attempts.Draft = d + 1
+	tk.run = run.st
+	tk.prog.Verified = run.verified
+	if err := tk.rep.save(ctx); err != nil {
+		return err
+	}
+	if run.fail.verify != nil {
+		// Gated and verified already: the verification's failure is the
+		// draft's (verdict).
+		return r.propose(ctx, tk, at.ws, remote, tg, run.st, nil, run.gate.Tampering)
+	}
+	return r.deliver(ctx, tk, at.ws, remote, tg, run.st, &failure{stop: run.st.Stop})
 }
 
 // runErrors joins the attempts' errors: any one sends the task back to
@@ -361,6 +396,7 @@ type attemptsReport struct {
 	Passed int              `json:"passed"`
 	Winner int              `json:"winner,omitempty"` // the attempt proposed; 0 when none passed
 	Why    string           `json:"why,omitempty"`    // why the winner won
+	Draft  int              `json:"draft,omitempty"`  // the attempt proposed as a draft when none passed
 	Each   []attemptSummary `json:"each"`
 	// Tokens and Cost are every attempt's, added up.
 	Tokens int64   `json:"tokens"`
@@ -379,6 +415,10 @@ type attemptSummary struct {
 	Tokens     int64   `json:"tokens"`
 	Cost       float64 `json:"cost_usd"`
 }
+
+// proposed is the attempt whose change is the pull request: the winner,
+// or the draft; 0 for none.
+func (a *attemptsReport) proposed() int { return cmp.Or(a.Winner, a.Draft) }
 
 // line is the attempt's verdict in a line.
 func (s attemptSummary) line() string {
@@ -407,6 +447,8 @@ func attemptsSection(tk *task) string {
 	b.WriteString("\n\n## Attempts\n\n")
 	if a.Winner > 0 {
 		fmt.Fprintf(&b, "**%d attempts ran, %d passed;** attempt %d is this change, because %s.\n\n", a.Ran, a.Passed, a.Winner, a.Why)
+	} else if a.Draft > 0 {
+		fmt.Fprintf(&b, "**%d attempts ran, none passed.** This draft is attempt %d's change.\n\n", a.Ran, a.Draft)
 	} else {
 		fmt.Fprintf(&b, "**%d attempts ran, none passed.** The report above is attempt 1's.\n\n", a.Ran)
 	}

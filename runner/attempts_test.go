@@ -132,6 +132,42 @@ func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
 	}
 }
 
+// With pull_request.on_failure: draft_pr, a task none of whose attempts
+// passed still proposes a change: the first attempt's that has one, as a
+// draft saying so.
+func TestBestOfWithNoneThatPassesProposesADraft(t *testing.T) {
+	t.Parallel()
+	// a and b each edit a comment: the checks stay red for both.
+	models, _ := scriptedModels(t, llm.Price{}, map[string]llmtest.Script{
+		"a": steps(checksCall,
+			llmtest.Call{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"// Sum returns the sum of xs.","new_string":"// Sum sums xs."}`},
+			checksCall),
+		"b": steps(checksCall,
+			llmtest.Call{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"// Sum returns the sum of xs.","new_string":"// Sum adds xs up."}`},
+			checksCall),
+	})
+	policy := quickPolicy + "limits: {attempts: 2}\nmodel: {attempts: [a, b]}\npull_request: {on_failure: draft_pr}\n"
+	w := newWorldWith(t, policy, llmtest.Script{}, func(c *runner.Config) { c.Model = models })
+	if err := w.runner.ProcessTask(t.Context(), w.task(t, "D1")); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.store.record("D1"); r.State != app.StateFailed {
+		t.Fatalf("task ended %s (%s); want failed with a draft:\n%s", r.State, r.Step, w.status("D1"))
+	}
+	prs := w.sim.PullRequests(repo)
+	if len(prs) != 1 {
+		t.Fatalf("%d pull requests; want one draft", len(prs))
+	}
+	if !prs[0].Pull.Draft {
+		t.Error("the pull request is not a draft")
+	}
+	for _, want := range []string{"Draft: the checks did not pass", "**2 attempts ran, none passed.** This draft is attempt 1's change."} {
+		if !strings.Contains(prs[0].Body, want) {
+			t.Errorf("the draft does not say %q:\n%s", want, prs[0].Body)
+		}
+	}
+}
+
 func attemptEvent(events []app.TraceEvent, model string) (app.TraceEvent, bool) {
 	for _, e := range events {
 		if e.Name == model {
