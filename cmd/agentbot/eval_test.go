@@ -35,12 +35,12 @@ func sandboxFlags(t *testing.T) []string {
 }
 
 // TestEvalShippedSuite runs the suite agentbot ships through the real loop
-// and sandbox with the scripted model: every task is solved, with real
-// go test checks, and its hidden tests pass.
+// and sandbox with the scripted model, its three tasks at once: every task
+// is solved, with real go test checks, and its hidden tests pass.
 func TestEvalShippedSuite(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
-	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite", "--parallel", "3"}, sandboxFlags(t)...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, progress, out)
 	}
@@ -48,6 +48,9 @@ func TestEvalShippedSuite(t *testing.T) {
 		if !strings.Contains(out, task+" ") || !strings.Contains(progress, task+" run 1: solved, hidden pass, 4 iterations") {
 			t.Errorf("%s is not reported solved with its hidden tests passing:\n%s\n%s", task, progress, out)
 		}
+	}
+	if e, p, r := strings.Index(out, "\nerrcheck "), strings.Index(out, "\npagination "), strings.Index(out, "\nrounding "); e < 0 || e > p || p > r {
+		t.Errorf("the report does not list the tasks in the suite's order:\n%s", out)
 	}
 	var total []string
 	for line := range strings.Lines(out) {
@@ -206,6 +209,7 @@ func TestEvalRefusesMalformedSuites(t *testing.T) {
 		{"bad policy", with("repo/.github/agent.yml", "version: 1\nlimits: {iterations: many}\n"), "$S/a/repo/.github/agent.yml:2", nil},
 		{"two suites", good, "want one SUITE_DIR, got 2 arguments", []string{"other"}},
 		{"no runs", good, "--runs 0: want 1 or more", []string{"--runs", "0"}},
+		{"no parallel runs", good, "--parallel 0: want 1 or more", []string{"--parallel", "0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

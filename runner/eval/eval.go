@@ -37,6 +37,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -58,7 +59,12 @@ type Config struct {
 	ModelName, DefaultModel string
 	// Runs of each task; less than 1 means 1.
 	Runs int
-	// Done, when set, sees each run's result as it ends.
+	// Parallel is how many runs, of any tasks, go at once; less than 1
+	// means 1. Each run has its own tree, sandboxes and model, so only the
+	// machine and the model endpoint bound it.
+	Parallel int
+	// Done, when set, sees each run's result as it ends, one call at a
+	// time, in the order the runs end.
 	Done   func(Result)
 	Logger *slog.Logger
 }
@@ -105,15 +111,17 @@ type HiddenRun struct {
 // a test runner's verdict is at the end.
 const hiddenOutputLimit = 4 << 10
 
-// Run runs every task of the suite cfg.Runs times, one run at a time, and
-// reports them. A run that fails, for any reason, is a result; only a
-// cancelled ctx or a task the configuration cannot run ends the evaluation
-// early.
+// Run runs every task of the suite cfg.Runs times, cfg.Parallel runs at a
+// time, and reports them in the suite's task order and run order, however
+// the runs interleave. A run that fails, for any reason, is a result; only
+// a cancelled ctx or a task the configuration cannot run ends the
+// evaluation early.
 func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	if cfg.Driver == nil || cfg.Model == nil {
 		return nil, errors.New("eval: Driver and Model are required")
 	}
 	cfg.Runs = max(cfg.Runs, 1)
+	cfg.Parallel = max(cfg.Parallel, 1)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -122,18 +130,37 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, app.PolicyPath)
 		}
 	}
-	var results []Result
-	for _, t := range s.Tasks {
-		for run := 1; run <= cfg.Runs; run++ {
-			r := cfg.attempt(ctx, t, run)
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	// Each run writes its own slot, so the report's order is the suite's
+	// whatever the order the runs end in.
+	results := make([]Result, len(s.Tasks)*cfg.Runs)
+	slots := make(chan int, cfg.Parallel)
+	var wg sync.WaitGroup
+	var done sync.Mutex
+	for i := range results {
+		select {
+		case slots <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r := cfg.attempt(ctx, s.Tasks[i/cfg.Runs], i%cfg.Runs+1)
+			if ctx.Err() != nil {
+				return
 			}
+			results[i] = r
 			if cfg.Done != nil {
+				done.Lock()
+				defer done.Unlock()
 				cfg.Done(r)
 			}
-			results = append(results, r)
-		}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return newReport(s, cfg.Runs, results), nil
 }
