@@ -23,6 +23,9 @@
 // hidden commands then run in a fresh network-less sandbox over the final
 // tree, with hidden/ laid over it: the agent never saw those tests, so a
 // change that only satisfies the visible ones fails them.
+// Every sandbox's $HOME is a copy-on-write view of the image's seed of it
+// (envcache.SeedHome), copied once per evaluation, so that builds start warm
+// and no sandbox sees another's writes.
 //
 // Capture writes a task from a merged pull request read from GitHub: the
 // tree it was merged onto, the issue it closed, the tests it added or
@@ -130,6 +133,15 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, app.PolicyPath)
 		}
 	}
+	home, err := seedHome(ctx, cfg.Driver, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("eval: seed the sandboxes' home: %w", err)
+	}
+	defer func() {
+		if err := home.close(); err != nil {
+			cfg.Logger.Warn("remove the sandboxes' home", "err", err)
+		}
+	}()
 	// Each run writes its own slot, so the report's order is the suite's
 	// whatever the order the runs end in.
 	results := make([]Result, len(s.Tasks)*cfg.Runs)
@@ -146,7 +158,7 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r := cfg.attempt(ctx, s.Tasks[i/cfg.Runs], i%cfg.Runs+1)
+			r := cfg.attempt(ctx, home, s.Tasks[i/cfg.Runs], i%cfg.Runs+1)
 			if ctx.Err() != nil {
 				return
 			}
@@ -176,7 +188,7 @@ func (cfg *Config) model(t Task) string {
 }
 
 // attempt is one run of a task on a fresh copy of its snapshot.
-func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
+func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run int) Result {
 	r := Result{Task: t.Name, Run: run, Model: cfg.model(t), Hidden: HiddenSkipped}
 	fail := func(err error) Result {
 		r.Solved, r.Error = false, err.Error()
@@ -202,9 +214,13 @@ func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
 	policy.Model.Edit = r.Model
 	id := runID(t.Name, run)
 	start := time.Now()
+	overlays, err := home.overlays()
+	if err != nil {
+		return fail(err)
+	}
 	st, err := Local{
 		Driver: cfg.Driver, Policy: policy, Model: model, Repo: t.Name,
-		Title: t.Title, Body: t.Body, Logger: cfg.Logger,
+		Title: t.Title, Body: t.Body, Logger: cfg.Logger, Overlays: overlays,
 	}.Run(ctx, id, tree)
 	r.Seconds = time.Since(start).Seconds()
 	if st != nil {
@@ -222,7 +238,7 @@ func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
 		r.Hidden = HiddenNone
 		return r
 	}
-	if r.HiddenRuns, err = cfg.hidden(ctx, t, id, tree); err != nil {
+	if r.HiddenRuns, err = cfg.hidden(ctx, home, t, id, tree); err != nil {
 		r.Hidden = HiddenFail
 		r.Error = fmt.Sprintf("hidden tests: %v", err)
 		return r
@@ -239,12 +255,17 @@ func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
 // hidden lays the hidden tests over the tree and runs the hidden commands,
 // all of them, in a sandbox of their own: nothing the agent left running or
 // wrote outside the tree can touch them.
-func (cfg *Config) hidden(ctx context.Context, t Task, id string, tree *Tree) ([]HiddenRun, error) {
+func (cfg *Config) hidden(ctx context.Context, home *seededHome, t Task, id string, tree *Tree) ([]HiddenRun, error) {
 	if err := tree.overlay(t.HiddenFiles()); err != nil {
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
+	overlays, err := home.overlays()
+	if err != nil {
+		return nil, err
+	}
 	p := t.Policy.Sandbox
-	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk})
+	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk,
+		Overlays: overlays})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

@@ -172,3 +172,40 @@ func TestParallelRunsGoTogetherAndReportInTaskOrder(t *testing.T) {
 		t.Errorf("total = %+v, want 3 of 3 solved", rep.Total)
 	}
 }
+
+// TestRunsSeeTheImagesHomeCopyOnWrite: the loop's sandbox and the hidden
+// tests' both start from the image's seed of $HOME (its Go build cache),
+// and what the loop's checks write there never reaches the hidden tests.
+func TestRunsSeeTheImagesHomeCopyOnWrite(t *testing.T) {
+	const (
+		seeded = `ls "$HOME"/.cache/go-build | grep -q .`
+		task   = "title: Value must be 2\nbody: value.txt says 1; it must say 2.\n" +
+			"checks: ['" + seeded + ` && touch "$HOME"/left-by-the-loop && grep -qx 2 value.txt']` + "\n" +
+			"hidden: [sh hidden.sh]\n"
+		hidden = seeded + ` && ! test -e "$HOME"/left-by-the-loop` + "\n"
+	)
+	suite := t.TempDir()
+	writeTask(t, suite, "seeded", map[string]string{"task.yaml": task, "repo/value.txt": "1\n", "hidden/hidden.sh": hidden})
+	s, err := Load(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"value.txt","old_string":"1","new_string":"2"}`}}},
+		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"value.txt says 2"}`}}},
+	}}
+	rep, err := Run(context.Background(), s, Config{
+		Driver:       sandboxtest.NewDriver(t),
+		DefaultModel: "scripted",
+		Model: func(Task) (agent.Model, func(), error) {
+			c, err := llm.New(llm.Config{BaseURL: llmtest.NewServer(t, script).URL()})
+			return c, func() {}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Tasks[0].Results[0]; !r.Solved || r.Hidden != HiddenPass {
+		t.Errorf("run = %+v, want the loop's checks passing on the seeded home and the hidden tests passing without the loop's writes", r)
+	}
+}
