@@ -693,6 +693,7 @@ func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 }
 
 func TestAskIsAnsweredWithoutAPullRequest(t *testing.T) {
+	t.Parallel()
 	script := llmtest.Script{Steps: []llmtest.Step{
 		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts at index 1: stats.go:7."}`}}},

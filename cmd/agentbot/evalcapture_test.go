@@ -71,6 +71,7 @@ func mergedFix(t *testing.T) (*githubsim.Server, []string, int) {
 // "agentbot eval" with the scripted model; its hidden test passes when the
 // trajectory makes the merged change and fails on the snapshot left alone.
 func TestEvalCaptureReplaysAMergedPullRequest(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	_, flags, pr := mergedFix(t)
 	suite := filepath.Join(t.TempDir(), "suite")
@@ -111,6 +112,7 @@ func TestEvalCaptureReplaysAMergedPullRequest(t *testing.T) {
 }
 
 func TestEvalCaptureRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	sim, flags, pr := mergedFix(t)
 	open, err := sim.AddPullRequest("acme/calc", githubsim.PullOptions{Author: "octocat", Title: "Open", Head: "fix-add"})
 	if err != nil {

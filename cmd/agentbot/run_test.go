@@ -141,6 +141,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 // refused without --setup-network, reaches the host --allow-host names
 // with it, and the other host it tries is refused and printed.
 func TestRunSetupNetwork(t *testing.T) {
+	t.Parallel()
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	gw := sandboxtest.BridgeGateway(t)
 	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
