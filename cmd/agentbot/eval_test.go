@@ -100,13 +100,14 @@ func greetingTask(script string) map[string]string {
 }
 
 // TestEvalReportsFailuresAndAggregatesRuns runs a good and a broken
-// trajectory twice each: the JSON report has each run, the broken task
-// failed, the rates and means over both runs, and the command exits 1.
+// trajectory twice each, all four runs at once: the JSON report has each
+// run in order, the broken task failed, the rates and means over both runs,
+// and the command exits 1.
 func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(goodScript), "broken": greetingTask(brokenScript)})
-	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--json"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--parallel", "4", "--json"}, sandboxFlags(t)...)...)
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "2 of 4 runs solved") {
 		t.Fatalf("eval = %v, want exit 1 saying 2 of 4 runs solved\n%s", err, progress)
 	}
@@ -123,6 +124,13 @@ func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	}
 	if broken.Task != "broken" || broken.Solved != 0 || broken.HiddenPassed != 0 || broken.SuccessRate != 0 {
 		t.Errorf("broken = %+v, want no run solved", broken)
+	}
+	for _, tr := range rep.Tasks {
+		for i, r := range tr.Results {
+			if r.Task != tr.Task || r.Run != i+1 {
+				t.Errorf("%s's result %d is %s run %d, want the runs in order", tr.Task, i, r.Task, r.Run)
+			}
+		}
 	}
 	for _, r := range broken.Results {
 		if r.Solved || r.Hidden != eval.HiddenSkipped || r.Error == "" {
