@@ -60,6 +60,7 @@ func firstRequestAfter(t *testing.T, w *demoWorld, n int) string {
 }
 
 func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
+	t.Parallel()
 	script := sampleThen(t,
 		llmtest.Step{ToolCalls: []llmtest.Call{
 			edit("stats.go", "// Sum returns the sum of xs.", "// Sum returns the sum of xs; 0 for none."),
@@ -166,6 +167,7 @@ func actionsFailure() string {
 }
 
 func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
+	t.Parallel()
 	script := sampleThen(t,
 		llmtest.Step{ToolCalls: []llmtest.Call{edit("stats.go", "// Sum returns the sum of xs.", "// Sum returns the sum of xs; 0 for none.")}},
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum of no samples for the doc check"}`}}},
@@ -227,6 +229,7 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 }
 
 func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
 	fixTo(t, w, app.StateSucceeded)
 	before := len(w.llm.Requests())

@@ -17,12 +17,22 @@ var tamperingModel = llmtest.Script{Steps: []llmtest.Step{
 	{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"The tests pass now."}`}}},
 }}
 
+// tamperablePolicy's check fails, as the sample's go test does, until Sum
+// is fixed or the tests that catch its bug are skipped and removed; it needs
+// no Go build. It names the tests by a glob, as go test does by package, so
+// that they are tests to the report, not files a check names.
+const tamperablePolicy = `version: 1
+checks:
+  - {name: test, run: "! grep -q 'i := 1' stats.go || { grep -q 't.Skip' *_test.go && ! grep -q 'func TestMean' *_test.go; }"}
+paths: {allow: ["**/*.go"]}
+`
+
 // Checks that pass because the change weakened the tests are shown as
 // such: the pull request and the check run name the removed test and the
 // added skip in their own section.
 func TestTamperingIsShownInThePullRequestAndCheckRun(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: samplePolicy(t, ""), script: &tamperingModel}, nil)
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: tamperablePolicy}, script: &tamperingModel}, nil)
 	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
 	if err != nil {
 		t.Fatal(err)

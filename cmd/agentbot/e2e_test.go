@@ -414,9 +414,12 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 	t.Parallel()
 	bin := buildAgentbot(t)
+	// One after the other, in this test's turn: waiting out asynq's
+	// recovery of the killed worker's task (a minute or two, mostly idle)
+	// makes this the package's longest test, which must start at once
+	// rather than queue again for a turn behind the other parallel tests.
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			t.Parallel()
 			testResumedByAnother(t, bin, sig)
 		})
 	}
@@ -693,6 +696,7 @@ func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 }
 
 func TestAskIsAnsweredWithoutAPullRequest(t *testing.T) {
+	t.Parallel()
 	script := llmtest.Script{Steps: []llmtest.Step{
 		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts at index 1: stats.go:7."}`}}},

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/eval"
@@ -27,11 +29,15 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("eval", env)
 	modelName := fs.String("model", "", "the model that edits every task; default each task's model.edit, or \"scripted\" for trajectories")
 	runs := fs.Int("runs", 1, "runs of each task; the report gives success rates and means")
+	// One at a time by default: a run's time is part of its score, and runs
+	// sharing the machine's cores, or a model endpoint's rate limit, measure
+	// each other as much as the model.
+	parallel := fs.Int("parallel", 1, "runs, of any tasks, that go at once; the report's order stays the suite's")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
 	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: agentbot eval SUITE_DIR [--model M] [--runs N] [--json]\n       agentbot eval capture OWNER/REPO#PR --out SUITE_DIR (see eval capture -h)")
+		fmt.Fprintln(fs.Output(), "usage: agentbot eval SUITE_DIR [--model M] [--runs N] [--parallel N] [--json]\n       agentbot eval capture OWNER/REPO#PR --out SUITE_DIR (see eval capture -h)")
 		fs.PrintDefaults()
 	}
 	dir, err := parseWithArg(fs, args, env)
@@ -41,13 +47,18 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	if *runs < 1 {
 		return usageErrorf(fs, "--runs %d: want 1 or more", *runs)
 	}
+	if *parallel < 1 {
+		return usageErrorf(fs, "--parallel %d: want 1 or more", *parallel)
+	}
 	suite, err := eval.Load(dir)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	// The per-run progress lines say what the loop's own info logs would.
-	cfg := eval.Config{ModelName: *modelName, Runs: *runs,
-		Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	// Runs going at once share stderr, a line to a write.
+	stderr := &lockedWriter{w: env.Stderr}
+	cfg := eval.Config{ModelName: *modelName, Runs: *runs, Parallel: *parallel,
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if scripted(env) {
 		cfg.DefaultModel = "scripted"
 		if cfg.Model, err = scriptedModels(suite); err != nil {
@@ -74,7 +85,7 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	}
 	defer cfg.Driver.Close()
 	cfg.Done = func(r eval.Result) {
-		fmt.Fprintf(env.Stderr, "%s run %d: %s, hidden %s, %d iterations, %d tokens, $%.4f, %.1fs\n",
+		fmt.Fprintf(stderr, "%s run %d: %s, hidden %s, %d iterations, %d tokens, $%.4f, %.1fs\n",
 			r.Task, r.Run, solvedText(r), r.Hidden, r.Iterations, r.Tokens, r.CostUSD, r.Seconds)
 	}
 
@@ -156,6 +167,18 @@ func scriptedModels(s *eval.Suite) (func(eval.Task) (agent.Model, func(), error)
 		}
 		return c, srv.Close, nil
 	}, nil
+}
+
+// lockedWriter lets concurrent runs write whole lines to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 func solvedText(r eval.Result) string {

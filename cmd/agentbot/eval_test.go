@@ -35,12 +35,12 @@ func sandboxFlags(t *testing.T) []string {
 }
 
 // TestEvalShippedSuite runs the suite agentbot ships through the real loop
-// and sandbox with the scripted model: every task is solved, with real
-// go test checks, and its hidden tests pass.
+// and sandbox with the scripted model, its three tasks at once: every task
+// is solved, with real go test checks, and its hidden tests pass.
 func TestEvalShippedSuite(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
-	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite", "--parallel", "3"}, sandboxFlags(t)...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, progress, out)
 	}
@@ -48,6 +48,9 @@ func TestEvalShippedSuite(t *testing.T) {
 		if !strings.Contains(out, task+" ") || !strings.Contains(progress, task+" run 1: solved, hidden pass, 4 iterations") {
 			t.Errorf("%s is not reported solved with its hidden tests passing:\n%s\n%s", task, progress, out)
 		}
+	}
+	if e, p, r := strings.Index(out, "\nerrcheck "), strings.Index(out, "\npagination "), strings.Index(out, "\nrounding "); e < 0 || e > p || p > r {
+		t.Errorf("the report does not list the tasks in the suite's order:\n%s", out)
 	}
 	var total []string
 	for line := range strings.Lines(out) {
@@ -97,13 +100,14 @@ func greetingTask(script string) map[string]string {
 }
 
 // TestEvalReportsFailuresAndAggregatesRuns runs a good and a broken
-// trajectory twice each: the JSON report has each run, the broken task
-// failed, the rates and means over both runs, and the command exits 1.
+// trajectory twice each, all four runs at once: the JSON report has each
+// run in order, the broken task failed, the rates and means over both runs,
+// and the command exits 1.
 func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(goodScript), "broken": greetingTask(brokenScript)})
-	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--json"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--parallel", "4", "--json"}, sandboxFlags(t)...)...)
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "2 of 4 runs solved") {
 		t.Fatalf("eval = %v, want exit 1 saying 2 of 4 runs solved\n%s", err, progress)
 	}
@@ -120,6 +124,13 @@ func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	}
 	if broken.Task != "broken" || broken.Solved != 0 || broken.HiddenPassed != 0 || broken.SuccessRate != 0 {
 		t.Errorf("broken = %+v, want no run solved", broken)
+	}
+	for _, tr := range rep.Tasks {
+		for i, r := range tr.Results {
+			if r.Task != tr.Task || r.Run != i+1 {
+				t.Errorf("%s's result %d is %s run %d, want the runs in order", tr.Task, i, r.Task, r.Run)
+			}
+		}
 	}
 	for _, r := range broken.Results {
 		if r.Solved || r.Hidden != eval.HiddenSkipped || r.Error == "" {
@@ -206,6 +217,7 @@ func TestEvalRefusesMalformedSuites(t *testing.T) {
 		{"bad policy", with("repo/.github/agent.yml", "version: 1\nlimits: {iterations: many}\n"), "$S/a/repo/.github/agent.yml:2", nil},
 		{"two suites", good, "want one SUITE_DIR, got 2 arguments", []string{"other"}},
 		{"no runs", good, "--runs 0: want 1 or more", []string{"--runs", "0"}},
+		{"no parallel runs", good, "--parallel 0: want 1 or more", []string{"--parallel", "0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

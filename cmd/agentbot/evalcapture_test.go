@@ -71,6 +71,7 @@ func mergedFix(t *testing.T) (*githubsim.Server, []string, int) {
 // "agentbot eval" with the scripted model; its hidden test passes when the
 // trajectory makes the merged change and fails on the snapshot left alone.
 func TestEvalCaptureReplaysAMergedPullRequest(t *testing.T) {
+	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	_, flags, pr := mergedFix(t)
 	suite := filepath.Join(t.TempDir(), "suite")
@@ -95,22 +96,26 @@ func TestEvalCaptureReplaysAMergedPullRequest(t *testing.T) {
 		t.Errorf("task.yaml lacks the issue:\n%s", read("task.yaml"))
 	}
 
-	out, progress, err := evalCmd(t, append([]string{suite}, sandboxFlags(t)...)...)
-	if err != nil || !strings.Contains(progress, "run 1: solved, hidden pass") {
-		t.Fatalf("the merged change does not pass the hidden test: %v\n%s\n%s", err, progress, out)
-	}
-
-	// Left alone, the snapshot passes its own checks but not the hidden test.
-	if err := os.WriteFile(filepath.Join(task, "trajectory.yaml"), []byte("steps:\n  - tool_calls: [{name: finish, arguments: {summary: \"Nothing to do.\"}}]\n"), 0o644); err != nil {
+	// Left alone, the snapshot passes its own checks but not the hidden
+	// test: a copy of the task whose trajectory only finishes runs beside it.
+	alone := filepath.Join(suite, "left-alone")
+	if err := os.CopyFS(alone, os.DirFS(task)); err != nil {
 		t.Fatal(err)
 	}
-	out, progress, err = evalCmd(t, append([]string{suite}, sandboxFlags(t)...)...)
-	if err == nil || !strings.Contains(progress, "hidden fail") {
-		t.Fatalf("the snapshot passes the hidden test: %v\n%s\n%s", err, progress, out)
+	if err := os.WriteFile(filepath.Join(alone, "trajectory.yaml"), []byte("steps:\n  - tool_calls: [{name: finish, arguments: {summary: \"Nothing to do.\"}}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, progress, err := evalCmd(t, append([]string{suite, "--parallel", "2"}, sandboxFlags(t)...)...)
+	if !strings.Contains(progress, filepath.Base(task)+" run 1: solved, hidden pass") {
+		t.Errorf("the merged change does not pass the hidden test: %v\n%s\n%s", err, progress, out)
+	}
+	if err == nil || !strings.Contains(progress, "left-alone run 1: solved, hidden fail") {
+		t.Errorf("the snapshot passes the hidden test: %v\n%s\n%s", err, progress, out)
 	}
 }
 
 func TestEvalCaptureRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	sim, flags, pr := mergedFix(t)
 	open, err := sim.AddPullRequest("acme/calc", githubsim.PullOptions{Author: "octocat", Title: "Open", Head: "fix-add"})
 	if err != nil {

@@ -141,6 +141,7 @@ func TestRunRefusesBadInput(t *testing.T) {
 // refused without --setup-network, reaches the host --allow-host names
 // with it, and the other host it tries is refused and printed.
 func TestRunSetupNetwork(t *testing.T) {
+	t.Parallel()
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	gw := sandboxtest.BridgeGateway(t)
 	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
@@ -208,18 +209,19 @@ setup:
 	}
 }
 
-// TestRunUsesThePolicysImage: a policy naming the python image gets it for
-// the loop and the verification, where --image has no python3.
+// TestRunUsesThePolicysImage: a policy naming an image of its own gets it
+// for the loop and the verification, where --image lacks the image's
+// marker.
 func TestRunUsesThePolicysImage(t *testing.T) {
 	t.Parallel()
-	python, executor := sandboxtest.ToolchainImage(t, "python"), sandboxtest.Executor(t)
+	marked, executor := sandboxtest.MarkedImage(t), sandboxtest.Executor(t)
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nsandbox: {image: " + python + "}\n"})
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nsandbox: {image: " + marked + "}\n"})
 	script := filepath.Join(t.TempDir(), "fix.yaml")
 	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	check := `python3 -c 'pass' || exit 2; ` + grepCheck
+	check := "grep -qx " + marked + " " + sandboxtest.MarkerPath + " || exit 2; " + grepCheck
 	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
 		"--image", sandboxtest.Image(t), "--executor", executor)
 	if err != nil {

@@ -23,6 +23,9 @@
 // hidden commands then run in a fresh network-less sandbox over the final
 // tree, with hidden/ laid over it: the agent never saw those tests, so a
 // change that only satisfies the visible ones fails them.
+// Every sandbox's $HOME is a copy-on-write view of the image's seed of it
+// (envcache.SeedHome), copied once per evaluation, so that builds start warm
+// and no sandbox sees another's writes.
 //
 // Capture writes a task from a merged pull request read from GitHub: the
 // tree it was merged onto, the issue it closed, the tests it added or
@@ -37,6 +40,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -58,7 +62,12 @@ type Config struct {
 	ModelName, DefaultModel string
 	// Runs of each task; less than 1 means 1.
 	Runs int
-	// Done, when set, sees each run's result as it ends.
+	// Parallel is how many runs, of any tasks, go at once; less than 1
+	// means 1. Each run has its own tree, sandboxes and model, so only the
+	// machine and the model endpoint bound it.
+	Parallel int
+	// Done, when set, sees each run's result as it ends, one call at a
+	// time, in the order the runs end.
 	Done   func(Result)
 	Logger *slog.Logger
 }
@@ -105,15 +114,17 @@ type HiddenRun struct {
 // a test runner's verdict is at the end.
 const hiddenOutputLimit = 4 << 10
 
-// Run runs every task of the suite cfg.Runs times, one run at a time, and
-// reports them. A run that fails, for any reason, is a result; only a
-// cancelled ctx or a task the configuration cannot run ends the evaluation
-// early.
+// Run runs every task of the suite cfg.Runs times, cfg.Parallel runs at a
+// time, and reports them in the suite's task order and run order, however
+// the runs interleave. A run that fails, for any reason, is a result; only
+// a cancelled ctx or a task the configuration cannot run ends the
+// evaluation early.
 func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	if cfg.Driver == nil || cfg.Model == nil {
 		return nil, errors.New("eval: Driver and Model are required")
 	}
 	cfg.Runs = max(cfg.Runs, 1)
+	cfg.Parallel = max(cfg.Parallel, 1)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -122,18 +133,46 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, app.PolicyPath)
 		}
 	}
-	var results []Result
-	for _, t := range s.Tasks {
-		for run := 1; run <= cfg.Runs; run++ {
-			r := cfg.attempt(ctx, t, run)
-			if err := ctx.Err(); err != nil {
-				return nil, err
+	home, err := seedHome(ctx, cfg.Driver, cfg.Logger)
+	if err != nil {
+		return nil, fmt.Errorf("eval: seed the sandboxes' home: %w", err)
+	}
+	defer func() {
+		if err := home.close(); err != nil {
+			cfg.Logger.Warn("remove the sandboxes' home", "err", err)
+		}
+	}()
+	// Each run writes its own slot, so the report's order is the suite's
+	// whatever the order the runs end in.
+	results := make([]Result, len(s.Tasks)*cfg.Runs)
+	slots := make(chan int, cfg.Parallel)
+	var wg sync.WaitGroup
+	var done sync.Mutex
+	for i := range results {
+		select {
+		case slots <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r := cfg.attempt(ctx, home, s.Tasks[i/cfg.Runs], i%cfg.Runs+1)
+			if ctx.Err() != nil {
+				return
 			}
+			results[i] = r
 			if cfg.Done != nil {
+				done.Lock()
+				defer done.Unlock()
 				cfg.Done(r)
 			}
-			results = append(results, r)
-		}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return newReport(s, cfg.Runs, results), nil
 }
@@ -149,7 +188,7 @@ func (cfg *Config) model(t Task) string {
 }
 
 // attempt is one run of a task on a fresh copy of its snapshot.
-func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
+func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run int) Result {
 	r := Result{Task: t.Name, Run: run, Model: cfg.model(t), Hidden: HiddenSkipped}
 	fail := func(err error) Result {
 		r.Solved, r.Error = false, err.Error()
@@ -175,9 +214,13 @@ func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
 	policy.Model.Edit = r.Model
 	id := runID(t.Name, run)
 	start := time.Now()
+	overlays, err := home.overlays()
+	if err != nil {
+		return fail(err)
+	}
 	st, err := Local{
 		Driver: cfg.Driver, Policy: policy, Model: model, Repo: t.Name,
-		Title: t.Title, Body: t.Body, Logger: cfg.Logger,
+		Title: t.Title, Body: t.Body, Logger: cfg.Logger, Overlays: overlays,
 	}.Run(ctx, id, tree)
 	r.Seconds = time.Since(start).Seconds()
 	if st != nil {
@@ -195,7 +238,7 @@ func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
 		r.Hidden = HiddenNone
 		return r
 	}
-	if r.HiddenRuns, err = cfg.hidden(ctx, t, id, tree); err != nil {
+	if r.HiddenRuns, err = cfg.hidden(ctx, home, t, id, tree); err != nil {
 		r.Hidden = HiddenFail
 		r.Error = fmt.Sprintf("hidden tests: %v", err)
 		return r
@@ -212,12 +255,17 @@ func (cfg *Config) attempt(ctx context.Context, t Task, run int) Result {
 // hidden lays the hidden tests over the tree and runs the hidden commands,
 // all of them, in a sandbox of their own: nothing the agent left running or
 // wrote outside the tree can touch them.
-func (cfg *Config) hidden(ctx context.Context, t Task, id string, tree *Tree) ([]HiddenRun, error) {
+func (cfg *Config) hidden(ctx context.Context, home *seededHome, t Task, id string, tree *Tree) ([]HiddenRun, error) {
 	if err := tree.overlay(t.HiddenFiles()); err != nil {
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
+	overlays, err := home.overlays()
+	if err != nil {
+		return nil, err
+	}
 	p := t.Policy.Sandbox
-	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk})
+	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk,
+		Overlays: overlays})
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

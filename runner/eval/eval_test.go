@@ -2,8 +2,12 @@ package eval
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -82,5 +86,126 @@ func TestHiddenTestsComeAfterTheLoop(t *testing.T) {
 	}
 	if rep.Passed() || rep.Total.Solved != 2 || rep.Total.HiddenPassed != 1 || rep.Total.HiddenRuns != 2 {
 		t.Errorf("total = %+v, want 2 solved, 1 of 2 hidden passing", rep.Total)
+	}
+}
+
+// gatedModel answers only once its gate opens.
+type gatedModel struct {
+	agent.Model
+	gate <-chan struct{}
+}
+
+func (m gatedModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	select {
+	case <-m.gate:
+	case <-ctx.Done():
+		return llm.Response{}, ctx.Err()
+	}
+	return m.Model.Complete(ctx, req)
+}
+
+// TestParallelRunsGoTogetherAndReportInTaskOrder runs three tasks with
+// Parallel 3 in real sandboxes. No run gets its model until all three have
+// asked for one, so one at a time would never get past the first; task a's
+// model answers only once b and c have ended, and the report still lists
+// a, b, c.
+func TestParallelRunsGoTogetherAndReportInTaskOrder(t *testing.T) {
+	const task = "title: Value must be 2\nbody: value.txt says 1; it must say 2.\nchecks: [\"grep -qx 2 value.txt\"]\n"
+	suite := t.TempDir()
+	names := []string{"a", "b", "c"}
+	for _, name := range names {
+		writeTask(t, suite, name, map[string]string{"task.yaml": task, "repo/value.txt": "1\n"})
+	}
+	s, err := Load(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"value.txt","old_string":"1","new_string":"2"}`}}},
+		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"value.txt says 2"}`}}},
+	}}
+	var mu sync.Mutex
+	started, allStarted := 0, make(chan struct{})
+	var ended []string
+	othersEnded, open := make(chan struct{}), make(chan struct{})
+	close(open)
+	rep, err := Run(context.Background(), s, Config{
+		Driver:       sandboxtest.NewDriver(t),
+		DefaultModel: "scripted",
+		Parallel:     3,
+		Model: func(task Task) (agent.Model, func(), error) {
+			mu.Lock()
+			if started++; started == len(names) {
+				close(allStarted)
+			}
+			mu.Unlock()
+			select {
+			case <-allStarted:
+			case <-time.After(time.Minute):
+				return nil, nil, errors.New("the other runs never started alongside this one")
+			}
+			c, err := llm.New(llm.Config{BaseURL: llmtest.NewServer(t, script).URL()})
+			if task.Name == "a" {
+				return gatedModel{Model: c, gate: othersEnded}, func() {}, err
+			}
+			return gatedModel{Model: c, gate: open}, func() {}, err
+		},
+		Done: func(r Result) {
+			ended = append(ended, r.Task)
+			if len(ended) == 2 && !slices.Contains(ended, "a") {
+				close(othersEnded)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ended) != 3 || ended[2] != "a" {
+		t.Errorf("runs ended in the order %v, want a last", ended)
+	}
+	for i, tr := range rep.Tasks {
+		if tr.Task != names[i] || len(tr.Results) != 1 || tr.Results[0].Task != names[i] || !tr.Results[0].Solved {
+			t.Errorf("report task %d = %+v, want %s solved", i, tr, names[i])
+		}
+	}
+	if !rep.Passed() || rep.Total.Runs != 3 || rep.Total.Solved != 3 {
+		t.Errorf("total = %+v, want 3 of 3 solved", rep.Total)
+	}
+}
+
+// TestRunsSeeTheImagesHomeCopyOnWrite: the loop's sandbox and the hidden
+// tests' both start from the image's seed of $HOME (its Go build cache),
+// and what the loop's checks write there never reaches the hidden tests.
+func TestRunsSeeTheImagesHomeCopyOnWrite(t *testing.T) {
+	const (
+		seeded = `ls "$HOME"/.cache/go-build | grep -q .`
+		task   = "title: Value must be 2\nbody: value.txt says 1; it must say 2.\n" +
+			"checks: ['" + seeded + ` && touch "$HOME"/left-by-the-loop && grep -qx 2 value.txt']` + "\n" +
+			"hidden: [sh hidden.sh]\n"
+		hidden = seeded + ` && ! test -e "$HOME"/left-by-the-loop` + "\n"
+	)
+	suite := t.TempDir()
+	writeTask(t, suite, "seeded", map[string]string{"task.yaml": task, "repo/value.txt": "1\n", "hidden/hidden.sh": hidden})
+	s, err := Load(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"value.txt","old_string":"1","new_string":"2"}`}}},
+		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"value.txt says 2"}`}}},
+	}}
+	rep, err := Run(context.Background(), s, Config{
+		Driver:       sandboxtest.NewDriver(t),
+		DefaultModel: "scripted",
+		Model: func(Task) (agent.Model, func(), error) {
+			c, err := llm.New(llm.Config{BaseURL: llmtest.NewServer(t, script).URL()})
+			return c, func() {}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rep.Tasks[0].Results[0]; !r.Solved || r.Hidden != HiddenPass {
+		t.Errorf("run = %+v, want the loop's checks passing on the seeded home and the hidden tests passing without the loop's writes", r)
 	}
 }

@@ -1,5 +1,6 @@
 // Package sandboxtest gives tests real sandbox containers on the local Docker
-// engine: the image (built offline when missing), a static executor binary, a
+// engine: the image (built offline when missing) and marked images derived
+// from it, a static executor binary, a
 // Driver whose containers are removed when the test ends, a work tree the
 // sandbox user may write, and a git server on the host with the address of
 // Docker's bridge, where setups reach it through the egress proxy.
@@ -14,6 +15,8 @@
 package sandboxtest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,6 +30,8 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -93,12 +98,18 @@ func Image(t testing.TB) string {
 
 // withEngine calls f with a client of the local engine and a short deadline.
 func withEngine(f func(context.Context, *client.Client) error) error {
+	return withEngineFor(10*time.Second, f)
+}
+
+// withEngineFor calls f with a client of the local engine and the deadline
+// d away.
+func withEngineFor(d time.Duration, f func(context.Context, *client.Client) error) error {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return f(ctx, cli)
 }
@@ -262,4 +273,60 @@ func ensureImage(t testing.TB, image string, args ...string) {
 	if out, err := exec.Command(script, args...).CombinedOutput(); err != nil {
 		t.Fatalf("build sandbox image %s with %s (needs root and debootstrap): %v\n%s", image, script, err, out)
 	}
+}
+
+// MarkerPath is where an image of MarkedImage holds its own name.
+const MarkerPath = "/etc/agentbot-test-image"
+
+// MarkedImage returns an image of its own derived from Image, offline and in
+// a moment: Image with MarkerPath added, holding the new image's name, so
+// that a command can tell which image it runs in. The image is removed when
+// the test ends.
+func MarkedImage(t testing.TB) string {
+	t.Helper()
+	base := Image(t)
+	name := "agentbot-sandbox:test-" + RandomID()
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	content := name + "\n"
+	if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(MarkerPath, "/"), Mode: 0o644, Size: int64(len(content))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(content)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Removed even when the commit gave up waiting: the engine may finish it.
+	t.Cleanup(func() {
+		err := withEngine(func(ctx context.Context, cli *client.Client) error {
+			_, err := cli.ImageRemove(ctx, name, image.RemoveOptions{PruneChildren: true})
+			return err
+		})
+		if err != nil && !cerrdefs.IsNotFound(err) {
+			t.Errorf("remove test image %s: %v", name, err)
+		}
+	})
+	// The container is never started: its file system takes the marker and
+	// becomes the image, with the base image's configuration. Committing it
+	// takes seconds on a fuse-overlayfs engine, more when the machine is busy.
+	err := withEngineFor(2*time.Minute, func(ctx context.Context, cli *client.Client) error {
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: base}, nil, nil, nil, "")
+		if err != nil {
+			return fmt.Errorf("create a container of %s: %w", base, err)
+		}
+		defer cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+		if err := cli.CopyToContainer(ctx, c.ID, "/", &layer, container.CopyToContainerOptions{}); err != nil {
+			return fmt.Errorf("add %s: %w", MarkerPath, err)
+		}
+		if _, err := cli.ContainerCommit(ctx, c.ID, container.CommitOptions{Reference: name}); err != nil {
+			return fmt.Errorf("commit %s: %w", name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("derive an image from %s: %v", base, err)
+	}
+	return name
 }

@@ -1,0 +1,111 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
+)
+
+// seedTimeout bounds copying the image's seed of $HOME.
+const seedTimeout = 5 * time.Minute
+
+// seededHome is the image's seed of $HOME (envcache.SeedHome: the Go
+// image's build cache of the standard library), copied out once for the
+// whole evaluation and seen by every sandbox of every run copy-on-write, as
+// a worker's tasks see their prepared environment: a run's first build is
+// as warm as a worker's, and no run, loop or hidden tests, sees what
+// another wrote.
+type seededHome struct {
+	mu  sync.Mutex // Env.Overlays is not safe for concurrent use
+	env *envcache.Env
+	dir string
+}
+
+// seedHome copies the seed of drv's image into a private environment under
+// a temporary directory.
+func seedHome(ctx context.Context, drv *docker.Driver, log *slog.Logger) (_ *seededHome, err error) {
+	dir, err := os.MkdirTemp("", "agentbot-eval-home-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	cache, err := envcache.Open(filepath.Join(dir, "cache"), 0, log)
+	if err != nil {
+		return nil, err
+	}
+	// The seeding container's work tree: it writes nothing there.
+	tree := filepath.Join(dir, "tree")
+	if err := os.Mkdir(tree, 0o777); err != nil {
+		return nil, err
+	}
+	imageID, err := drv.ImageID(ctx, drv.Image())
+	if err != nil {
+		return nil, fmt.Errorf("the sandbox image: %w", err)
+	}
+	key, _, err := envcache.Key(envcache.KeyInput{ImageID: imageID, Setup: []string{envcache.SeedHome}}, os.DirFS(tree))
+	if err != nil {
+		return nil, err
+	}
+	b, err := cache.Build(envcache.Entry{Key: key, Image: drv.Image()}, tree)
+	if err != nil {
+		return nil, err
+	}
+	if err := copySeed(ctx, drv, tree, b.Home()); err != nil {
+		b.Abort()
+		return nil, err
+	}
+	env, err := b.Private()
+	if err != nil {
+		return nil, err
+	}
+	return &seededHome{env: env, dir: dir}, nil
+}
+
+// copySeed runs envcache.SeedHome in a network-less container whose $HOME
+// is home.
+func copySeed(ctx context.Context, drv *docker.Driver, tree, home string) error {
+	box, err := drv.Start(ctx, docker.Spec{TaskID: fmt.Sprintf("eval-%d-home", os.Getpid()), WorkTree: tree, Home: home})
+	if err != nil {
+		return fmt.Errorf("start the sandbox: %w", err)
+	}
+	defer box.Close(context.WithoutCancel(ctx))
+	res, err := box.Run(ctx, sandbox.Cmd{Shell: envcache.SeedHome, Timeout: seedTimeout})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return fmt.Errorf("%q exited %d (timed out: %v): %s", envcache.SeedHome, res.ExitCode, res.TimedOut,
+			strings.TrimSpace(string(res.Stderr)+string(res.Stdout)))
+	}
+	return nil
+}
+
+// overlays returns one container's copy-on-write view of the home.
+func (s *seededHome) overlays() ([]docker.Overlay, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.env.Overlays()
+}
+
+// close removes the home and what the containers wrote over it; they must
+// be gone.
+func (s *seededHome) close() error {
+	err := s.env.Release()
+	if rerr := os.RemoveAll(s.dir); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
