@@ -141,6 +141,12 @@ type Models struct {
 	// Attempts are the edit models of the attempts, in turn; empty means
 	// Edit for every attempt.
 	Attempts []string
+	// Temperature is the edit model's sampling temperature; nil leaves it
+	// to the endpoint's default.
+	Temperature *float64
+	// Temperatures are the attempts' temperatures, in turn, in place of
+	// Temperature; empty means Temperature for every attempt.
+	Temperatures []float64
 }
 
 // PullRequestSpec says how the agent's pull requests look.

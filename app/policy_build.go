@@ -239,9 +239,9 @@ func valueSetting[R, V any](path string, raw func(*RawPolicy) *R, dst func(*Poli
 	}}
 }
 
-// listSetting is a setting holding a list of strings, each checked by check
+// listSetting is a setting holding a list, each item checked by check
 // (which returns a problem sentence or "").
-func listSetting(path string, raw func(*RawPolicy) []string, dst func(*Policy) *[]string, check func(string) string) policySetting {
+func listSetting[T any](path string, raw func(*RawPolicy) []T, dst func(*Policy) *[]T, check func(T) string) policySetting {
 	return policySetting{path, func(b *policyBuilder, r *RawPolicy) bool {
 		items := raw(r)
 		if items == nil {
@@ -301,6 +301,8 @@ func policySettings() []policySetting {
 		valueSetting("model.fast", func(r *RawPolicy) *string { return r.Model.Fast }, func(p *Policy) *string { return &p.Model.Fast }, asIs[string]),
 		valueSetting("model.vision", func(r *RawPolicy) *bool { return r.Model.Vision }, func(p *Policy) *bool { return &p.Model.Vision }, asIs[bool]),
 		listSetting("model.attempts", func(r *RawPolicy) []string { return r.Model.Attempts }, func(p *Policy) *[]string { return &p.Model.Attempts }, checkNotBlank("a model name")),
+		valueSetting("model.temperature", func(r *RawPolicy) *float64 { return r.Model.Temperature }, func(p *Policy) **float64 { return &p.Model.Temperature }, optional(checkTemperature)),
+		listSetting("model.temperatures", func(r *RawPolicy) []float64 { return r.Model.Temperatures }, func(p *Policy) *[]float64 { return &p.Model.Temperatures }, checkTemperature),
 		valueSetting("pull_request.draft", func(r *RawPolicy) *bool { return r.PullRequest.Draft }, func(p *Policy) *bool { return &p.PullRequest.Draft }, asIs[bool]),
 		valueSetting("pull_request.branch_prefix", func(r *RawPolicy) *string { return r.PullRequest.BranchPrefix }, func(p *Policy) *string { return &p.PullRequest.BranchPrefix }, checkBranchPrefix),
 		listSetting("pull_request.labels", func(r *RawPolicy) []string { return r.PullRequest.Labels }, func(p *Policy) *[]string { return &p.PullRequest.Labels }, checkNotBlank("a label")),
@@ -357,6 +359,26 @@ func applyChecks(b *policyBuilder, r *RawPolicy) bool {
 // which the builder prefixes with the file, line and field.
 
 func asIs[T any](_ *policyBuilder, v T) (T, string) { return v, "" }
+
+// optional stores a value that check accepts by pointer, for a setting
+// whose absence means something no value does.
+func optional[T any](check func(T) string) func(*policyBuilder, T) (*T, string) {
+	return func(_ *policyBuilder, v T) (*T, string) {
+		if problem := check(v); problem != "" {
+			return nil, problem
+		}
+		return &v, ""
+	}
+}
+
+// checkTemperature checks a sampling temperature against the range of
+// OpenAI's chat completions, which compatible servers share.
+func checkTemperature(v float64) string {
+	if !(v >= 0 && v <= 2) { // written so that NaN fails too
+		return fmt.Sprintf("%v is not a sampling temperature; write a number from 0 to 2", v)
+	}
+	return ""
+}
 
 func checkVersion(_ *policyBuilder, v int) (int, string) {
 	if v != 1 {

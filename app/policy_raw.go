@@ -103,6 +103,10 @@ type RawModels struct {
 	Vision *bool   `yaml:"vision" desc:"Whether the edit model reads images: images attached to the conversation are passed to it (at most 5, 5 MiB each, PNG, JPEG, GIF or WebP)."`
 	// Attempts name the edit model of each attempt of limits.attempts.
 	Attempts []string `yaml:"attempts" desc:"Edit models of the attempts of limits.attempts: attempt i uses attempts[i mod its length]; empty means edit for all."`
+	// Temperature and Temperatures go with the edit model only: the fast
+	// model's digests have one right answer.
+	Temperature  *float64  `yaml:"temperature" desc:"The edit model's sampling temperature, from 0 to 2; absent leaves it to the endpoint's default." zero:"allowed" max:"2"`
+	Temperatures []float64 `yaml:"temperatures" desc:"Sampling temperatures of the attempts of limits.attempts, each from 0 to 2: attempt i uses temperatures[i mod its length] in place of temperature; empty means temperature for all." zero:"allowed" max:"2"`
 }
 
 // RawPullRequest is the pull_request section of a policy file.

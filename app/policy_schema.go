@@ -10,9 +10,10 @@ import (
 // PolicySchema returns the JSON Schema (draft 2020-12) of .github/agent.yml,
 // for editors: generated from RawPolicy by reflection, so that it cannot
 // drift from what ParsePolicy reads. Keys come from the yaml tags,
-// descriptions from the desc tags, enums from the enum tags; RawDuration,
-// RawSize and Approval describe themselves. It checks shapes only: caps and
-// cross-field rules are the server's, reported by BuildPolicy.
+// descriptions from the desc tags, enums from the enum tags, a number's
+// bounds from the zero and max tags; RawDuration, RawSize and Approval
+// describe themselves. It checks shapes only: caps and cross-field rules
+// are the server's, reported by BuildPolicy.
 func PolicySchema() ([]byte, error) {
 	s := schemaOf(reflect.TypeFor[RawPolicy](), "")
 	s["$schema"] = "https://json-schema.org/draft/2020-12/schema"
@@ -53,10 +54,17 @@ func schemaOf(t reflect.Type, enum string) map[string]any {
 			if d := f.Tag.Get("desc"); d != "" {
 				p["description"] = d
 			}
+			num := p
+			if items, ok := p["items"].(map[string]any); ok {
+				num = items // a list's bounds are its numbers'
+			}
 			if f.Tag.Get("zero") == "allowed" {
-				// A count for which 0 means "none".
-				delete(p, "exclusiveMinimum")
-				p["minimum"] = 0
+				// A count for which 0 means "none", or a temperature.
+				delete(num, "exclusiveMinimum")
+				num["minimum"] = 0
+			}
+			if m := f.Tag.Get("max"); m != "" {
+				num["maximum"] = json.Number(m)
 			}
 			props[key] = p
 		}

@@ -117,7 +117,7 @@ func TestSchemaAcceptsValidFiles(t *testing.T) {
 // mistakes of shape that ParsePolicy refuses, it refuses too.
 func TestSchemaRefusesBrokenShapes(t *testing.T) {
 	s, _ := compilePolicySchema(t)
-	for _, name := range []string{"unknown-key.yml", "wrong-type.yml", "bad-duration.yml", "bad-size.yml", "bad-approval.yml"} {
+	for _, name := range []string{"unknown-key.yml", "wrong-type.yml", "bad-duration.yml", "bad-size.yml", "bad-approval.yml", "bad-temperature.yml"} {
 		data, err := os.ReadFile(filepath.Join("testdata/policy/invalid", name))
 		if err != nil {
 			t.Fatal(err)

@@ -90,7 +90,8 @@ func TestEveryKeySet(t *testing.T) {
 			Write: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"src/**"}},
 			Shell: ToolRule{Policy: ApprovalHuman},
 		},
-		Model:       Models{Edit: "big-model", Fast: "small-model", Vision: true, Attempts: []string{"big-model", "other-model"}},
+		Model: Models{Edit: "big-model", Fast: "small-model", Vision: true, Attempts: []string{"big-model", "other-model"},
+			Temperature: new(0.2), Temperatures: []float64{0, 0.7, 1}},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
 		Quality:     Quality{Reproduce: ReproduceRequired},
 		Source:      PolicyPath,
@@ -190,6 +191,10 @@ func TestBrokenFiles(t *testing.T) {
 			`.github/agent.yml:8: pull_request.on_failure: "retry" is not one of comment, draft_pr`,
 			`.github/agent.yml:9: pull_request.ci_followups: -1 is negative; 0 turns it off`,
 			`.github/agent.yml:11: quality.reproduce: "always" is not one of required, preferred, off`,
+		}},
+		{"bad-temperature.yml", []string{
+			`.github/agent.yml:3: model.temperature: 2.5 is not a sampling temperature; write a number from 0 to 2`,
+			`.github/agent.yml:4: model.temperatures[1]: -0.1 is not a sampling temperature; write a number from 0 to 2`,
 		}},
 		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}
@@ -542,22 +547,37 @@ func TestPolicyAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Limits.Attempts != 1 || len(p.Model.Attempts) != 0 {
-		t.Errorf("defaults: attempts %d, models %q; want 1 and none", p.Limits.Attempts, p.Model.Attempts)
+	if p.Limits.Attempts != 1 || len(p.Model.Attempts) != 0 || p.Model.Temperature != nil || len(p.Model.Temperatures) != 0 {
+		t.Errorf("defaults: attempts %d, models %q, temperature %v, temperatures %v; want 1 and none", p.Limits.Attempts, p.Model.Attempts, p.Model.Temperature, p.Model.Temperatures)
 	}
 
-	r := parseString(t, PolicyPath, "limits: {attempts: 3}\nmodel: {attempts: [gpt-4.1, o4-mini]}\n")
+	r := parseString(t, PolicyPath, "limits: {attempts: 3}\nmodel: {attempts: [gpt-4.1, o4-mini], temperature: 0, temperatures: [0.7, 2]}\n")
 	if p, err = BuildPolicy(server, r); err != nil {
 		t.Fatal(err)
 	}
 	if p.Limits.Attempts != 3 || !slices.Equal(p.Model.Attempts, []string{"gpt-4.1", "o4-mini"}) {
 		t.Errorf("attempts %d, models %q; want 3 and [gpt-4.1 o4-mini]", p.Limits.Attempts, p.Model.Attempts)
 	}
+	// 0 is a temperature, not an absent one: it must be sent.
+	if p.Model.Temperature == nil || *p.Model.Temperature != 0 || !slices.Equal(p.Model.Temperatures, []float64{0.7, 2}) {
+		t.Errorf("temperature %v, temperatures %v; want 0 and [0.7 2]", p.Model.Temperature, p.Model.Temperatures)
+	}
+	// A layer above keeps the temperature it does not set.
+	top := parseString(t, "org", "model: {temperatures: [1]}\n")
+	if p, err = BuildPolicy(server, r, top); err != nil {
+		t.Fatal(err)
+	}
+	if p.Model.Temperature == nil || *p.Model.Temperature != 0 || !slices.Equal(p.Model.Temperatures, []float64{1}) {
+		t.Errorf("over a layer: temperature %v, temperatures %v; want 0 and [1]", p.Model.Temperature, p.Model.Temperatures)
+	}
 
 	for _, tt := range []struct{ file, want string }{
 		{"limits: {attempts: 4}\n", ".github/agent.yml:1: limits.attempts: 4 is above this server's cap of 3"},
 		{"limits: {attempts: 0}\n", ".github/agent.yml:1: limits.attempts: 0 must be more than zero"},
 		{"model: {attempts: [gpt-4.1, \" \"]}\n", ".github/agent.yml:1: model.attempts[1]: is empty; write a model name"},
+		{"model: {temperature: .nan}\n", ".github/agent.yml:1: model.temperature: NaN is not a sampling temperature; write a number from 0 to 2"},
+		{"model: {temperatures: [1, 3]}\n", ".github/agent.yml:1: model.temperatures[1]: 3 is not a sampling temperature; write a number from 0 to 2"},
+		{"model: {temperature: warm}\n", ".github/agent.yml:1: model.temperature: \"warm\" is not a number"},
 		{"limits: {attempts: 2}\ntools: {shell: human}\n", ".github/agent.yml:1: limits.attempts: 2 attempts cannot pause for an approver, and tools.shell.policy is human; set one of them otherwise"},
 	} {
 		r, err := ParsePolicy(PolicyPath, []byte(tt.file))

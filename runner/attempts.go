@@ -50,7 +50,8 @@ func onlyAttempt(ctx context.Context, tk *task, ws *workspace.Workspace) *attemp
 func attemptID(tk *task, n int) string { return fmt.Sprintf("%s-attempt-%d", tk.ID, n) }
 
 // attemptPolicy is policy p as attempt i (from 0) of n runs it: with its
-// edit model from model.attempts, in turn, and its budgets.
+// edit model from model.attempts and its temperature from
+// model.temperatures, each in turn, and its budgets.
 //
 // Iterations and the wall clock are each attempt's whole: the attempts
 // run side by side, so the task takes no longer for them, and an attempt
@@ -64,6 +65,9 @@ func attemptID(tk *task, n int) string { return fmt.Sprintf("%s-attempt-%d", tk.
 func attemptPolicy(p app.Policy, i, n int) app.Policy {
 	if m := p.Model.Attempts; len(m) > 0 {
 		p.Model.Edit = m[i%len(m)]
+	}
+	if ts := p.Model.Temperatures; len(ts) > 0 {
+		p.Model.Temperature = new(ts[i%len(ts)])
 	}
 	if n > 1 && p.Limits.Tokens > 0 {
 		p.Limits.Tokens = max(1, p.Limits.Tokens/int64(n))
@@ -296,7 +300,7 @@ func (r *Runner) proposeBest(ctx context.Context, tk *task, tg target, remote wo
 	}
 	end := time.Now().UTC()
 	for i, run := range runs {
-		s := attemptSummary{N: i + 1, Model: ats[i].policy.Model.Edit, Passed: run.fail == nil, Why: run.why,
+		s := attemptSummary{N: i + 1, Model: ats[i].policy.Model.Edit, Temperature: ats[i].policy.Model.Temperature, Passed: run.fail == nil, Why: run.why,
 			Reproduced: run.repro != nil && run.repro.Reproduced, Lines: run.gate.LinesAdded + run.gate.LinesDeleted,
 			Files: run.gate.FilesChanged, Tokens: run.st.Usage.Total(), Cost: run.st.Usage.CostUSD}
 		rep.Each = append(rep.Each, s)
@@ -405,15 +409,16 @@ type attemptsReport struct {
 
 // attemptSummary is one attempt in a line of the pull request's table.
 type attemptSummary struct {
-	N          int     `json:"n"`
-	Model      string  `json:"model"`
-	Passed     bool    `json:"passed"`
-	Why        string  `json:"why,omitempty"` // why it did not pass
-	Reproduced bool    `json:"reproduced,omitempty"`
-	Lines      int     `json:"lines"`
-	Files      int     `json:"files"`
-	Tokens     int64   `json:"tokens"`
-	Cost       float64 `json:"cost_usd"`
+	N           int      `json:"n"`
+	Model       string   `json:"model"`
+	Temperature *float64 `json:"temperature,omitempty"` // nil: the endpoint's default
+	Passed      bool     `json:"passed"`
+	Why         string   `json:"why,omitempty"` // why it did not pass
+	Reproduced  bool     `json:"reproduced,omitempty"`
+	Lines       int      `json:"lines"`
+	Files       int      `json:"files"`
+	Tokens      int64    `json:"tokens"`
+	Cost        float64  `json:"cost_usd"`
 }
 
 // proposed is the attempt whose change is the pull request: the winner,
@@ -454,7 +459,11 @@ func attemptsSection(tk *task) string {
 	}
 	b.WriteString("| attempt | model | result | tokens | cost |\n| --- | --- | --- | --- | --- |\n")
 	for _, s := range a.Each {
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | $%.4f |\n", s.N, app.CodeSpan(s.Model, app.IssueRef{}),
+		model := app.CodeSpan(s.Model, app.IssueRef{})
+		if s.Temperature != nil {
+			model += fmt.Sprintf(" at temperature %v", *s.Temperature)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | $%.4f |\n", s.N, model,
 			strings.ReplaceAll(app.InertPlain(s.line(), ownIssue(tk)), "|", `\|`), s.Tokens, s.Cost)
 	}
 	b.WriteString("\nEvery attempt's diff is in the trace.\n")

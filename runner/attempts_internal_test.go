@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -53,22 +54,40 @@ func TestRankAttempts(t *testing.T) {
 }
 
 func TestAttemptPolicy(t *testing.T) {
-	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}},
-		Limits: app.Limits{Iterations: 30, Tokens: 900_000, CostUSD: 10, WallClock: time.Hour, Attempts: 3}}
-	var models []string
-	for i := range 3 {
-		a := attemptPolicy(p, i, 3)
-		models = append(models, a.Model.Edit)
-		if l := a.Limits; l.Iterations != 30 || l.WallClock != time.Hour || l.Tokens != 300_000 || l.CostUSD != 10 {
-			t.Errorf("attempt %d's limits: %+v; want the whole iterations, wall clock and cost, a third of the tokens", i, l)
+	limits := app.Limits{Iterations: 30, Tokens: 900_000, CostUSD: 10, WallClock: time.Hour, Attempts: 3}
+	for _, tt := range []struct {
+		name  string
+		model app.Models
+		want  []string // each attempt's model and temperature
+	}{
+		{"one model", app.Models{Edit: "gpt-4.1"}, []string{"gpt-4.1 default", "gpt-4.1 default", "gpt-4.1 default"}},
+		{"models in turn", app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}},
+			[]string{"gpt-4.1 default", "o4-mini default", "gpt-4.1 default"}},
+		{"one temperature", app.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, []string{"gpt-4.1 0.2", "gpt-4.1 0.2", "gpt-4.1 0.2"}},
+		{"temperatures in turn, over the one", app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}, Temperature: new(0.2), Temperatures: []float64{0, 0.7}},
+			[]string{"gpt-4.1 0", "o4-mini 0.7", "gpt-4.1 0"}},
+	} {
+		p := app.Policy{Model: tt.model, Limits: limits}
+		var got []string
+		for i := range 3 {
+			a := attemptPolicy(p, i, 3)
+			temp := "default"
+			if a.Model.Temperature != nil {
+				temp = fmt.Sprint(*a.Model.Temperature)
+			}
+			got = append(got, a.Model.Edit+" "+temp)
+			if l := a.Limits; l.Iterations != 30 || l.WallClock != time.Hour || l.Tokens != 300_000 || l.CostUSD != 10 {
+				t.Errorf("%s: attempt %d's limits: %+v; want the whole iterations, wall clock and cost, a third of the tokens", tt.name, i, l)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: attempts %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	if want := []string{"gpt-4.1", "o4-mini", "gpt-4.1"}; !slices.Equal(models, want) {
-		t.Errorf("models %q, want %q", models, want)
-	}
-	// A task of one attempt keeps its policy, but for a first model named.
-	p.Model.Attempts = nil
-	if a := attemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || a.Limits != p.Limits {
+	// A task of one attempt keeps its policy, but for a first model and
+	// temperature named.
+	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, Limits: limits}
+	if a := attemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || *a.Model.Temperature != 0.2 || a.Limits != p.Limits {
 		t.Errorf("one attempt: %+v %+v; want the policy as it is", a.Model, a.Limits)
 	}
 }

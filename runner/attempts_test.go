@@ -87,7 +87,9 @@ const wonByAttempt3 = "**3 attempts ran, 2 passed;** attempt 3 is this change, b
 func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
 	t.Parallel()
 	models := threeAttempts(t)
-	w := newWorldWith(t, bestOfPolicy, llmtest.Script{}, func(c *runner.Config) { c.Model = models })
+	// bestOfPolicy, with temperatures in turn for the table to show.
+	policy := quickPolicy + "limits: {attempts: 3}\nmodel: {attempts: [a, b, c], temperatures: [0, 0.7]}\n"
+	w := newWorldWith(t, policy, llmtest.Script{}, func(c *runner.Config) { c.Model = models })
 	rec := w.recorded(t)
 	if err := w.runner.ProcessTask(t.Context(), w.task(t, "B1")); err != nil {
 		t.Fatal(err)
@@ -103,7 +105,8 @@ func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
 	if want := wonByAttempt3; !strings.Contains(body, want) {
 		t.Errorf("the pull request does not say %q:\n%s", want, body)
 	}
-	for _, row := range []string{"| 1 | `a` | not proposed: same_failure: ", "| 2 | `b` | passed: 40 lines in 2 files", "| 3 | `c` | passed: 3 lines in 1 file,"} {
+	for _, row := range []string{"| 1 | `a` at temperature 0 | not proposed: same_failure: ", "| 2 | `b` at temperature 0.7 | passed: 40 lines in 2 files",
+		"| 3 | `c` at temperature 0 | passed: 3 lines in 1 file,"} {
 		if !strings.Contains(body, row) {
 			t.Errorf("the pull request's table has no row %q:\n%s", row, body)
 		}

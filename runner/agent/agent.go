@@ -262,7 +262,7 @@ func (a *Agent) ask(ctx context.Context) error {
 		callCtx, cancel = context.WithTimeout(ctx, wc-a.elapsed())
 		defer cancel()
 	}
-	req := llm.Request{Model: a.cfg.Policy.Model.Edit, Messages: a.st.Messages, Tools: a.tools.Defs()}
+	req := llm.Request{Model: a.cfg.Policy.Model.Edit, Messages: a.st.Messages, Tools: a.tools.Defs(), Temperature: a.cfg.Policy.Model.Temperature}
 	start := time.Now()
 	resp, err := a.cfg.Model.Complete(callCtx, req)
 	a.observeModel(ModelCall{Step: a.st.Step + 1, Model: cmp.Or(resp.Model, req.Model), Usage: resp.Usage, Took: time.Since(start), Err: err})

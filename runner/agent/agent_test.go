@@ -391,7 +391,8 @@ type fastModel struct{ calls int }
 
 func (f *fastModel) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
 	f.calls++
-	if req.Model != "fast-model" || !strings.Contains(req.Messages[0].Content, "Summarise this output of the tool read_file") {
+	// A digest has one right answer: the edit model's temperature is not its.
+	if req.Model != "fast-model" || req.Temperature != nil || !strings.Contains(req.Messages[0].Content, "Summarise this output of the tool read_file") {
 		return llm.Response{}, &app.Error{Code: app.EInvalid, Message: "unexpected digest request"}
 	}
 	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "filler.go: 120 filler lines, nothing relevant"}, Usage: llm.Usage{PromptTokens: 900, CompletionTokens: 12}}, nil
@@ -403,7 +404,9 @@ func TestDigestOldResults(t *testing.T) {
 		steps = append(steps, step(call("read_file", `{"path":"filler.go","start_line":`+string(rune('1'+i))+`}`)))
 	}
 	steps = append(steps, step(call("edit_file", fixArgs)), step(call("finish", finishArg)))
-	h := newHarness(t, llmtest.Script{Steps: steps}, testPolicy())
+	p := testPolicy()
+	p.Model.Temperature = new(0.3)
+	h := newHarness(t, llmtest.Script{Steps: steps}, p)
 	h.tree = agenttest.NewTree(t, map[string]string{"calc.go": calcRepo["calc.go"], "filler.go": bigFile})
 	fast := &fastModel{}
 	a, err := agent.New(context.Background(), agent.Config{
@@ -420,6 +423,11 @@ func TestDigestOldResults(t *testing.T) {
 	wantStop(t, st, agent.StopDone, app.StateSucceeded)
 	if st.Counts.Digests == 0 || st.Counts.Digests != fast.calls || st.Counts.TokensSaved < int64(st.Counts.Digests)*1000 {
 		t.Fatalf("counts %+v after %d digest calls", st.Counts, fast.calls)
+	}
+	for i, req := range h.srv.Requests() {
+		if req.Temperature == nil || *req.Temperature != 0.3 {
+			t.Errorf("edit request %d: temperature %v, want 0.3", i, req.Temperature)
+		}
 	}
 	last := h.srv.Requests()[len(h.srv.Requests())-1]
 	digested := 0

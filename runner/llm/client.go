@@ -248,6 +248,9 @@ func toParams(req Request) (openai.ChatCompletionNewParams, error) {
 		// server knows it.
 		p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
 	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
 	for i, m := range req.Messages {
 		mp, err := toMessageParam(m)
 		if err != nil {

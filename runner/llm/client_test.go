@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -112,6 +113,36 @@ func TestRoundTrip(t *testing.T) {
 	if len(results) != 2 || results[0].ToolCallID != "call_b" || results[0].Content != "package b" || results[1].ToolCallID != calls[0].ID {
 		t.Errorf("tool results sent back as %+v", results)
 	}
+}
+
+// TestTemperature: a temperature is sent when set, 0 included, and
+// absent when nil, leaving the endpoint's default.
+func TestTemperature(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Script{Steps: []llmtest.Step{{Text: "a"}, {Text: "b"}, {Text: "c"}}})
+	c := newClient(t, srv, llm.Config{})
+	for _, temp := range []*float64{new(0.7), new(0.0), nil} {
+		req := userRequest("Fix the bug.")
+		req.Temperature = temp
+		if _, err := c.Complete(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := srv.Requests()
+	if len(got) != 3 {
+		t.Fatalf("server saw %d requests, want 3", len(got))
+	}
+	for i, want := range []*float64{new(0.7), new(0.0), nil} {
+		if sent := got[i].Temperature; (sent == nil) != (want == nil) || sent != nil && *sent != *want {
+			t.Errorf("request %d: temperature %v, want %v", i, ptrString(sent), ptrString(want))
+		}
+	}
+}
+
+func ptrString(f *float64) string {
+	if f == nil {
+		return "none"
+	}
+	return fmt.Sprint(*f)
 }
 
 func TestMalformedArgumentsAndUnknownToolsPassThrough(t *testing.T) {

@@ -57,6 +57,9 @@ type Request struct {
 	Messages  []Message
 	Tools     []Tool
 	MaxTokens int
+	// Temperature is the sampling temperature; nil sends none, which
+	// leaves the endpoint's default.
+	Temperature *float64
 }
 
 // Usage counts the tokens of one call and what they cost.

@@ -43,7 +43,9 @@ type Request struct {
 	Messages  []llm.Message
 	Tools     []llm.Tool
 	MaxTokens int
-	Header    http.Header
+	// Temperature is the one sent; nil when the request had none.
+	Temperature *float64
+	Header      http.Header
 }
 
 // ToolNames returns the names of the tools the request offered.
@@ -286,7 +288,7 @@ func decodeRequest(body []byte) (Request, error) {
 	if len(wr.Messages) == 0 {
 		return Request{}, errors.New("messages must not be empty")
 	}
-	req := Request{Model: wr.Model, MaxTokens: max(wr.MaxTokens, wr.MaxCompletionTokens)}
+	req := Request{Model: wr.Model, MaxTokens: max(wr.MaxTokens, wr.MaxCompletionTokens), Temperature: wr.Temperature}
 	for i, t := range wr.Tools {
 		if t.Type != "function" || t.Function.Name == "" {
 			return Request{}, fmt.Errorf("tools[%d]: want a function with a name", i)
@@ -324,6 +326,7 @@ type wireRequest struct {
 	Tools               []wireTool    `json:"tools"`
 	MaxTokens           int           `json:"max_tokens"`
 	MaxCompletionTokens int           `json:"max_completion_tokens"`
+	Temperature         *float64      `json:"temperature"`
 }
 
 type wireTool struct {
