@@ -19,17 +19,22 @@ import (
 // envCacheFlags say where a worker keeps its prepared environments and
 // how many bytes they may take.
 type envCacheFlags struct {
+	dir string
 	max byteSize
 }
 
 func (f *envCacheFlags) register(fs *flag.FlagSet) {
 	f.max = envcache.DefaultMaxBytes
+	fs.StringVar(&f.dir, "env-cache-dir", "", "where the prepared environments are kept; workers of one machine that name the same directory share them (default: envs under --data-dir)")
 	fs.Var(&f.max, "env-cache-max", "bytes the prepared environments of this worker may take, such as 20GiB; the least recently used go first")
 }
 
-// open opens the environment cache under dataDir (the worker's --data-dir,
-// or its default).
+// open opens the environment cache at --env-cache-dir, or under dataDir
+// (the worker's --data-dir, or its default).
 func (f *envCacheFlags) open(dataDir string) (*envcache.Cache, error) {
+	if f.dir != "" {
+		return envcache.Open(f.dir, int64(f.max), nil)
+	}
 	if dataDir == "" {
 		d, err := workspace.DefaultDataDir()
 		if err != nil {

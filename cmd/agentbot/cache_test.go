@@ -57,6 +57,32 @@ func TestCacheListAndPrune(t *testing.T) {
 	}
 }
 
+// --env-cache-dir puts the environments where the operator says, apart
+// from the data directory.
+func TestCacheDirApartFromTheDataDir(t *testing.T) {
+	dir := t.TempDir()
+	c, err := envcache.Open(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Build(envcache.Entry{Key: "00000000000000c3", Repo: "acme/db"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := b.Publish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Release()
+	data := t.TempDir()
+	if out, err := runCache(t, "list", "--data-dir", data, "--env-cache-dir", dir); err != nil || !strings.Contains(out, "00000000000000c3  acme/db") {
+		t.Fatalf("list --env-cache-dir: %v\n%s", err, out)
+	}
+	if out, err := runCache(t, "list", "--data-dir", data); err != nil || !strings.Contains(out, "0 environments") {
+		t.Fatalf("list of the data directory: %v\n%s", err, out)
+	}
+}
+
 func TestCacheRefusesBadArguments(t *testing.T) {
 	for _, tc := range []struct {
 		args []string

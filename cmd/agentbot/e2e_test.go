@@ -37,8 +37,18 @@ import (
 // there are cores.
 func TestMain(m *testing.M) {
 	ostest.MinParallel(4)
-	sandboxtest.Main(m)
+	sandboxtest.Main(m, func() {
+		if dir, err := sharedEnvs(); err == nil {
+			os.RemoveAll(dir)
+		}
+	})
 }
+
+// sharedEnvs is the environment cache of the worlds whose policies run no
+// setup, shared as the workers of one machine may share theirs: each of
+// their tasks would otherwise copy the image's prepared home anew. A world
+// whose policy runs setup keeps its own, so that its setup runs.
+var sharedEnvs = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "agentbot-e2e-envs-") })
 
 // sampleDir is the demo's sample, from this package's directory.
 const sampleDir = "../../deploy/demo"
@@ -69,6 +79,13 @@ func startWorld(t testing.TB, o demoOptions, vars map[string]string) *demoWorld 
 	maps.Copy(all, vars)
 	env, _, logs := testEnv(all)
 	o.redisURL, o.sample, o.executor, o.image, o.env = rs.URL, sampleDir, sandboxtest.Executor(t), sandboxtest.Image(t), env
+	if !strings.Contains(o.files[app.PolicyPath], "setup:") {
+		dir, err := sharedEnvs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.workerFlags = append(o.workerFlags, "--env-cache-dir", dir)
+	}
 	w, err := startDemo(t.Context(), o)
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, logs)

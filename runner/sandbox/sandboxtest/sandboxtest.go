@@ -47,9 +47,10 @@ const executorEnv = "AGENTBOT_TEST_SANDBOX_EXECUTOR"
 // executorPkg is the executor command built for the tests.
 const executorPkg = "github.com/agentbot/agentbot/runner/sandbox/sandboxtest/executor"
 
-// Main builds the executor once, runs the tests and removes it. Tests that
-// run without Main build their own executor in Executor.
-func Main(m *testing.M) {
+// Main builds the executor once, runs the tests, calls each of after and
+// removes the executor. Tests that run without Main build their own
+// executor in Executor.
+func Main(m *testing.M, after ...func()) {
 	dir, err := os.MkdirTemp("", "agentbot-executor-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxtest:", err)
@@ -63,6 +64,9 @@ func Main(m *testing.M) {
 		os.Setenv(executorEnv, exe)
 	}
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
