@@ -89,7 +89,10 @@ func (s *Server) start(bin string) {
 	if s.conf != "" {
 		args = append([]string{s.conf}, args...)
 	} else {
-		args = append(args, "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction")
+		// A replica syncs at once, where Redis waits 5 s for more replicas
+		// to share a diskless sync.
+		args = append(args, "--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction",
+			"--repl-diskless-sync-delay", "0")
 	}
 	args = append(args, s.extra...)
 	readyLine := s.ready
