@@ -132,19 +132,24 @@ func (d *Sentinel) WaitPromoted(old string, timeout time.Duration) *Server {
 // replicasInSync reports whether n replicas acknowledge a write to the
 // primary. A replica is listed online, and its link up, a moment before
 // the primary streams writes to it (once it acknowledges the sync): only
-// then does WAIT count it. The write is a PUBLISH, which replicates and
-// leaves no key behind.
+// then does WAIT count it. The write leaves no key behind.
 func (d *Sentinel) replicasInSync(ctx context.Context, n int) (bool, error) {
 	c := redis.NewClient(&redis.Options{Addr: d.Primary.Addr})
 	defer c.Close()
 	cn := c.Conn()
 	defer cn.Close()
-	if err := cn.Publish(ctx, "redistest:ready", "").Err(); err != nil {
+	if err := cn.Set(ctx, readyKey, 1, 0).Err(); err != nil {
+		return false, err
+	}
+	if err := cn.Del(ctx, readyKey).Err(); err != nil {
 		return false, err
 	}
 	acked, err := cn.Wait(ctx, n, 100*time.Millisecond).Result()
 	return acked >= int64(n), err
 }
+
+// readyKey is the key replicasInSync writes and deletes.
+const readyKey = "redistest:ready"
 
 // master returns what sentinel s knows of the primary.
 func (d *Sentinel) master(ctx context.Context, s *Server) (map[string]string, error) {
