@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue/redistest"
@@ -175,6 +176,7 @@ func TestControlVerbsTakeNoSlot(t *testing.T) {
 		}
 	}
 	h := newTimedHandler(10 * time.Millisecond)
+	refused := countSlotRefusals(rdb, 7)
 	runServer(t, NewServer(rdb, h, ServerConfig{Concurrency: 4, MaxPerInstallation: 1, SlotRetry: 100 * time.Millisecond,
 		ShutdownTimeout: time.Second, Logger: quiet}))
 	for _, id := range control {
@@ -183,9 +185,45 @@ func TestControlVerbsTakeNoSlot(t *testing.T) {
 			return ok
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, 10*time.Second, "the fix to be refused a slot", func() bool { return refused() > 0 })
 	if _, ok := h.startedAt(string(app.VerbFix)); ok {
 		t.Error("a fix ran while its installation was at its limit")
+	}
+}
+
+// countSlotRefusals counts, from now on, the slots of installation that
+// commands of rdb ask for and are refused.
+func countSlotRefusals(rdb *redis.Client, installation int64) func() int64 {
+	var n atomic.Int64
+	rdb.AddHook(slotRefusals{key: slotsKey(installation), n: &n})
+	return n.Load
+}
+
+// slotRefusals is a redis.Hook that counts acquireScript's refusals on key.
+type slotRefusals struct {
+	key string
+	n   *atomic.Int64
+}
+
+func (slotRefusals) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (slotRefusals) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h slotRefusals) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		// EVALSHA (or EVAL) script 1 key ...: acquireScript when the key is
+		// the slots, which answers 0 when it refuses.
+		args := cmd.Args()
+		if c, ok := cmd.(*redis.Cmd); ok && err == nil && len(args) > 3 && args[3] == h.key &&
+			(cmd.Name() == "evalsha" || cmd.Name() == "eval") {
+			if got, _ := c.Int(); got == 0 {
+				h.n.Add(1)
+			}
+		}
+		return err
 	}
 }
 
@@ -223,10 +261,12 @@ func TestTaskOnItsLastAttemptWaitsForItsSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newTimedHandler(10 * time.Millisecond)
+	refused := countSlotRefusals(rdb, 5)
 	srv := NewServer(rdb, h, ServerConfig{Concurrency: 2, MaxPerInstallation: 1, SlotRetry: 100 * time.Millisecond,
 		ShutdownTimeout: time.Second, Logger: quiet})
 	runServer(t, srv)
-	time.Sleep(500 * time.Millisecond)
+	// Refused, then refused again: it waits, and is not handed back.
+	waitUntil(t, 10*time.Second, "the task to be refused its slot twice", func() bool { return refused() >= 2 })
 	if _, ok := h.startedAt(last.ID); ok {
 		t.Fatal("the task ran while its installation was at its limit")
 	}

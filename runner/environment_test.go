@@ -173,7 +173,7 @@ func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string,
 	t.Helper()
 	w := &envWorld{files: files}
 	var err error
-	if w.sim, err = githubsim.New(githubsim.Options{Dir: t.TempDir()}); err != nil {
+	if w.sim, err = githubsim.New(githubsim.Options{Dir: t.TempDir(), AppKey: githubsim.SharedKey()}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.sim.Close() })

@@ -27,7 +27,7 @@ const pushRepo = "acme/push"
 
 func newPushWorld(t *testing.T) *pushWorld {
 	t.Helper()
-	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir()})
+	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir(), AppKey: githubsim.SharedKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,7 @@ func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes ru
 		t.Fatal(err)
 	}
 	files[app.PolicyPath] = policy
-	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir()})
+	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir(), AppKey: githubsim.SharedKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

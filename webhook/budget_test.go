@@ -150,6 +150,7 @@ func BenchmarkUnsignedFlood(b *testing.B) {
 // is refused at once with 503 and Retry-After, and accepted when
 // redelivered after they are gone.
 func TestBodyBudget(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	var conns []net.Conn
 	for range 2 {

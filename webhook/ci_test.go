@@ -56,6 +56,7 @@ func ciFixture(t *testing.T, event, file, conclusion string) (payload []byte, ob
 }
 
 func TestFailedCIOnAPullRequestIsAFollowUp(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	tests := []struct{ event, file string }{
 		{"check_run", "completed.1.payload.json"},
@@ -100,6 +101,7 @@ func TestFailedCIOnAPullRequestIsAFollowUp(t *testing.T) {
 }
 
 func TestCIEventsThatAreNoFollowUp(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	tests := []struct {
 		name, event, file, conclusion string

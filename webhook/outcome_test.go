@@ -48,6 +48,7 @@ func fixture(t *testing.T, name string, edit func(m map[string]any)) []byte {
 }
 
 func TestOutcomeEvents(t *testing.T) {
+	t.Parallel()
 	rec := &eventRecorder{}
 	in := startIntake(t, func(q webhook.Enqueuer) webhook.Enqueuer { rec.Enqueuer = q; return rec })
 

@@ -12,6 +12,7 @@ import (
 )
 
 func TestReviewIsOneFollowUp(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	raw, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-webhooks", "pull_request_review", "submitted.payload.json"))
 	if err != nil {

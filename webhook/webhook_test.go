@@ -148,6 +148,7 @@ var commandAction = map[string]string{
 // TestEveryFixture sends every real payload, as is and rewritten into a
 // command, and checks each answer and what was queued.
 func TestEveryFixture(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	root := filepath.Join(apptest.Fixtures(t), "github-webhooks")
 	files, err := filepath.Glob(filepath.Join(root, "*", "*.json"))
@@ -286,6 +287,7 @@ func checkTask(t *testing.T, in *intake, event, delivery string) {
 }
 
 func TestSignatureVector(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-signature-vector.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +325,7 @@ func TestSignatureVector(t *testing.T) {
 }
 
 func TestRefusedDeliveriesQueueNothing(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	command := webhooktest.IssueComment("/agent fix")
 	post := func(payload []byte, header map[string]string) (int, string) {
@@ -379,6 +382,7 @@ func TestRefusedDeliveriesQueueNothing(t *testing.T) {
 }
 
 func TestBadPayloads(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	bot := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) {
 		m["sender"].(map[string]any)["type"] = "Bot"
@@ -416,6 +420,7 @@ func TestBadPayloads(t *testing.T) {
 }
 
 func TestDuplicateDeliveries(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	payload := webhooktest.IssueComment("/agent status")
 	if r := in.deliver(t, "issue_comment", "once", payload); r.Status != http.StatusAccepted {
@@ -449,6 +454,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 // the same command replayed many times at once. Each replay is answered as
 // a duplicate and queues nothing.
 func TestReplayedBodyIsDuplicate(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	command := webhooktest.IssueComment("/agent fix")
 	if r := in.deliver(t, "issue_comment", "original", command); r.Status != http.StatusAccepted {
@@ -500,6 +506,7 @@ func (f *failingEnqueuer) Enqueue(ctx context.Context, t app.Task) (bool, error)
 }
 
 func TestFailedEnqueueLeavesDeliveryFree(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, func(q webhook.Enqueuer) webhook.Enqueuer { return &failingEnqueuer{Enqueuer: q} })
 	payload := webhooktest.IssueComment("/agent fix")
 	if r := in.deliver(t, "issue_comment", "flaky", payload); r.Status != http.StatusServiceUnavailable {
@@ -514,6 +521,7 @@ func TestFailedEnqueueLeavesDeliveryFree(t *testing.T) {
 }
 
 func TestRedisStoppedThenBack(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	get := func(path string) int {
 		resp, err := in.http.Get(in.url + path)
@@ -552,6 +560,7 @@ func TestRedisStoppedThenBack(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	in := startIntake(t, nil)
 	in.deliver(t, "issue_comment", "m1", webhooktest.IssueComment("/agent fix"))
 	in.deliver(t, "issue_comment", "m2", webhooktest.IssueComment("no command"))
@@ -574,6 +583,7 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestNewHandlerRefusesNoSecret(t *testing.T) {
+	t.Parallel()
 	for _, secrets := range [][][]byte{nil, {[]byte("")}} {
 		if _, err := webhook.NewHandler(webhook.Config{Secrets: secrets}); err == nil {
 			t.Errorf("NewHandler with secrets %q succeeded", secrets)
@@ -588,6 +598,7 @@ func TestNewHandlerRefusesNoSecret(t *testing.T) {
 // is the one package of Docker's organisation allowed: it links nothing of
 // the engine or its client.
 func TestIntakeLinksNoDockerNorGitHubClient(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "github.com/agentbot/agentbot/webhook").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -614,6 +625,7 @@ func TestIntakeLinksNoDockerNorGitHubClient(t *testing.T) {
 // TestRedisThatNeverAnswers points the handler at a server that accepts
 // connections and says nothing: the answer must still be a 503, not a hang.
 func TestRedisThatNeverAnswers(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

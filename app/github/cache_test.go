@@ -9,6 +9,7 @@ import (
 )
 
 func TestInstallationCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,7 @@ func TestInstallationCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestNewAppRefusesABadIdentity(t *testing.T) {
+	t.Parallel()
 	for name, cfg := range map[string]Config{
 		"no app id":   {PrivateKey: []byte("x")},
 		"no key":      {AppID: 1},
@@ -73,6 +75,7 @@ func TestNewAppRefusesABadIdentity(t *testing.T) {
 }
 
 func TestWebURL(t *testing.T) {
+	t.Parallel()
 	for api, want := range map[string]string{
 		"https://api.github.com":          "https://github.com",
 		"https://api.github.com/":         "https://github.com",

@@ -12,6 +12,7 @@ import (
 // TestReadingHistory reads a squash-merged pull request back the way
 // "eval capture" does, with a token that can only read.
 func TestReadingHistory(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const repo = "acme/calc"
 	w.addRepo(t, repo, map[string]string{"go.mod": "module calc\n", "calc/add.go": "package calc\n"})

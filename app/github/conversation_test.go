@@ -9,6 +9,7 @@ import (
 )
 
 func TestConversationReadsThePullRequestsWholeThread(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
 	w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main // changed\n"})
@@ -84,6 +85,7 @@ func TestConversationReadsThePullRequestsWholeThread(t *testing.T) {
 }
 
 func TestConversationOfAVeryLongThreadKeepsItsEnds(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
 	issue, err := w.sim.AddIssue("acme/a", "ada", "Long", "It goes on.")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestCIChecksReadWhyAnotherAppsCheckFailed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const repo = "acme/widgets"
 	w.addRepo(t, repo, map[string]string{"README.md": "# widgets\n"})
@@ -87,6 +88,7 @@ func TestCIChecksReadWhyAnotherAppsCheckFailed(t *testing.T) {
 }
 
 func TestReviewCommentsAreTheReviewsOwn(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	const repo = "acme/widgets"
 	w.addRepo(t, repo, map[string]string{"README.md": "# widgets\n"})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCreateCommitIsTheAppsAndVerified(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/app", map[string]string{"a.txt": "a\n", "old/gone.txt": "bye\n"})
 	ctx := t.Context()

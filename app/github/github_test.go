@@ -79,7 +79,7 @@ func (c *requestCounter) count(key string) int {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	sim, err := githubsim.New(githubsim.Options{})
+	sim, err := githubsim.New(githubsim.Options{AppKey: githubsim.SharedKey()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +183,7 @@ func (w *world) tokenClient(t *testing.T, tok app.RepoToken) *gh.Client {
 }
 
 func TestTokenIsScopedToOneRepository(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"README.md": "a"})
 	w.addRepo(t, "acme/b", map[string]string{"README.md": "b"})
@@ -208,6 +209,7 @@ func TestTokenIsScopedToOneRepository(t *testing.T) {
 }
 
 func TestTaskClientCannotTouchAnotherRepository(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	w.addRepo(t, "acme/b", map[string]string{app.PolicyPath: mainPolicy})
@@ -256,6 +258,7 @@ func TestTaskClientCannotTouchAnotherRepository(t *testing.T) {
 }
 
 func TestTokenIsNeverLogged(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	ga := w.newApp(t)
@@ -279,6 +282,7 @@ func TestTokenIsNeverLogged(t *testing.T) {
 }
 
 func TestRepositoryAndPermission(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	for login, role := range map[string]string{"ada": "admin", "max": "maintain", "wes": "write", "tia": "triage", "rob": "read"} {
@@ -307,6 +311,7 @@ func TestRepositoryAndPermission(t *testing.T) {
 }
 
 func TestInstallationClientsAreCached(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ga := w.newApp(t)
 	a, _ := ga.Installation(w.inst, "acme/a")
@@ -317,6 +322,7 @@ func TestInstallationClientsAreCached(t *testing.T) {
 }
 
 func TestRetriesHonourGitHubsAnswers(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		fault    githubsim.Fault
@@ -357,6 +363,7 @@ func TestRetriesHonourGitHubsAnswers(t *testing.T) {
 var _ app.Permissions = (*github.Installation)(nil)
 
 func TestAuthorizeAsksGitHubForRoles(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	for login, role := range map[string]string{"max": "maintain", "tia": "triage"} {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestIssueReadsIssuesAndPullRequests(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
 	w.push(t, "acme/a", "feature", map[string]string{"main.go": "package main // changed\n"})

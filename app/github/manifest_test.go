@@ -13,6 +13,7 @@ import (
 // TestAppManifest holds app.yml to the issue: the five permissions and no
 // more, never workflows, the eight events, a private App.
 func TestAppManifest(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile("../../app.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +40,7 @@ func TestAppManifest(t *testing.T) {
 }
 
 func TestParseManifestRefusesUnknownKeys(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{
 		"name: a\nurl: https://x\ndefault_permission: {contents: write}\n", // typo of default_permissions
 		"name: a\nurl: https://x\npublic: maybe\n",

@@ -15,6 +15,7 @@ limits: {iterations: 10}
 `
 
 func TestPolicyComesFromTheDefaultBranchNeverThePRHead(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{app.PolicyPath: mainPolicy})
 	// A pull request that tries to widen its own policy.
@@ -50,6 +51,7 @@ paths: {allow: ["**"], deny: []}
 }
 
 func TestPolicyLayersTheOrganisationsDefaults(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/.github", map[string]string{app.PolicyPath: `version: 1
 checks:
@@ -80,6 +82,7 @@ limits: {iterations: 12}
 }
 
 func TestNoPolicyMeansNoChecks(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"README.md": "hi"})
 	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
@@ -92,6 +95,7 @@ func TestNoPolicyMeansNoChecks(t *testing.T) {
 }
 
 func TestBrokenPolicyIsAnErrorToPost(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{app.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: make test, timout: 5m}\n"})
 	_, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
@@ -107,6 +111,7 @@ func TestBrokenPolicyIsAnErrorToPost(t *testing.T) {
 }
 
 func TestPolicyOfAMissingRepository(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	_, err := w.installation(t, "acme/gone").LoadPolicy(t.Context(), "acme/gone", app.DefaultServerConfig())
 	if app.ErrorCode(err) != app.ENotFound {

@@ -27,6 +27,7 @@ var faults = []struct {
 }
 
 func TestStatusCommentIsPostedOnceUnderFaults(t *testing.T) {
+	t.Parallel()
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -65,6 +66,7 @@ func TestStatusCommentIsPostedOnceUnderFaults(t *testing.T) {
 // TestCreatesSurviveALostAnswer is the case looking first exists for:
 // GitHub created the comment or pull request, but agentbot saw a 502.
 func TestCreatesSurviveALostAnswer(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"main.go": "package main\n"})
 	w.push(t, "acme/a", "agent/1-fix", map[string]string{"main.go": "package main // fixed\n"})
@@ -95,6 +97,7 @@ func TestCreatesSurviveALostAnswer(t *testing.T) {
 }
 
 func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
@@ -135,6 +138,7 @@ func TestStatusCommentIsFoundAgainAfterARestart(t *testing.T) {
 }
 
 func TestLongStatusIsTrimmedToGitHubsLimit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "/agent fix")
@@ -153,6 +157,7 @@ func TestLongStatusIsTrimmedToGitHubsLimit(t *testing.T) {
 }
 
 func TestReactionsOnIssueAndReviewComments(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
 	n, _ := w.sim.AddIssue("acme/a", "ada", "bug", "")
@@ -183,6 +188,7 @@ func TestReactionsOnIssueAndReviewComments(t *testing.T) {
 }
 
 func TestReactionOnAReviewComment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	n, id := w.reviewComment(t)
 	task := &app.Task{Repo: "acme/a", Number: n, IsPR: true, ReviewComment: &app.ReviewComment{ID: id, Path: "main.go", Line: 3}}
@@ -196,6 +202,7 @@ func TestReactionOnAReviewComment(t *testing.T) {
 }
 
 func TestCheckRunIsCreatedOnceAndCompleted(t *testing.T) {
+	t.Parallel()
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -232,6 +239,7 @@ func TestCheckRunIsCreatedOnceAndCompleted(t *testing.T) {
 }
 
 func TestPullRequestIsOpenedOnceUnderFaults(t *testing.T) {
+	t.Parallel()
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			w := newWorld(t)
@@ -278,7 +286,7 @@ func TestPullRequestIsOpenedOnceUnderFaults(t *testing.T) {
 // BenchmarkStatusCommentEdit measures one status update as a running task
 // makes it: a PATCH of the known comment through the installation client.
 func BenchmarkStatusCommentEdit(b *testing.B) {
-	sim, err := githubsim.New(githubsim.Options{})
+	sim, err := githubsim.New(githubsim.Options{AppKey: githubsim.SharedKey()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -314,6 +322,7 @@ func BenchmarkFitText(b *testing.B) {
 }
 
 func TestReplyInThreadIsPostedOnceUnderFaults(t *testing.T) {
+	t.Parallel()
 	for _, f := range faults {
 		t.Run(f.name, func(t *testing.T) {
 			w := newWorld(t)

@@ -52,6 +52,7 @@ func answer(code int, body string, headers ...string) func(http.ResponseWriter) 
 const secondaryLimitBody = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again."}`
 
 func TestRetryTransport(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	reset := strconv.FormatInt(now.Unix()+42, 10)
 	ok := status(200)
@@ -150,6 +151,7 @@ func TestRetryTransport(t *testing.T) {
 }
 
 func TestRetryTransportStopsWhenTheContextEnds(t *testing.T) {
+	t.Parallel()
 	s := &scripted{replies: []func(http.ResponseWriter){status(429, "Retry-After", "5"), status(200)}}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -169,6 +171,7 @@ func TestRetryTransportStopsWhenTheContextEnds(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
 	tests := []struct {
 		in   string

@@ -8,11 +8,15 @@ package redistest
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,6 +35,9 @@ type Server struct {
 	extra []string
 	ready string
 	cmd   *exec.Cmd
+	// started is set once the server was up: its port is known to its
+	// clients from then on.
+	started bool
 }
 
 // Start launches a server on a free loopback port and stops it when the test
@@ -66,25 +73,89 @@ func lookPath(t testing.TB) string {
 // newServer returns a Server, not started, on a free loopback port.
 func newServer(t testing.TB, conf string) *Server {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &Server{
-		Addr: fmt.Sprintf("127.0.0.1:%d", port),
-		t:    t,
-		dir:  t.TempDir(),
-		port: port,
-		conf: conf,
-	}
-	s.URL = "redis://" + s.Addr + "/0"
+	s := &Server{t: t, dir: t.TempDir(), conf: conf}
+	s.setPort(freePort(t))
 	return s
 }
 
+func (s *Server) setPort(port int) {
+	s.port = port
+	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	s.URL = "redis://" + s.Addr + "/0"
+}
+
+// handedOut are the ports freePort gave this process, never given twice.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort returns a free loopback port below the kernel's ephemeral range.
+// A port from that range (as port 0 gives) may be taken, while its server
+// is stopped for a Restart, as the local end of any outgoing connection.
+func freePort(t testing.TB) int {
+	t.Helper()
+	const low = 10000
+	high := ephemeralStart()
+	for range 1000 {
+		port := low + rand.IntN(high-low)
+		handedOut.Lock()
+		taken := handedOut.ports[port]
+		handedOut.ports[port] = true
+		handedOut.Unlock()
+		if taken {
+			continue
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port
+		}
+	}
+	t.Fatalf("no free port in [%d, %d)", low, high)
+	return 0
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (32768
+// when it cannot be read, or when it starts too low to leave room below).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n < 20000 {
+		return 32768
+	}
+	return n
+}
+
+// start launches the server. Another process may take its port between
+// freePort's check and the launch; the first launch then moves to another
+// port, where a Restart must keep its own and fails.
 func (s *Server) start(bin string) {
 	s.t.Helper()
+	for range 5 {
+		err := s.launch(bin)
+		if err == nil {
+			return
+		}
+		if s.started || !errors.Is(err, errPortTaken) {
+			s.t.Fatal(err)
+		}
+		s.setPort(freePort(s.t))
+	}
+	s.t.Fatalf("redis-server found no free port in 5 tries")
+}
+
+// errPortTaken is launch's error when redis-server could not bind its port.
+var errPortTaken = errors.New("port taken")
+
+// launch runs redis-server and waits until it is ready.
+func (s *Server) launch(bin string) error {
 	args := []string{"--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--dir", s.dir}
 	if s.conf != "" {
 		args = append([]string{s.conf}, args...)
@@ -99,16 +170,21 @@ func (s *Server) start(bin string) {
 	s.cmd = exec.Command(bin, args...)
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
-		s.t.Fatalf("redis-server stdout: %v", err)
+		return fmt.Errorf("redis-server stdout: %w", err)
 	}
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatalf("start redis-server: %v", err)
+		return fmt.Errorf("start redis-server: %w", err)
 	}
+	// The log's last lines say why a server exited before it was ready.
+	var tail []string
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		found := false
 		for sc.Scan() {
+			if !found {
+				tail = append(tail[max(len(tail)-9, 0):], sc.Text())
+			}
 			if !found && strings.Contains(sc.Text(), readyLine) {
 				found = true
 				ready <- true
@@ -121,11 +197,20 @@ func (s *Server) start(bin string) {
 	select {
 	case ok := <-ready:
 		if !ok {
-			s.t.Fatalf("redis-server on port %d exited before it was ready", s.port)
+			_ = s.cmd.Wait()
+			s.cmd = nil
+			log := strings.Join(tail, "\n")
+			if strings.Contains(log, "Address already in use") {
+				return fmt.Errorf("redis-server on port %d: %w:\n%s", s.port, errPortTaken, log)
+			}
+			return fmt.Errorf("redis-server on port %d exited before it was ready:\n%s", s.port, log)
 		}
 	case <-time.After(10 * time.Second):
-		s.t.Fatalf("redis-server on port %d not ready after 10s", s.port)
+		s.Stop()
+		return fmt.Errorf("redis-server on port %d not ready after 10s", s.port)
 	}
+	s.started = true
+	return nil
 }
 
 // Stop kills the server. The port stays reserved for Restart.

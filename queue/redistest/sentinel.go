@@ -129,16 +129,27 @@ func (d *Sentinel) WaitPromoted(old string, timeout time.Duration) *Server {
 	return promoted
 }
 
-// replicasInSync reports whether the primary has n replicas online.
+// replicasInSync reports whether n replicas acknowledge a write to the
+// primary. A replica is listed online, and its link up, a moment before
+// the primary streams writes to it (once it acknowledges the sync): only
+// then does WAIT count it. The write leaves no key behind.
 func (d *Sentinel) replicasInSync(ctx context.Context, n int) (bool, error) {
 	c := redis.NewClient(&redis.Options{Addr: d.Primary.Addr})
 	defer c.Close()
-	s, err := c.Info(ctx, "replication").Result()
-	if err != nil {
+	cn := c.Conn()
+	defer cn.Close()
+	if err := cn.Set(ctx, readyKey, 1, 0).Err(); err != nil {
 		return false, err
 	}
-	return strings.Count(s, "state=online") == n, nil
+	if err := cn.Del(ctx, readyKey).Err(); err != nil {
+		return false, err
+	}
+	acked, err := cn.Wait(ctx, n, 100*time.Millisecond).Result()
+	return acked >= int64(n), err
 }
+
+// readyKey is the key replicasInSync writes and deletes.
+const readyKey = "redistest:ready"
 
 // master returns what sentinel s knows of the primary.
 func (d *Sentinel) master(ctx context.Context, s *Server) (map[string]string, error) {
@@ -201,8 +212,7 @@ func StartReplica(t testing.TB, primary *Server) *Server {
 	t.Cleanup(r.Stop)
 	d := &Sentinel{t: t, Primary: primary}
 	d.waitFor("the replica to sync", func(ctx context.Context) (bool, error) {
-		link, err := info(ctx, r.Addr, "master_link_status")
-		return link == "up", err
+		return d.replicasInSync(ctx, 1)
 	})
 	return r
 }

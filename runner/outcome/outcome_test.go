@@ -50,7 +50,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	sim, err := githubsim.New(githubsim.Options{})
+	sim, err := githubsim.New(githubsim.Options{AppKey: githubsim.SharedKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

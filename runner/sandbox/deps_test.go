@@ -21,6 +21,7 @@ var dockerPackages = []string{
 // The protocol, the tools, the loop and the egress proxy link no Docker:
 // only the driver does.
 func TestNoDockerBehindTheProtocol(t *testing.T) {
+	t.Parallel()
 	for _, pkg := range []string{"runner/sandbox", "runner/tools", "runner/agent", "runner/egress"} {
 		t.Run(pkg, func(t *testing.T) {
 			out, err := exec.Command("go", "list", "-deps", "github.com/agentbot/agentbot/"+pkg).Output()

@@ -15,6 +15,7 @@ import (
 )
 
 func TestCapture(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		limit   int
@@ -84,6 +85,7 @@ func req(t *testing.T, c Cmd) string {
 }
 
 func TestServeRunsCommands(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
 		t.Fatal(err)
@@ -122,6 +124,7 @@ func TestServeRunsCommands(t *testing.T) {
 
 // Bad requests are answered with a reason, and the executor goes on serving.
 func TestServeRefusesBadRequests(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.Symlink("/etc", filepath.Join(root, "out")); err != nil {
 		t.Fatal(err)
@@ -156,6 +159,7 @@ func TestServeRefusesBadRequests(t *testing.T) {
 }
 
 func TestServeTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	marker := filepath.Join(root, "survived")
 	// A background child would write the marker after the timeout if it
@@ -172,6 +176,7 @@ func TestServeTimeoutKillsProcessGroup(t *testing.T) {
 }
 
 func TestServeLeftoverBackgroundProcessIsKilled(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	marker := filepath.Join(root, "survived")
 	a := serve(t, root, nil, req(t, Cmd{Shell: "(sleep 1; touch " + marker + ") >/dev/null 2>&1 &"}))[0]
@@ -185,6 +190,7 @@ func TestServeLeftoverBackgroundProcessIsKilled(t *testing.T) {
 }
 
 func TestServeReportsOOMKill(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	// The kernel's counter moves while the first command runs, and not
 	// during the second: both die by SIGKILL, only the first for memory.
@@ -217,6 +223,7 @@ func (e *events) Write(p []byte) (int, error) {
 }
 
 func TestServeReadsOOMCounterOnlyToExplainAFailure(t *testing.T) {
+	t.Parallel()
 	var ev events
 	count := int64(0)
 	oom := func() (int64, bool) {
@@ -253,6 +260,7 @@ func TestServeReadsOOMCounterOnlyToExplainAFailure(t *testing.T) {
 }
 
 func TestServeStopsWithContext(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -268,6 +276,7 @@ func TestServeStopsWithContext(t *testing.T) {
 }
 
 func TestOOMKillLine(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tests := []struct {
 		name, content string
@@ -297,6 +306,7 @@ func TestOOMKillLine(t *testing.T) {
 // Outside a container's pid namespace, as the child of anything but its
 // init, containment is refused before it could kill a process.
 func TestContainRefusedOutsideAContainer(t *testing.T) {
+	t.Parallel()
 	if os.Getppid() == 1 {
 		t.Skip("the test process is a child of pid 1")
 	}

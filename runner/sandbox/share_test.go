@@ -8,6 +8,7 @@ import (
 )
 
 func TestShareTreeNeverFollowsSymlinks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "outside")
 	if err := os.WriteFile(outside, []byte("host"), 0o600); err != nil {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	empty := treeUsage(root)
 	data := make([]byte, 1<<20)
@@ -63,6 +64,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 }
 
 func TestTreeLimit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name                      string
 		base, start, growth, want int64
@@ -80,6 +82,7 @@ func TestTreeLimit(t *testing.T) {
 }
 
 func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	const growth = 4 << 20
 	// Writes 1 MiB files for up to a minute: only the watch stops it.
@@ -119,6 +122,7 @@ func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
 }
 
 func TestNextTreePoll(t *testing.T) {
+	t.Parallel()
 	const ms = time.Millisecond
 	tests := []struct {
 		name                string

@@ -16,6 +16,7 @@ import (
 // A repository may itself contain symlinks that lead out; host-side access
 // through Root refuses to follow them.
 func TestRootRefusesSymlinksOut(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/links", map[string]string{
 		"ok.txt":   "fine\n",
@@ -70,6 +71,7 @@ func hostile(t *testing.T, dir, marker string) {
 // What the sandbox writes into the tree never makes the host run anything:
 // diff, gate, commit and push all succeed and the marker never appears.
 func TestHostileTreeRunsNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/hostile", map[string]string{"README.md": "hi\n"})
 	marker := filepath.Join(t.TempDir(), "MARKER")
@@ -117,6 +119,7 @@ func TestHostileTreeRunsNothing(t *testing.T) {
 
 // A nested repository is refused by name before git looks at it.
 func TestNestedRepositoryRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/nested", map[string]string{"README.md": "hi\n"})
 	marker := filepath.Join(t.TempDir(), "MARKER")

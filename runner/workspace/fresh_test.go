@@ -10,6 +10,7 @@ import (
 )
 
 func TestFreshTreeHoldsOnlyWhatGitRecords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "acme/fresh", map[string]string{"a.txt": "a\n", "gone.txt": "g\n", ".gitignore": "cache/\n", "run.sh*": "#!/bin/sh\n"})
 	w := e.checkout(t, "acme/fresh", "main")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestGate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{MaxFileSize: 1024})
 	e.repo(t, "octo/gate", map[string]string{
 		"src/a.go":        "package a\n",
@@ -144,6 +145,7 @@ func TestGate(t *testing.T) {
 // The gate checks the tree at the time it runs; Commit commits that tree,
 // not whatever the sandbox wrote afterwards.
 func TestCommitTakesTheGatedTree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/race", map[string]string{"a.txt": "a\n"})
 	w := e.checkout(t, "octo/race", "main")

@@ -39,6 +39,7 @@ func testWorkspace(t *testing.T, files map[string]string) *Workspace {
 // defined in the host's own configuration, the worst case: even then no
 // filter, textconv or end-of-line conversion runs.
 func TestInTreeAttributesAreNeutral(t *testing.T) {
+	t.Parallel()
 	w := testWorkspace(t, map[string]string{"a.txt": "a\n"})
 	marker := filepath.Join(t.TempDir(), "MARKER")
 	drivers := map[string]string{
@@ -87,6 +88,7 @@ func TestInTreeAttributesAreNeutral(t *testing.T) {
 }
 
 func TestResolveLink(t *testing.T) {
+	t.Parallel()
 	links := map[string]string{
 		"top":      ".",
 		"src/up":   "..",
@@ -129,6 +131,7 @@ func TestResolveLink(t *testing.T) {
 // A gitlink can only come from a nested repository, which snapshot refuses
 // first; the gate's own rule is checked on the diff it would produce.
 func TestGateRefusesGitlinks(t *testing.T) {
+	t.Parallel()
 	w := &Workspace{m: NewManager(t.TempDir(), Options{})}
 	diff := "diff --git a/mod b/mod\nnew file mode 160000\nindex 0000000000000000000000000000000000000000..1111111111111111111111111111111111111111\n--- /dev/null\n+++ b/mod\n@@ -0,0 +1 @@\n+Subproject commit 1111111111111111111111111111111111111111\n" +
 		"diff --git a/old b/old\ndeleted file mode 160000\nindex 2222222222222222222222222222222222222222..0000000000000000000000000000000000000000\n--- a/old\n+++ /dev/null\n@@ -1 +0,0 @@\n-Subproject commit 2222222222222222222222222222222222222222\n"

@@ -15,6 +15,7 @@ import (
 // only then; other repositories keep theirs, and the next checkout of the
 // evicted one starts a new pool.
 func TestEvictIdlePool(t *testing.T) {
+	t.Parallel()
 	srv := workspacetest.NewServer(t, "tok")
 	m := NewManager(t.TempDir(), Options{SpareTrees: 1})
 	t.Cleanup(func() { m.Close() })

@@ -105,6 +105,7 @@ func treeFiles(t *testing.T, w *workspace.Workspace) map[string]string {
 // that takes it gets the same tree, base and index as a checkout from
 // scratch: every difference in content, mode, symlink and directory undone.
 func TestSpareCheckoutMatchesPlain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	old := e.repo(t, "octo/pool", map[string]string{
 		"README.md":    "hello\n",
@@ -175,6 +176,7 @@ func TestSpareCheckoutMatchesPlain(t *testing.T) {
 // What a task did to its tree never reaches another task: Close removes
 // the tree, and the next task gets a fresh spare.
 func TestModifiedTreeIsNeverReused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/reuse", map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	e.checkout(t, "octo/reuse", "main")
@@ -200,6 +202,7 @@ func TestModifiedTreeIsNeverReused(t *testing.T) {
 // A spare tree that is not exactly its commit is discarded, whatever is
 // wrong with it, and the task gets a checkout from scratch.
 func TestUncleanSpareIsDiscarded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/unclean", map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n", ".gitignore": "*.log\n"})
 	e.checkout(t, "octo/unclean", "main")
@@ -238,6 +241,7 @@ func TestUncleanSpareIsDiscarded(t *testing.T) {
 
 // Taking a spare starts making another, up to SpareTrees per repository.
 func TestSparesRefill(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{SpareTrees: 2})
 	e.repo(t, "octo/refill", map[string]string{"a.txt": "a\n"})
 	e.checkout(t, "octo/refill", "main")
@@ -263,6 +267,7 @@ func TestSparesRefill(t *testing.T) {
 
 // Tasks starting at once on the same repository never share a tree.
 func TestConcurrentSpareCheckouts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{SpareTrees: 2})
 	old := e.repo(t, "octo/rush", map[string]string{"a.txt": "old\n"})
 	head := e.srv.Commit(t, "octo/rush", func(dir string) { ostest.WriteTree(t, dir, map[string]string{"a.txt": "new\n"}) })
@@ -317,6 +322,7 @@ func TestConcurrentSpareCheckouts(t *testing.T) {
 // Close removes the spare trees; a closed Manager still checks out, and
 // makes no more.
 func TestCloseRemovesSpares(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/close", map[string]string{"a.txt": "a\n"})
 	e.repo(t, "octo/close2", map[string]string{"a.txt": "a\n"})
@@ -346,6 +352,7 @@ func TestCloseRemovesSpares(t *testing.T) {
 
 // A repository unused for the TTL loses its spare trees.
 func TestIdleSparesExpire(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{SpareTTL: time.Millisecond})
 	e.repo(t, "octo/idle", map[string]string{"a.txt": "a\n"})
 	e.checkout(t, "octo/idle", "main")

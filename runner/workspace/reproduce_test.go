@@ -11,6 +11,7 @@ import (
 )
 
 func TestChangedTestsOf(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "acme/tests", map[string]string{
 		"sum.go":      "package sum\n\nfunc Sum(xs []int) int { return 0 }\n",
@@ -54,6 +55,7 @@ func TestChangedTestsOf(t *testing.T) {
 }
 
 func TestOverlayIsTheBaseWithOnlyTheTests(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "acme/overlay", map[string]string{"sum.go": "buggy\n", "sum_test.go": "old test\n", "a*_test.go": "star\n"})
 	w := e.checkout(t, "acme/overlay", "main")

@@ -17,6 +17,7 @@ import (
 // is a refusal the model and the user can read, found before git hashes
 // anything: never an internal error that gets the task retried.
 func TestTreeScanRefusesWhatGitCannotRecord(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{MaxFileSize: 1 << 20, MaxNewFiles: 50})
 	e.repo(t, "octo/scan", map[string]string{"a.go": "package a\n", "big.bin": strings.Repeat("x", 2<<20)})
 	fifo := func(t *testing.T, dir string) { mustDo(t, syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644)) }

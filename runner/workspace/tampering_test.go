@@ -15,6 +15,7 @@ import (
 // checks; the gate names every such file, the tests it removes and the
 // skips it adds, so that the pull request shows it.
 func TestGateReportsTampering(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/tamper", map[string]string{
 		"calc.go":           "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
@@ -92,6 +93,7 @@ func TestGateReportsTampering(t *testing.T) {
 
 // A deleted test file names every test it held.
 func TestTamperingOfDeletedTestFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/tamperdel", map[string]string{
 		"a_test.go": "package a\n\nfunc TestOne(t *testing.T) {}\n\nfunc FuzzTwo(f *testing.F) {}\n",

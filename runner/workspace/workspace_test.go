@@ -116,6 +116,7 @@ func assertNoToken(t *testing.T, dir string, texts ...string) {
 }
 
 func TestCheckoutChangeGateCommitPush(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	base := e.repo(t, "octo/hello", map[string]string{
 		"README.md":     "hello\n",
@@ -237,6 +238,7 @@ func mustDo(t *testing.T, err error) {
 }
 
 func TestPushLease(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/lease", map[string]string{"a.txt": "a\n"})
 	bare := e.srv.RepoDir("octo/lease")
@@ -275,6 +277,7 @@ func TestPushLease(t *testing.T) {
 
 // Bad input gets a clear error and changes nothing.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/bad", map[string]string{"a.txt": "a\n"})
 	ctx := t.Context()
@@ -382,6 +385,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestApplyRoundTrip(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/trip", map[string]string{
 		"keep.txt":    "keep\n",
@@ -451,6 +455,7 @@ func TestApplyRoundTrip(t *testing.T) {
 // Tasks starting on the same repository at once share one mirror, however
 // they spell its name.
 func TestConcurrentCheckouts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	base := e.repo(t, "octo/busy", map[string]string{"a.txt": "a\n"})
 	var wg sync.WaitGroup
@@ -485,6 +490,7 @@ func TestConcurrentCheckouts(t *testing.T) {
 // A command that outlives its timeout is killed, and a failed clone leaves
 // no mirror behind.
 func TestCommandTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{CommandTimeout: time.Millisecond})
 	e.repo(t, "octo/slow", map[string]string{"a.txt": "a\n"})
 	_, err := e.m.Checkout(t.Context(), workspace.CheckoutOptions{Repo: "octo/slow", Remote: e.remote("octo/slow")})
@@ -508,6 +514,7 @@ func TestDefaultDataDir(t *testing.T) {
 // RemoveOrphans, as the next worker runs it, removes those and leaves live
 // ones alone.
 func TestRemoveOrphans(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv("WORKSPACE_ORPHAN_DATA_DIR"); dir != "" {
 		// The killed worker: check out, say where, die without cleaning up.
 		m := workspace.NewManager(dir, workspace.Options{SpareTrees: 1})
@@ -564,6 +571,7 @@ func TestRemoveOrphans(t *testing.T) {
 // with the same date, gets the same commit, and its push finds the branch
 // done instead of refusing it as moved.
 func TestRetriedTaskPushesNothingNew(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{})
 	e.repo(t, "octo/retry", map[string]string{"a.txt": "a\n"})
 	received := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
@@ -596,6 +604,7 @@ func TestRetriedTaskPushesNothingNew(t *testing.T) {
 // reads it; a diff that grows past the cap anyway (deleting a large base
 // file) is refused instead of the worker buffering it.
 func TestDiffSizeCap(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, workspace.Options{MaxDiffSize: 1 << 20, MaxFileSize: 4 << 20})
 	big := make([]byte, 3<<20) // random: compresses no better than a build artefact
 	rand.NewChaCha8([32]byte{1}).Read(big)

@@ -17,6 +17,7 @@ import (
 // TestCIAndReviewConformance exercises the CI and review operations of
 // the subset, each answer checked against GitHub's description.
 func TestCIAndReviewConformance(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newValidator(t)
 	c := w.client(t, v, nil)

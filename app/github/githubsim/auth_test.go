@@ -41,6 +41,7 @@ func appRequest(t *testing.T, w *world, key *rsa.PrivateKey, method jwt.SigningM
 }
 
 func TestAppJWT(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	app := w.s.App()
 	block, _ := pem.Decode(app.PrivateKeyPEM)
@@ -99,6 +100,7 @@ func TestAppJWT(t *testing.T) {
 }
 
 func TestInstallationTokenRequests(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tests := []struct {
 		name string
@@ -123,6 +125,7 @@ func TestInstallationTokenRequests(t *testing.T) {
 }
 
 func TestTokenScopeREST(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	scoped := w.client(t, nil, &github.InstallationTokenOptions{
@@ -175,6 +178,7 @@ func (tok tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestTokenScopeGit(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	onlyWidgets := w.token(t, &github.InstallationTokenOptions{Repositories: []string{name}})
 	readOnly := w.token(t, &github.InstallationTokenOptions{
@@ -229,6 +233,7 @@ func TestTokenScopeGit(t *testing.T) {
 }
 
 func TestExpiredTokensAreRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)
@@ -249,6 +254,7 @@ func TestExpiredTokensAreRefused(t *testing.T) {
 }
 
 func TestAppRoutes(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	app := w.s.App()
@@ -291,6 +297,7 @@ func mustRepoID(t *testing.T, w *world) int64 {
 // GitHub refuses an App's push that touches a workflow file unless the
 // App holds the workflows permission, which agentbot's does not.
 func TestPushOfWorkflowNeedsWorkflowsPermission(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	dir := filepath.Join(t.TempDir(), "c")
 	mustGit(t, "", "clone", "--quiet", w.cloneURL(full, w.token(t, nil)), dir)

@@ -14,6 +14,7 @@ import (
 // commit's two parents, a plain commit's one, and an unknown ref refused
 // with 422 as GitHub does.
 func TestGetCommitConforms(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newValidator(t)
 	c := w.client(t, v, nil)

@@ -183,6 +183,7 @@ func missingFields(at string, want, got any) []string {
 // real go-github client, answers and refusals both, and validates each
 // exchange against the description.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newValidator(t)
 	c := w.client(t, v, nil)

@@ -36,6 +36,7 @@ func get(t *testing.T, ctx context.Context, w *world, tok string) (*http.Respons
 }
 
 func TestFaultsFailTheNextCallsThenPass(t *testing.T) {
+	t.Parallel()
 	reset := time.Now().Add(90 * time.Second).Truncate(time.Second)
 	tests := []struct {
 		name    string
@@ -86,6 +87,7 @@ func TestFaultsFailTheNextCallsThenPass(t *testing.T) {
 }
 
 func TestFaultsAreSeenByGoGitHubAsGitHubs(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	w.s.Inject("GET", "/repos/*/*", githubsim.Fault{Status: 403, Secondary: true, RetryAfter: 2 * time.Second, Times: 1})
@@ -103,6 +105,7 @@ func TestFaultsAreSeenByGoGitHubAsGitHubs(t *testing.T) {
 }
 
 func TestFaultMatchesMethodAndPath(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tok := w.token(t, nil)
 	w.s.Inject("POST", "/repos/*/*", githubsim.Fault{Status: 500})
@@ -121,6 +124,7 @@ func TestFaultMatchesMethodAndPath(t *testing.T) {
 }
 
 func TestFaultLatency(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tok := w.token(t, nil)
 	w.s.Inject("", "/repos/*/*", githubsim.Fault{Latency: time.Hour, Times: 1})
@@ -139,6 +143,7 @@ func TestFaultLatency(t *testing.T) {
 // A fault that strikes after the write is what makes blind retries post
 // twice; the simulator must keep the effect.
 func TestProcessedFaultKeepsTheEffect(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	n, err := w.s.AddIssue(full, "octocat", "t", "b")
 	if err != nil {
@@ -156,6 +161,7 @@ func TestProcessedFaultKeepsTheEffect(t *testing.T) {
 
 // Bad input gets GitHub's answer and changes nothing.
 func TestMalformedRequests(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	tok := w.token(t, nil)
 	n, err := w.s.AddIssue(full, "octocat", "t", "")

@@ -15,6 +15,7 @@ import (
 // a commit and ref updates, checks every answer against the OpenAPI
 // subset, and reads the result back with git.
 func TestGitDatabase(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	v := newValidator(t)
 	c := w.client(t, v, nil)

@@ -30,7 +30,7 @@ type world struct {
 
 func newWorld(t testing.TB) *world {
 	t.Helper()
-	s, err := githubsim.New(githubsim.Options{})
+	s, err := githubsim.New(githubsim.Options{AppKey: githubsim.SharedKey()})
 	if err != nil {
 		t.Fatal(err)
 	}

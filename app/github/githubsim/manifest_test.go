@@ -25,6 +25,7 @@ func postManifest(t *testing.T, w *world, path, manifest, state string) *http.Re
 }
 
 func TestManifestFlow(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	m, err := json.Marshal(map[string]any{
@@ -79,6 +80,7 @@ func TestManifestFlow(t *testing.T) {
 }
 
 func TestManifestFormRefusesBadManifests(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	for name, m := range map[string]string{
 		"not JSON":        "{",

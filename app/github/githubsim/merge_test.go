@@ -26,6 +26,7 @@ func gitIn(t *testing.T, w *world, args ...string) string {
 }
 
 func TestMergeMethods(t *testing.T) {
+	t.Parallel()
 	for _, method := range []string{githubsim.MergeCommit, githubsim.MergeSquash, githubsim.MergeRebase} {
 		t.Run(method, func(t *testing.T) {
 			w := newWorld(t)
@@ -101,6 +102,7 @@ func TestMergeMethods(t *testing.T) {
 }
 
 func TestRevertAndPush(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srv, got := receiver(t)
 	before, _ := w.s.BranchSHA(full, "main")

@@ -14,6 +14,7 @@ import (
 )
 
 func TestPagination(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	n, err := w.s.AddIssue(full, "octocat", "t", "")
@@ -50,6 +51,7 @@ func TestPagination(t *testing.T) {
 }
 
 func TestContentsReadsTheRequestedRef(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)
@@ -97,6 +99,7 @@ func TestContentsReadsTheRequestedRef(t *testing.T) {
 }
 
 func TestPullRequestsLabelsAndReviewers(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)
@@ -154,6 +157,7 @@ func TestPullRequestsLabelsAndReviewers(t *testing.T) {
 }
 
 func TestForkPullRequest(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if err := w.s.AddFork("mallory/widgets", map[string]string{"evil.go": "package evil\n"}); err != nil {
 		t.Fatal(err)
@@ -174,6 +178,7 @@ func TestForkPullRequest(t *testing.T) {
 // TestConcurrentUse hammers one repository from many clients while a
 // reader takes copies; run with -race.
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	n, err := w.s.AddIssue(full, "octocat", "t", "")
@@ -229,6 +234,7 @@ func TestConcurrentUse(t *testing.T) {
 
 // The org-wide policy lives in a repository named ".github".
 func TestDotGithubRepository(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	if err := w.s.AddRepo(w.install, owner+"/.github", map[string]string{".github/agent.yml": "version: 1\n"}); err != nil {
 		t.Fatal(err)
@@ -246,6 +252,7 @@ func TestDotGithubRepository(t *testing.T) {
 }
 
 func TestCheckRunValidation(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)
@@ -284,6 +291,7 @@ func TestCheckRunValidation(t *testing.T) {
 }
 
 func TestRepliesReactionsAndReviews(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	ctx := context.Background()
 	c := w.client(t, nil, nil)

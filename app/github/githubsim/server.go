@@ -32,7 +32,20 @@ type Options struct {
 	Git string
 	// Logger receives one line per request. Default: discarded.
 	Logger *slog.Logger
+	// AppKey is the App's private key. Default: a new 2048-bit key, whose
+	// generation is most of what starting a simulator costs; tests that
+	// start many pass SharedKey().
+	AppKey *rsa.PrivateKey
 }
+
+// SharedKey returns one App key per process, generated on first use.
+var SharedKey = sync.OnceValue(func() *rsa.PrivateKey {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(fmt.Sprintf("githubsim: shared app key: %v", err))
+	}
+	return key
+})
 
 // App is the GitHub App the simulator owns, with the credentials GitHub
 // would hand its owner.
@@ -125,12 +138,15 @@ func New(opts Options) (*Server, error) {
 		}
 		s.dir, s.ownDir = d, true
 	}
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		s.removeDir()
-		return nil, fmt.Errorf("githubsim: app key: %w", err)
+	s.key = opts.AppKey
+	if s.key == nil {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			s.removeDir()
+			return nil, fmt.Errorf("githubsim: app key: %w", err)
+		}
+		s.key = key
 	}
-	s.key = key
 	name := opts.AppName
 	if name == "" {
 		name = defaultAppName
@@ -141,7 +157,7 @@ func New(opts Options) (*Server, error) {
 		ClientSecret:  randomHex(20),
 		Owner:         "agentbot",
 		WebhookSecret: randomHex(20),
-		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(s.key)}),
 		Permissions: map[string]string{
 			"contents": "write", "issues": "write", "pull_requests": "write",
 			"checks": "write", "metadata": "read", "actions": "read",

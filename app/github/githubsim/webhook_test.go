@@ -19,6 +19,7 @@ import (
 )
 
 func TestSignatureMatchesGitHubsVector(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-signature-vector.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +113,7 @@ func sameShape(t *testing.T, fixture, ours []byte) {
 }
 
 func TestDeliverIssueComment(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srv, got := receiver(t)
 	n, err := w.s.AddIssue(full, "octocat", "Widgets crash", "")
@@ -139,6 +141,7 @@ func TestDeliverIssueComment(t *testing.T) {
 }
 
 func TestDeliverReviewFlows(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srv, got := receiver(t)
 	ctx := context.Background()
@@ -210,6 +213,7 @@ func TestDeliverReviewFlows(t *testing.T) {
 // The App's own writes come back as webhooks, as on GitHub, so that a
 // test sees whether agentbot ignores its echo.
 func TestOwnWritesAreDelivered(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	srv, got := receiver(t)
 	ctx := context.Background()
