@@ -67,7 +67,7 @@ func TestSentinelFailoverLosesNoAcceptedWebhook(t *testing.T) {
 	promotedCh := make(chan struct{})
 	go func() {
 		defer close(promotedCh)
-		d.WaitPromoted(old, 30*time.Second)
+		d.WaitPromoted(old, time.Minute)
 	}()
 	// Deliver through the gap, every 50ms, until the intake accepts again
 	// after the promotion.

@@ -47,7 +47,7 @@ func TestSentinelPromotesAReplica(t *testing.T) {
 	}
 	d.Primary.Stop()
 	start := time.Now()
-	promoted := d.WaitPromoted(old, 30*time.Second)
+	promoted := d.WaitPromoted(old, time.Minute)
 	if promoted != d.Replicas[0] {
 		t.Fatalf("promoted %v, want the only replica %s", promoted, d.Replicas[0].Addr)
 	}

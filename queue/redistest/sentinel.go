@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,12 +105,16 @@ func (d *Sentinel) WaitPromoted(old string, timeout time.Duration) *Server {
 	d.t.Helper()
 	var promoted *Server
 	d.waitForWithin(timeout, "a replica to be promoted", func(ctx context.Context) (bool, error) {
+		// What the sentinels say, for the failure's message.
+		var seen []error
 		for _, s := range d.Sentinels {
 			m, err := d.master(ctx, s)
 			if err != nil {
+				seen = append(seen, err)
 				continue // this sentinel is busy; ask the next
 			}
 			addr := m["ip"] + ":" + m["port"]
+			seen = append(seen, fmt.Errorf("sentinel %s names %s (flags %s, failover state %s)", s.Addr, addr, m["flags"], m["failover-state"]))
 			if addr == old {
 				continue
 			}
@@ -124,7 +129,7 @@ func (d *Sentinel) WaitPromoted(old string, timeout time.Duration) *Server {
 				}
 			}
 		}
-		return false, nil
+		return false, errors.Join(seen...)
 	})
 	return promoted
 }
