@@ -202,6 +202,11 @@ func TestWorkerServesHealthAndMetrics(t *testing.T) {
 		cancel()
 		t.Fatalf("%v: %v\n%s", err, <-done, logs)
 	}
+	// Ready once its workers have started, with Redis up.
+	if err := waitHealthy(t.Context(), base+"/readyz", nil); err != nil {
+		cancel()
+		t.Fatalf("%v: %v\n%s", err, <-done, logs)
+	}
 	if got := get(t, base+"/readyz"); !strings.Contains(got, `"ok":true`) {
 		t.Errorf("/readyz with Redis up = %s", got)
 	}

@@ -132,7 +132,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 			return err
 		}
 		parts = append(parts, func(ctx context.Context) error {
-			return runWorkers(ctx, rdb, cfg.worker, env, log, outcomes)
+			return runWorkers(ctx, rdb, cfg.worker, env, log, outcomes, nil)
 		})
 	}
 	return runTogether(ctx, parts...)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -123,12 +124,13 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	var started atomic.Bool
 	parts := []func(context.Context) error{func(ctx context.Context) error {
-		return runWorkers(ctx, rdb, cfg, env, log, outcomes)
+		return runWorkers(ctx, rdb, cfg, env, log, outcomes, func() { started.Store(true) })
 	}}
 	if *metricsAddr != "off" {
 		parts = append(parts, func(ctx context.Context) error {
-			return listenAndServe(ctx, *metricsAddr, workerHTTP(rdb, reg), log.With("server", "metrics"))
+			return listenAndServe(ctx, *metricsAddr, workerHTTP(rdb, reg, started.Load), log.With("server", "metrics"))
 		})
 	}
 	return runTogether(ctx, parts...)
@@ -137,7 +139,8 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 // runWorkers processes queued tasks until ctx is cancelled, then saves and
 // hands back what is running. Outcomes are counted in metrics when the
 // process exports them (serve, and worker on --metrics-addr); nil otherwise.
-func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics) error {
+// started, when set, is called once the workers take tasks.
+func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics, started func()) error {
 	perInstallation, err := cfg.maxPerInstallation()
 	if err != nil {
 		return err
@@ -232,6 +235,9 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
+	if started != nil {
+		started()
+	}
 	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{
 		Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log, MaxPerInstallation: perInstallation,
 	}).Run,

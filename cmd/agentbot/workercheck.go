@@ -101,9 +101,9 @@ func workerMetrics(rdb redis.UniversalClient) (*prometheus.Registry, *queue.Outc
 // workerHTTP is what a worker serves on --metrics-addr:
 //
 //	GET /healthz   the process is alive
-//	GET /readyz    Redis answers, so this worker can take tasks
+//	GET /readyz    the workers have started and Redis answers: tasks are taken
 //	GET /metrics   Prometheus
-func workerHTTP(rdb redis.UniversalClient, reg *prometheus.Registry) http.Handler {
+func workerHTTP(rdb redis.UniversalClient, reg *prometheus.Registry, started func() bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeHealth(w, http.StatusOK, nil)
@@ -111,6 +111,10 @@ func workerHTTP(rdb redis.UniversalClient, reg *prometheus.Registry) http.Handle
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
+		if !started() {
+			writeHealth(w, http.StatusServiceUnavailable, errors.New("starting"))
+			return
+		}
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			writeHealth(w, http.StatusServiceUnavailable, errors.New("redis unreachable"))
 			return
