@@ -24,10 +24,18 @@ var errNoObject = errors.New("no such ref or path")
 // runGit runs git with a fixed identity and no user or system config, so
 // the host's settings cannot change what the simulator stores.
 func (s *Server) runGit(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	return s.runGitInput(ctx, dir, env, nil, args...)
+}
+
+// runGitInput is runGit with stdin as the command's input.
+func (s *Server) runGitInput(ctx context.Context, dir string, env []string, stdin []byte, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.git, args...)
 	cmd.Dir = dir
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	cmd.Env = append(os.Environ(),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0",
 		"GIT_AUTHOR_NAME=githubsim", "GIT_AUTHOR_EMAIL=githubsim@example.invalid",

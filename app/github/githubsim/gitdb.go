@@ -1,7 +1,6 @@
 package githubsim
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/rsa"
@@ -11,8 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -39,22 +36,10 @@ func (s *Server) gitdbRoutes(api func(pattern string, h http.HandlerFunc)) {
 	api("PATCH /repos/{owner}/{repo}/git/refs/{ref...}", s.updateRef)
 }
 
-// gitInput runs git in dir with stdin.
+// gitInput runs git in dir with stdin and returns its output trimmed.
 func (s *Server) gitInput(dir string, env []string, stdin []byte, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), gitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.git, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_TERMINAL_PROMPT=0")
-	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(string(out)), nil
+	out, err := s.runGitInput(context.Background(), dir, env, stdin, args...)
+	return strings.TrimSpace(string(out)), err
 }
 
 // objectType is the type of object sha in dir, "" when it does not exist.
