@@ -1,7 +1,6 @@
 package githubsim
 
 import (
-	"context"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -10,7 +9,8 @@ import (
 const commitDocs = "https://docs.github.com/rest/commits/commits#get-a-commit"
 
 // getCommit serves one commit by SHA, branch or tag (repos/get-commit):
-// its message, tree and parents. The diff GitHub adds (files, stats) is
+// its message, tree, parents and signature verification, read as the git
+// database reads them. The diff GitHub adds (files, stats) is
 // left out: nothing reads it here, and a client that needs a tree reads
 // the tree.
 func (s *Server) getCommit(w http.ResponseWriter, r *http.Request) {
@@ -24,16 +24,14 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnprocessableEntity, obj{"message": "No commit found for SHA: " + ref, "documentation_url": commitDocs, "status": "422"})
 		return
 	}
-	// One NUL-separated record: tree, parents, author, committer, message.
-	out, err := s.runGit(context.Background(), rp.dir, nil, "show", "-s", "--format=%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B", sha)
-	f := strings.SplitN(string(out), "\x00", 9)
-	if err != nil || len(f) != 9 {
+	c, err := s.readCommit(rp.dir, sha)
+	if err != nil {
 		writeError(w, http.StatusInternalServerError, "Server Error")
 		return
 	}
 	api := rp.apiURL(s)
 	parents := []obj{}
-	for _, p := range strings.Fields(f[1]) {
+	for _, p := range c.parents {
 		parents = append(parents, obj{"sha": p, "url": api + "/commits/" + p, "html_url": rp.htmlURL(s) + "/commit/" + p})
 	}
 	writeJSON(w, http.StatusOK, obj{
@@ -42,12 +40,12 @@ func (s *Server) getCommit(w http.ResponseWriter, r *http.Request) {
 		"comments_url": api + "/commits/" + sha + "/comments",
 		"commit": obj{
 			"url":           api + "/git/commits/" + sha,
-			"author":        obj{"name": f[2], "email": f[3], "date": f[4]},
-			"committer":     obj{"name": f[5], "email": f[6], "date": f[7]},
-			"message":       strings.TrimRight(f[8], "\n"),
+			"author":        obj{"name": c.author.Name, "email": c.author.Email, "date": c.author.Date},
+			"committer":     obj{"name": c.committer.Name, "email": c.committer.Email, "date": c.committer.Date},
+			"message":       strings.TrimRight(c.message, "\n"),
 			"comment_count": 0,
-			"tree":          obj{"sha": f[0], "url": api + "/git/trees/" + f[0]},
-			"verification":  obj{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil},
+			"tree":          obj{"sha": c.tree, "url": api + "/git/trees/" + c.tree},
+			"verification":  s.verificationJSON(c),
 		},
 		// Commits are not linked to accounts here, as on GitHub for an
 		// email no account has claimed.

@@ -101,6 +101,11 @@ func TestGitDatabase(t *testing.T) {
 	if ok, reason, err := w.s.CommitVerification(full, commit.GetSHA()); err != nil || !ok || reason != "valid" {
 		t.Errorf("CommitVerification = %v %q %v", ok, reason, err)
 	}
+	// The REST commit shows the same verification as the git database.
+	if rc, _, err := c.Repositories.GetCommit(ctx, owner, name, commit.GetSHA(), nil); err != nil ||
+		!rc.GetCommit().GetVerification().GetVerified() || rc.GetCommit().GetVerification().GetReason() != "valid" {
+		t.Errorf("repos/get-commit of the App's commit: %+v, %v; want verified", rc.GetCommit().GetVerification(), err)
+	}
 
 	// Refusals, each with GitHub's status.
 	status := func(r *github.Response) int {
