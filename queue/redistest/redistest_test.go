@@ -9,6 +9,7 @@ import (
 )
 
 func TestStartStopRestart(t *testing.T) {
+	t.Parallel()
 	s := Start(t)
 	ping := func() error {
 		c, err := net.Dial("tcp", s.Addr)
@@ -40,6 +41,7 @@ func TestStartStopRestart(t *testing.T) {
 }
 
 func TestSentinelPromotesAReplica(t *testing.T) {
+	t.Parallel()
 	d := StartSentinel(t, 1)
 	old := d.PrimaryAddr()
 	if old != d.Primary.Addr {
