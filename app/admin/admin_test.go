@@ -67,6 +67,7 @@ func get(t *testing.T, h http.Handler, path, auth string) (int, string) {
 }
 
 func TestPages(t *testing.T) {
+	t.Parallel()
 	h := NewHandler(Config{Source: sampleSource()})
 	cases := []struct {
 		path   string
@@ -102,6 +103,7 @@ func TestPages(t *testing.T) {
 }
 
 func TestPagesHideInternalErrors(t *testing.T) {
+	t.Parallel()
 	src := sampleSource()
 	src.err = errors.New("dial tcp 10.0.0.7:6379: connection refused")
 	code, body := get(t, NewHandler(Config{Source: src}), "/", "")
@@ -111,6 +113,7 @@ func TestPagesHideInternalErrors(t *testing.T) {
 }
 
 func TestTokenIsRequiredWhenSet(t *testing.T) {
+	t.Parallel()
 	h := NewHandler(Config{Source: sampleSource(), Token: "s3cret"})
 	for _, auth := range []string{"", "Bearer wrong", "s3cret", "Basic s3cret", "Bearer s3cret "} {
 		for _, path := range []string{"/", "/tasks/t1", "/tasks/t1/trace.jsonl"} {
@@ -128,6 +131,7 @@ func TestTokenIsRequiredWhenSet(t *testing.T) {
 // DNS-rebinding page would send: without a token, only the configured host
 // and loopback names are served; with one, the token decides.
 func TestHostMustBeThisServer(t *testing.T) {
+	t.Parallel()
 	open := httptest.NewServer(NewHandler(Config{Source: sampleSource(), Addr: "admin.internal:8081"}))
 	defer open.Close()
 	tokened := httptest.NewServer(NewHandler(Config{Source: sampleSource(), Addr: "0.0.0.0:8081", Token: "s3cret"}))
@@ -186,6 +190,7 @@ func TestHostMustBeThisServer(t *testing.T) {
 }
 
 func TestCheckAddr(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		addr, token string
 		ok          bool
