@@ -103,13 +103,15 @@ const deploymentKey = "agentbot:deployment"
 // deployment: the workers of another one, on another Redis but the same
 // Docker engine, hold leases it cannot see.
 func (l *WorkerLeases) Deployment(ctx context.Context) (string, error) {
+	// Naming and reading are one SET NX GET: it answers the name already
+	// there, or nil when this id became the name.
 	id := rand.Text()[:12]
-	if err := l.rdb.SetNX(ctx, deploymentKey, id, 0).Err(); err != nil {
+	prev, err := l.rdb.SetArgs(ctx, deploymentKey, id, redis.SetArgs{Mode: "NX", Get: true}).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return id, nil
+	case err != nil:
 		return "", fmt.Errorf("name the deployment: %w", err)
 	}
-	id, err := l.rdb.Get(ctx, deploymentKey).Result()
-	if err != nil {
-		return "", fmt.Errorf("read the deployment's name: %w", err)
-	}
-	return id, nil
+	return prev, nil
 }
