@@ -196,15 +196,7 @@ func TestChartDefaults(t *testing.T) {
 	checkRedisPolicy(t, o)
 
 	// Workers reach DNS, Redis and the listed addresses, nothing else.
-	worker := o.policies["ab-agentbot-worker"]
-	var cidrs []string
-	for _, rule := range worker.Spec.Egress {
-		for _, peer := range rule.To {
-			if peer.IPBlock != nil {
-				cidrs = append(cidrs, peer.IPBlock.CIDR)
-			}
-		}
-	}
+	cidrs := egressCIDRs(o.policies["ab-agentbot-worker"])
 	if !slices.Contains(cidrs, "140.82.112.0/20") || slices.Contains(cidrs, "0.0.0.0/0") {
 		t.Errorf("worker egress to %v; want GitHub's ranges and no wildcard", cidrs)
 	}
@@ -216,6 +208,19 @@ func TestChartDefaults(t *testing.T) {
 			t.Error("AGENTBOT_CONFIG set without a server config")
 		}
 	}
+}
+
+// egressCIDRs lists the address blocks a NetworkPolicy lets out, in order.
+func egressCIDRs(p *networkingv1.NetworkPolicy) []string {
+	var cidrs []string
+	for _, rule := range p.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil {
+				cidrs = append(cidrs, peer.IPBlock.CIDR)
+			}
+		}
+	}
+	return cidrs
 }
 
 // checkPods holds every pod to the chart's rules: no service-account token,
@@ -355,14 +360,7 @@ func TestChartNonDefault(t *testing.T) {
 	if len(intake.Spec.Ingress[0].From) != 1 || intake.Spec.Ingress[0].From[0].NamespaceSelector == nil {
 		t.Errorf("intake ingress from %+v; want the ingress controller's namespace", intake.Spec.Ingress[0].From)
 	}
-	var egress []string
-	for _, rule := range o.policies["ab-agentbot-worker"].Spec.Egress {
-		for _, peer := range rule.To {
-			if peer.IPBlock != nil {
-				egress = append(egress, peer.IPBlock.CIDR)
-			}
-		}
-	}
+	egress := egressCIDRs(o.policies["ab-agentbot-worker"])
 	if !slices.Equal(egress, []string{"10.20.0.0/24", "140.82.112.0/20", "203.0.113.10/32"}) {
 		t.Errorf("worker egress %v", egress)
 	}
