@@ -165,6 +165,7 @@ func (o objects) pods() map[string]corev1.PodTemplateSpec {
 }
 
 func TestChartDefaults(t *testing.T) {
+	t.Parallel()
 	o, err := render(t, required())
 	if err != nil {
 		t.Fatal(err)
@@ -296,6 +297,7 @@ func checkRedisPolicy(t *testing.T, o objects) {
 }
 
 func TestChartNonDefault(t *testing.T) {
+	t.Parallel()
 	values := map[string]any{
 		"app":     map[string]any{"id": "42", "githubURL": "https://ghe.example.com/api/v3"},
 		"secrets": map[string]any{"existingSecret": "agentbot-prod", "redisPassword": "abc123"},
@@ -369,6 +371,7 @@ func TestChartNonDefault(t *testing.T) {
 // TestChartRefusesBadValues: what the chart cannot run with fails the
 // render with the value's name.
 func TestChartRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		change func(map[string]any)
@@ -386,6 +389,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			v := required()
 			tt.change(v)
 			_, err := render(t, v)
@@ -399,6 +403,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 // TestChartTypoFails: the strict decoding this test relies on refuses a
 // misspelt field, as a typo in a template would be.
 func TestChartTypoFails(t *testing.T) {
+	t.Parallel()
 	doc := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replica: 2\n")
 	o := objects{deployments: map[string]*appsv1.Deployment{}}
 	if err := o.decode(doc); err == nil || !bytes.Contains([]byte(err.Error()), []byte("replica")) {
