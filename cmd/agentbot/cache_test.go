@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +11,8 @@ import (
 
 func runCache(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	err := run(context.Background(), append([]string{"cache"}, args...),
-		Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut})
+	env, out, errOut := testEnv(nil)
+	err := run(t.Context(), append([]string{"cache"}, args...), env)
 	return out.String() + errOut.String(), err
 }
 
@@ -30,7 +27,9 @@ func TestCacheListAndPrune(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(b.Home(), "x"), make([]byte, 8192), 0o644)
+		if err := os.WriteFile(filepath.Join(b.Home(), "x"), make([]byte, 8192), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		env, err := b.Publish()
 		if err != nil {
 			t.Fatal(err)
