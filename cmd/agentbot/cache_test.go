@@ -17,6 +17,7 @@ func runCache(t *testing.T, args ...string) (string, error) {
 }
 
 func TestCacheListAndPrune(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	c, err := envcache.Open(filepath.Join(data, "envs"), 0, nil)
 	if err != nil {
@@ -59,6 +60,7 @@ func TestCacheListAndPrune(t *testing.T) {
 // --env-cache-dir puts the environments where the operator says, apart
 // from the data directory.
 func TestCacheDirApartFromTheDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := envcache.Open(dir, 0, nil)
 	if err != nil {
@@ -83,6 +85,7 @@ func TestCacheDirApartFromTheDataDir(t *testing.T) {
 }
 
 func TestCacheRefusesBadArguments(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
