@@ -5,7 +5,6 @@
 package helm
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -406,7 +405,7 @@ func TestChartTypoFails(t *testing.T) {
 	t.Parallel()
 	doc := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replica: 2\n")
 	o := objects{deployments: map[string]*appsv1.Deployment{}}
-	if err := o.decode(doc); err == nil || !bytes.Contains([]byte(err.Error()), []byte("replica")) {
+	if err := o.decode(doc); err == nil || !strings.Contains(err.Error(), "replica") {
 		t.Errorf("a misspelt field decoded: %v", err)
 	}
 }
