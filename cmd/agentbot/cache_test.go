@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,13 +11,13 @@ import (
 
 func runCache(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	err := run(context.Background(), append([]string{"cache"}, args...),
-		Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut})
+	env, out, errOut := testEnv(nil)
+	err := run(t.Context(), append([]string{"cache"}, args...), env)
 	return out.String() + errOut.String(), err
 }
 
 func TestCacheListAndPrune(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	c, err := envcache.Open(filepath.Join(data, "envs"), 0, nil)
 	if err != nil {
@@ -30,7 +28,9 @@ func TestCacheListAndPrune(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(b.Home(), "x"), make([]byte, 8192), 0o644)
+		if err := os.WriteFile(filepath.Join(b.Home(), "x"), make([]byte, 8192), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		env, err := b.Publish()
 		if err != nil {
 			t.Fatal(err)
@@ -60,6 +60,7 @@ func TestCacheListAndPrune(t *testing.T) {
 // --env-cache-dir puts the environments where the operator says, apart
 // from the data directory.
 func TestCacheDirApartFromTheDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := envcache.Open(dir, 0, nil)
 	if err != nil {
@@ -84,6 +85,7 @@ func TestCacheDirApartFromTheDataDir(t *testing.T) {
 }
 
 func TestCacheRefusesBadArguments(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -184,6 +184,7 @@ func TestConfigUsage(t *testing.T) {
 // the worker's own checks: the size cap before parsing, the sandbox's
 // minimums, and YAML errors at their line.
 func TestConfigValidateRefusesWhatTheWorkerRefuses(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bigText := "checks: [{name: test, run: make test}]\n#" + strings.Repeat("x", app.MaxPolicySize) + "\n"
 	big := writeConfigFile(t, dir, "big.yml", bigText)
@@ -214,6 +215,7 @@ func TestConfigValidateRefusesWhatTheWorkerRefuses(t *testing.T) {
 }
 
 func TestConfigInit(t *testing.T) {
+	t.Parallel()
 	goRepo := t.TempDir()
 	writeConfigFile(t, goRepo, "go.mod", "module example.com/x\n")
 	out, errs, code := runConfig(t, nil, "config", "init", "--repo", goRepo)

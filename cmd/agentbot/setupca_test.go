@@ -31,6 +31,7 @@ func testCAPEM(t *testing.T) []byte {
 }
 
 func TestSetupCABundleAddsTheOperatorsCA(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := testCAPEM(t)
 	file := filepath.Join(dir, "ca.pem")
@@ -62,6 +63,7 @@ func TestSetupCABundleAddsTheOperatorsCA(t *testing.T) {
 }
 
 func TestSetupCABundleRefusesWhatIsNotACertificate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	key := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("x")})
 	tests := map[string]struct {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestStatsBy(t *testing.T) {
+	t.Parallel()
 	now := time.Now().UTC()
 	stats := statsOver(t, []app.TaskOutcome{
 		{Task: "a", Repo: "octo/api", Model: "coder", FinishedAt: now.Add(-time.Hour), ChecksPassed: true, PR: 1, Cost: 0.40,

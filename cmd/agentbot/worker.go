@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -84,11 +83,11 @@ func (c *workerConfig) setupCABundle() (string, error) {
 	}
 	dir := c.dataDir
 	if dir == "" {
-		cache, err := os.UserCacheDir()
+		d, err := workspace.DefaultDataDir()
 		if err != nil {
 			return "", fmt.Errorf("--setup-ca-file: %w", err)
 		}
-		dir = filepath.Join(cache, "agentbot")
+		dir = d
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("--setup-ca-file: %w", err)

@@ -5,7 +5,6 @@
 package helm
 
 import (
-	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -165,6 +164,7 @@ func (o objects) pods() map[string]corev1.PodTemplateSpec {
 }
 
 func TestChartDefaults(t *testing.T) {
+	t.Parallel()
 	o, err := render(t, required())
 	if err != nil {
 		t.Fatal(err)
@@ -196,15 +196,7 @@ func TestChartDefaults(t *testing.T) {
 	checkRedisPolicy(t, o)
 
 	// Workers reach DNS, Redis and the listed addresses, nothing else.
-	worker := o.policies["ab-agentbot-worker"]
-	var cidrs []string
-	for _, rule := range worker.Spec.Egress {
-		for _, peer := range rule.To {
-			if peer.IPBlock != nil {
-				cidrs = append(cidrs, peer.IPBlock.CIDR)
-			}
-		}
-	}
+	cidrs := egressCIDRs(o.policies["ab-agentbot-worker"])
 	if !slices.Contains(cidrs, "140.82.112.0/20") || slices.Contains(cidrs, "0.0.0.0/0") {
 		t.Errorf("worker egress to %v; want GitHub's ranges and no wildcard", cidrs)
 	}
@@ -216,6 +208,19 @@ func TestChartDefaults(t *testing.T) {
 			t.Error("AGENTBOT_CONFIG set without a server config")
 		}
 	}
+}
+
+// egressCIDRs lists the address blocks a NetworkPolicy lets out, in order.
+func egressCIDRs(p *networkingv1.NetworkPolicy) []string {
+	var cidrs []string
+	for _, rule := range p.Spec.Egress {
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil {
+				cidrs = append(cidrs, peer.IPBlock.CIDR)
+			}
+		}
+	}
+	return cidrs
 }
 
 // checkPods holds every pod to the chart's rules: no service-account token,
@@ -291,6 +296,7 @@ func checkRedisPolicy(t *testing.T, o objects) {
 }
 
 func TestChartNonDefault(t *testing.T) {
+	t.Parallel()
 	values := map[string]any{
 		"app":     map[string]any{"id": "42", "githubURL": "https://ghe.example.com/api/v3"},
 		"secrets": map[string]any{"existingSecret": "agentbot-prod", "redisPassword": "abc123"},
@@ -355,14 +361,7 @@ func TestChartNonDefault(t *testing.T) {
 	if len(intake.Spec.Ingress[0].From) != 1 || intake.Spec.Ingress[0].From[0].NamespaceSelector == nil {
 		t.Errorf("intake ingress from %+v; want the ingress controller's namespace", intake.Spec.Ingress[0].From)
 	}
-	var egress []string
-	for _, rule := range o.policies["ab-agentbot-worker"].Spec.Egress {
-		for _, peer := range rule.To {
-			if peer.IPBlock != nil {
-				egress = append(egress, peer.IPBlock.CIDR)
-			}
-		}
-	}
+	egress := egressCIDRs(o.policies["ab-agentbot-worker"])
 	if !slices.Equal(egress, []string{"10.20.0.0/24", "140.82.112.0/20", "203.0.113.10/32"}) {
 		t.Errorf("worker egress %v", egress)
 	}
@@ -371,6 +370,7 @@ func TestChartNonDefault(t *testing.T) {
 // TestChartRefusesBadValues: what the chart cannot run with fails the
 // render with the value's name.
 func TestChartRefusesBadValues(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		change func(map[string]any)
@@ -388,6 +388,7 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			v := required()
 			tt.change(v)
 			_, err := render(t, v)
@@ -401,9 +402,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 // TestChartTypoFails: the strict decoding this test relies on refuses a
 // misspelt field, as a typo in a template would be.
 func TestChartTypoFails(t *testing.T) {
+	t.Parallel()
 	doc := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replica: 2\n")
 	o := objects{deployments: map[string]*appsv1.Deployment{}}
-	if err := o.decode(doc); err == nil || !bytes.Contains([]byte(err.Error()), []byte("replica")) {
+	if err := o.decode(doc); err == nil || !strings.Contains(err.Error(), "replica") {
 		t.Errorf("a misspelt field decoded: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 )
 
 func TestWriteTree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	WriteTree(t, dir, map[string]string{"a/b.txt": "b\n", "run.sh*": "#!/bin/sh\n", "link": "->a/b.txt"})
 	if b, err := os.ReadFile(filepath.Join(dir, "a", "b.txt")); err != nil || string(b) != "b\n" {
@@ -21,6 +22,7 @@ func TestWriteTree(t *testing.T) {
 }
 
 func TestSyncBuffer(t *testing.T) {
+	t.Parallel()
 	var b SyncBuffer
 	done := make(chan struct{})
 	go func() {
