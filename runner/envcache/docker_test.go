@@ -58,6 +58,7 @@ func prepare(t *testing.T, d *docker.Driver, image, key, tree string, network bo
 // TestNoTaskPoisonsTheEnvironment: what a task's container writes into
 // $HOME or node_modules, in place or anew, is gone for the next task.
 func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c, err := envcache.Open(t.TempDir(), 0, nil)
 	if err != nil {
@@ -111,6 +112,7 @@ func compiles(t *testing.T, c *docker.Container) string {
 // TestGoImageSeedsABuildCache: an environment built on the Go image
 // starts with the standard library compiled.
 func TestGoImageSeedsABuildCache(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	image := sandboxtest.ToolchainImage(t, "go")
 	ov := prepare(t, d, image, "00000000000000c0", sandboxtest.WorkTree(t), false)

@@ -37,6 +37,7 @@ func prepareAndRun(t *testing.T, image string, files map[string]string, setup, c
 // "simple" index into a virtualenv in the tree; pytest passes with no
 // network, the virtualenv coming from the environment.
 func TestPythonImageWithADependency(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "python")
 	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
 	res := prepareAndRun(t, image, map[string]string{
@@ -54,6 +55,7 @@ func TestPythonImageWithADependency(t *testing.T) {
 // TestNodeImageWithADependency: setup installs a package from an npm
 // registry into node_modules; npm test passes with no network.
 func TestNodeImageWithADependency(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "node")
 	npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => s.padStart(n, '*');\n")
 	res := prepareAndRun(t, image, map[string]string{
