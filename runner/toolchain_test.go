@@ -23,6 +23,17 @@ func fixScript(path, old, fixed string) llmtest.Script {
 	}}
 }
 
+// installPolicy is a policy whose one check runs check, whose setup runs
+// install with network and which lets the agent edit files matching allow.
+func installPolicy(check, install, allow string) string {
+	return fmt.Sprintf(`version: 1
+checks:
+  - {name: test, run: %q}
+setup: {network: true, run: [%q]}
+paths: {allow: [%q]}
+`, check, install, allow)
+}
+
 // toolchainTask runs a fix on a new issue of w, which must open a pull
 // request after setup built the environment through registry, the checks
 // failing before the agent's edit and passing after it.
@@ -63,12 +74,7 @@ func TestPythonPackageWithADependency(t *testing.T) {
 		"requirements.txt": "mathy==1.0\n",
 		"calc.py":          "import mathy\n\n\ndef total(xs):\n    s = 0\n    for x in xs[1:]:\n        s = mathy.add(s, x)\n    return s\n",
 		"test_calc.py":     "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
-		app.PolicyPath: fmt.Sprintf(`version: 1
-checks:
-  - {name: test, run: ".venv/bin/python -m pytest -q -p no:cacheprovider"}
-setup: {network: true, run: [%q]}
-paths: {allow: ["**/*.py"]}
-`, registrytest.PipInstall(index)),
+		app.PolicyPath:     installPolicy(".venv/bin/python -m pytest -q -p no:cacheprovider", registrytest.PipInstall(index), "**/*.py"),
 	}
 	w := newEnvWorldOf(t, fixScript("calc.py", "for x in xs[1:]:", "for x in xs:"), files, image, index.Host())
 	toolchainTask(t, w, index)
@@ -89,12 +95,7 @@ func TestNodePackageWithADependency(t *testing.T) {
 		"package.json":      `{"name":"app","version":"1.0.0","scripts":{"test":"node test.js"},"dependencies":{"padx":"1.0.0"}}`,
 		"label.js":          "const pad = require('padx');\nmodule.exports = (n) => pad(String(n), 2);\n",
 		"test.js":           "const label = require('./label');\nif (label(7) !== '**7') { console.error('bad label: ' + label(7)); process.exit(1); }\nconsole.log('ok');\n",
-		app.PolicyPath: fmt.Sprintf(`version: 1
-checks:
-  - {name: test, run: "npm test"}
-setup: {network: true, run: [%q]}
-paths: {allow: ["**/*.js"]}
-`, registrytest.NPMCI(npm.Registry)),
+		app.PolicyPath:      installPolicy("npm test", registrytest.NPMCI(npm.Registry), "**/*.js"),
 	}
 	w := newEnvWorldOf(t, fixScript("label.js", "pad(String(n), 2)", "pad(String(n), 3)"), files, image, npm.Host())
 	toolchainTask(t, w, npm.Registry)

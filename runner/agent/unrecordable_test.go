@@ -28,6 +28,7 @@ func (r *refusingTree) Diff(ctx context.Context) (string, error) {
 // A tree the host cannot record is told to the model, not turned into an
 // error that would retry the task on the same tree.
 func TestUnrecordableTreeIsToldToTheModel(t *testing.T) {
+	t.Parallel()
 	tree := &refusingTree{Tree: agenttest.NewTree(t, calcRepo)}
 	model := &idlessModel{answers: []llm.Message{
 		{ToolCalls: []llm.ToolCall{{ID: "1", Name: "edit_file", Arguments: fixArgs}}},

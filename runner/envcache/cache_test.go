@@ -13,6 +13,7 @@ import (
 )
 
 func TestKey(t *testing.T) {
+	t.Parallel()
 	base := fstest.MapFS{
 		"go.mod":                             {Data: []byte("module x\n")},
 		"go.sum":                             {Data: []byte("a v1 h1:x\n")},
@@ -111,6 +112,7 @@ func keys(t *testing.T, c *Cache) []string {
 }
 
 func TestBuildAndReuse(t *testing.T) {
+	t.Parallel()
 	c := newCache(t, 0)
 	tree := t.TempDir()
 	os.Mkdir(filepath.Join(tree, "vendor"), 0o755) // the repository's own
@@ -177,6 +179,7 @@ func TestBuildAndReuse(t *testing.T) {
 // or, finding none, builds and publishes it; none may fail because another
 // is publishing or evicting it at that moment.
 func TestConcurrentTasksShareAnEnvironment(t *testing.T) {
+	t.Parallel()
 	c := newCache(t, 0)
 	const key = "00000000000000ee"
 	var wg sync.WaitGroup
@@ -215,6 +218,7 @@ func TestConcurrentTasksShareAnEnvironment(t *testing.T) {
 // An entry being evicted is as good as gone: acquiring it finds nothing,
 // which makes the task build its own, rather than failing the task.
 func TestAcquireDuringEviction(t *testing.T) {
+	t.Parallel()
 	c := newCache(t, 0)
 	b, err := c.Build(Entry{Key: "00000000000000ef"}, t.TempDir())
 	if err != nil {
@@ -236,6 +240,7 @@ func TestAcquireDuringEviction(t *testing.T) {
 }
 
 func TestPrivateIsNeverPublished(t *testing.T) {
+	t.Parallel()
 	c := newCache(t, 0)
 	b, err := c.Build(Entry{Key: "00000000000000cc"}, t.TempDir())
 	if err != nil {
@@ -258,6 +263,7 @@ func TestPrivateIsNeverPublished(t *testing.T) {
 }
 
 func TestEvictionKeepsMostRecentlyUsed(t *testing.T) {
+	t.Parallel()
 	c := newCache(t, 3<<20) // room for about two of 1.5 MiB
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { clock = clock.Add(time.Minute); return clock }
@@ -294,6 +300,7 @@ func TestEvictionKeepsMostRecentlyUsed(t *testing.T) {
 }
 
 func TestOpenSweepsLeftovers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := Open(dir, 0, nil)
 	if err != nil {
@@ -321,6 +328,7 @@ func TestOpenSweepsLeftovers(t *testing.T) {
 }
 
 func TestOpenLeavesRunningContainersAlone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := Open(dir, 0, nil)
 	if err != nil {

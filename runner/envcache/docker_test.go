@@ -24,9 +24,41 @@ func run(t *testing.T, c *docker.Container, line string) string {
 	return string(res.Stdout)
 }
 
+// prepare builds the environment key on image: a setup container over
+// tree, with network if asked, runs SeedHome and then lines; the
+// environment is published and held until the test ends, and its
+// overlays are returned.
+func prepare(t *testing.T, d *docker.Driver, image, key, tree string, network bool, lines ...string) []docker.Overlay {
+	t.Helper()
+	c, err := envcache.Open(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Build(envcache.Entry{Key: key}, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree, Home: b.Home(), Network: network})
+	for _, line := range append([]string{envcache.SeedHome}, lines...) {
+		run(t, setup, line)
+	}
+	setup.Close(t.Context())
+	env, err := b.Publish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Release() })
+	ov, err := env.Overlays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ov
+}
+
 // TestNoTaskPoisonsTheEnvironment: what a task's container writes into
 // $HOME or node_modules, in place or anew, is gone for the next task.
 func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c, err := envcache.Open(t.TempDir(), 0, nil)
 	if err != nil {
@@ -80,29 +112,10 @@ func compiles(t *testing.T, c *docker.Container) string {
 // TestGoImageSeedsABuildCache: an environment built on the Go image
 // starts with the standard library compiled.
 func TestGoImageSeedsABuildCache(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	image := sandboxtest.ToolchainImage(t, "go")
-	c, err := envcache.Open(t.TempDir(), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := sandboxtest.WorkTree(t)
-	b, err := c.Build(envcache.Entry{Key: "00000000000000c0"}, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree, Home: b.Home()})
-	run(t, setup, envcache.SeedHome)
-	setup.Close(t.Context())
-	env, err := b.Publish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Release()
-	ov, err := env.Overlays()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ov := prepare(t, d, image, "00000000000000c0", sandboxtest.WorkTree(t), false)
 	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image, Overlays: ov})); n != "0" {
 		t.Errorf("with the seeded environment, go build compiled %s packages of the standard library; want 0", n)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -19,10 +18,6 @@ import (
 func prepareAndRun(t *testing.T, image string, files map[string]string, setup, check string) sandbox.Result {
 	t.Helper()
 	d := sandboxtest.NewDriver(t)
-	c, err := envcache.Open(t.TempDir(), 0, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	tree := func() string {
 		dir := sandboxtest.WorkTree(t)
 		for name, data := range files {
@@ -33,24 +28,7 @@ func prepareAndRun(t *testing.T, image string, files map[string]string, setup, c
 		}
 		return dir
 	}
-	setupTree := tree()
-	b, err := c.Build(envcache.Entry{Key: "00000000000000d0"}, setupTree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	box := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: setupTree, Home: b.Home(), Network: true})
-	run(t, box, envcache.SeedHome)
-	run(t, box, setup)
-	box.Close(t.Context())
-	env, err := b.Publish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Release()
-	ov, err := env.Overlays()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ov := prepare(t, d, image, "00000000000000d0", tree(), true, setup)
 	agent := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree(), Overlays: ov})
 	return sandboxtest.MustRun(t, agent, sandbox.Cmd{Shell: check, Timeout: 2 * time.Minute})
 }
@@ -59,6 +37,7 @@ func prepareAndRun(t *testing.T, image string, files map[string]string, setup, c
 // "simple" index into a virtualenv in the tree; pytest passes with no
 // network, the virtualenv coming from the environment.
 func TestPythonImageWithADependency(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "python")
 	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
 	res := prepareAndRun(t, image, map[string]string{
@@ -76,6 +55,7 @@ func TestPythonImageWithADependency(t *testing.T) {
 // TestNodeImageWithADependency: setup installs a package from an npm
 // registry into node_modules; npm test passes with no network.
 func TestNodeImageWithADependency(t *testing.T) {
+	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "node")
 	npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => s.padStart(n, '*');\n")
 	res := prepareAndRun(t, image, map[string]string{

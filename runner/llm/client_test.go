@@ -118,6 +118,7 @@ func TestRoundTrip(t *testing.T) {
 // TestTemperature: a temperature is sent when set, 0 included, and
 // absent when nil, leaving the endpoint's default.
 func TestTemperature(t *testing.T) {
+	t.Parallel()
 	srv := llmtest.NewServer(t, llmtest.Script{Steps: []llmtest.Step{{Text: "a"}, {Text: "b"}, {Text: "c"}}})
 	c := newClient(t, srv, llm.Config{})
 	for _, temp := range []*float64{new(0.7), new(0.0), nil} {

@@ -19,6 +19,7 @@ import (
 // apply_patch in open(2), past cancellation; every host-side read and
 // write now refuses a non-regular file at once.
 func TestNonRegularFilesAreRefused(t *testing.T) {
+	t.Parallel()
 	dir := tree(t, map[string]string{"a.go": "package a\n", "sub/b.go": "package b\n"})
 	for _, p := range []string{"pipe", "sub/pipe", ".gitignore", "sub/.gitignore"} {
 		if err := syscall.Mkfifo(filepath.Join(dir, p), 0o644); err != nil {
@@ -84,6 +85,7 @@ func callWithin(t *testing.T, s *tools.Set, tool, arguments string) tools.Result
 
 // Host reads end with the task's context.
 func TestReadsEndWithTheContext(t *testing.T) {
+	t.Parallel()
 	dir := tree(t, map[string]string{"a.go": strings.Repeat("package a\n", 1000)})
 	s := newSet(t, dir, policy(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -105,6 +107,7 @@ func TestReadsEndWithTheContext(t *testing.T) {
 // A write through a symlink is judged on where it lands, not on the name
 // the model gave.
 func TestWritesThroughSymlinksAreJudgedWhereTheyLand(t *testing.T) {
+	t.Parallel()
 	dir := tree(t, map[string]string{".github/workflows/ci.yml": "on: push\n", "src/a.go": "package a\n", "keys/id.txt": "x\n"})
 	for link, target := range map[string]string{"docs": ".github", "safe": "src", "src/up": "..", "out": "/etc", "loop": "loop", "idlink": "keys/id.txt"} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
