@@ -55,10 +55,7 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 	if v := tk.prog.Verified; mode == app.ReproduceOff || v == nil || !v.Passed {
 		return nil
 	}
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "reproduction"); err != nil {
-		return err
-	}
-	if err := tk.status.Set(ctx, runningText(tk, "running the new tests on "+shortSHA(ws.Base())+", without the fix")); err != nil {
+	if err := tk.rep.running(ctx, "reproduction", "running the new tests on "+shortSHA(ws.Base())+", without the fix"); err != nil {
 		return err
 	}
 	rp, err := r.reproduction(ctx, tk, tk.rep, ws, gate, tk.ID+"-reproduce")
