@@ -223,12 +223,7 @@ func (rp *reporter) observe(ctx context.Context) func(agent.Event) {
 		}
 		end := time.Now().UTC()
 		for _, c := range e.Checks {
-			outcome := "failed"
-			if c.Passed {
-				outcome = "passed"
-			}
-			rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Step: e.Step, Name: c.Name,
-				Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome, Detail: c.Run})
+			rp.traceCheck(ctx, end, e.Step, c.Name, c, c.Run)
 		}
 		outcome := "ok"
 		switch e.Outcome {
@@ -248,6 +243,17 @@ func (rp *reporter) observe(ctx context.Context) func(agent.Event) {
 		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceToolCall, Step: e.Step, Name: e.Tool,
 			Duration: e.Took, Outcome: outcome, Args: e.Arguments, Result: e.Result})
 	}
+}
+
+// traceCheck appends check run c, ended at end, to the trace as name,
+// with detail; step is the loop's, 0 for a check the host ran.
+func (rp *reporter) traceCheck(ctx context.Context, end time.Time, step int, name string, c tools.CheckRun, detail string) {
+	outcome := "failed"
+	if c.Passed {
+		outcome = "passed"
+	}
+	rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Step: step, Name: name,
+		Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome, Detail: detail})
 }
 
 // observeModel is the loop's model-call callback: each completion in the

@@ -111,13 +111,8 @@ func (r *Runner) reproduction(ctx context.Context, tk *task, rep *reporter, ws *
 func traceReproduction(ctx context.Context, rep *reporter, rp Reproduction) {
 	end := time.Now().UTC()
 	for _, c := range rp.Run.Checks {
-		outcome := "failed"
-		if c.Passed {
-			outcome = "passed"
-		}
-		rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
-			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
-			Detail: fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run)})
+		rep.traceCheck(ctx, end, 0, "reproduce "+c.Name, c,
+			fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run))
 	}
 }
 
