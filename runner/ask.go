@@ -150,12 +150,8 @@ func question(tk *task) string {
 
 // answerText is the status comment of an answered question.
 func answerText(tk *task, st *agent.State, answer, web string) string {
-	short := tk.prog.Base
-	if len(short) > 7 {
-		short = short[:7]
-	}
 	return fmt.Sprintf("💬 **Answer** (read at [`%s`](%s/tree/%s); nothing was changed)\n\n%s\n\n<sub>%s</sub>\n\n%s",
-		short, web, tk.prog.Base, answer, usageLine(st), quoteRequest(tk))
+		shortSHA(tk.prog.Base), web, tk.prog.Base, answer, usageLine(st), quoteRequest(tk))
 }
 
 // noAnswerText says why a question got no answer.
