@@ -27,14 +27,11 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 		return err
 	}
 	tk.rep.phase(ctx, "admission")
-	if err := tk.rep.state(ctx, app.StateRunning, "checkout"); err != nil {
-		return err
-	}
 	base := tk.prog.Base
 	if base == "" {
 		base = readAt(tk)
 	}
-	if err := tk.rep.say(ctx, runningText(tk, "reading "+base)); err != nil {
+	if err := tk.rep.running(ctx, "checkout", "reading "+base); err != nil {
 		return err
 	}
 	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
