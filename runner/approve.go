@@ -135,7 +135,8 @@ func (r *Runner) issueTask(ctx context.Context, tk *task, id string) (app.Task, 
 	return app.Task{}, fmt.Errorf("task %s on %s#%d is gone", id, tk.Repo, tk.Number)
 }
 
-// loopState is the saved loop state of task id, nil when it has none.
+// loopState is the loop state saved under id (a task's, or one of its
+// attempts'), nil when there is none.
 func (r *Runner) loopState(ctx context.Context, id string) (*agent.State, error) {
 	raw, err := r.cfg.Store.LoadState(ctx, id)
 	if err != nil || raw == nil {
@@ -143,7 +144,7 @@ func (r *Runner) loopState(ctx context.Context, id string) (*agent.State, error)
 	}
 	var st agent.State
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("decode state of task %s: %w", id, err)
+		return nil, fmt.Errorf("decode state of %s: %w", id, err)
 	}
 	return &st, nil
 }

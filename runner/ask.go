@@ -27,14 +27,11 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 		return err
 	}
 	tk.rep.phase(ctx, "admission")
-	if err := tk.rep.state(ctx, app.StateRunning, "checkout"); err != nil {
-		return err
-	}
 	base := tk.prog.Base
 	if base == "" {
 		base = readAt(tk)
 	}
-	if err := tk.rep.say(ctx, runningText(tk, "reading "+base)); err != nil {
+	if err := tk.rep.running(ctx, "checkout", "reading "+base); err != nil {
 		return err
 	}
 	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
@@ -150,12 +147,8 @@ func question(tk *task) string {
 
 // answerText is the status comment of an answered question.
 func answerText(tk *task, st *agent.State, answer, web string) string {
-	short := tk.prog.Base
-	if len(short) > 7 {
-		short = short[:7]
-	}
 	return fmt.Sprintf("💬 **Answer** (read at [`%s`](%s/tree/%s); nothing was changed)\n\n%s\n\n<sub>%s</sub>\n\n%s",
-		short, web, tk.prog.Base, answer, usageLine(st), quoteRequest(tk))
+		shortSHA(tk.prog.Base), web, tk.prog.Base, answer, usageLine(st), quoteRequest(tk))
 }
 
 // noAnswerText says why a question got no answer.

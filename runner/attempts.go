@@ -3,7 +3,6 @@ package runner
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -92,7 +91,7 @@ type attemptRun struct {
 // best. A task resumed after its push proposes the winner it pushed.
 func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.Workspace, remote workspace.Remote) error {
 	if a := tk.prog.Attempts; tk.prog.Pushed != "" && a != nil && a.proposed() > 0 {
-		st, err := r.savedState(ctx, attemptID(tk, a.proposed()))
+		st, err := r.loopState(ctx, attemptID(tk, a.proposed()))
 		if err != nil {
 			return err
 		}
@@ -198,7 +197,7 @@ func (r *Runner) attempts(ctx context.Context, tk *task, ws *workspace.Workspace
 			ats = append(ats, at)
 		}
 		// A resumed attempt has spent before.
-		saved, err := r.savedState(ctx, at.id)
+		saved, err := r.loopState(ctx, at.id)
 		if err != nil {
 			return ats, err
 		}
@@ -378,19 +377,6 @@ func runErrors(runs []attemptRun) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// savedState is the loop state saved under id, or nil when there is none.
-func (r *Runner) savedState(ctx context.Context, id string) (*agent.State, error) {
-	raw, err := r.cfg.Store.LoadState(ctx, id)
-	if err != nil || raw == nil {
-		return nil, err
-	}
-	var st agent.State
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("decode state of %s: %w", id, err)
-	}
-	return &st, nil
 }
 
 // attemptsReport is what became of a task's attempts, kept in its

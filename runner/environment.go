@@ -68,15 +68,14 @@ func (p *prepared) release(tk *task) {
 // builds is the task's alone, never kept for another.
 func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspace) (*prepared, error) {
 	s := tk.policy.Policy.Setup
-	p := &prepared{image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())}
-	spec := docker.Spec{TaskID: tk.ID + "-setup", WorkTree: ws.Dir(), Image: p.image, CPUs: tk.policy.Policy.Sandbox.CPUs,
-		Memory: tk.policy.Policy.Sandbox.Memory, Pids: tk.policy.Policy.Sandbox.Pids, MaxTreeGrowth: tk.policy.Policy.Sandbox.Disk, Network: s.Network}
+	spec := r.setupSpec(tk, ws.Dir(), tk.ID+"-setup")
+	p := &prepared{image: spec.Image}
 	if r.cfg.Envs == nil {
 		if len(s.Run) == 0 {
 			return p, nil
 		}
 		defer tk.rep.phase(ctx, "setup")
-		return p, r.runSetup(ctx, tk, ws.Dir(), tk.ID+"-setup")
+		return p, r.runSetupSpec(ctx, tk, spec, s.Run, s.Timeout)
 	}
 	imageID, err := r.cfg.Sandbox.ImageID(ctx, p.image)
 	if err != nil {
@@ -127,9 +126,17 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 // container of its own, named id, keeping nothing but what they write in
 // the tree: the setup of a worker without an environment cache.
 func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
+	s := tk.policy.Policy.Setup
+	return r.runSetupSpec(ctx, tk, r.setupSpec(tk, dir, id), s.Run, s.Timeout)
+}
+
+// setupSpec is the container, named id, in which the policy's setup runs
+// over the tree at dir: the policy's image and limits, with network when
+// the policy asks for it.
+func (r *Runner) setupSpec(tk *task, dir, id string) docker.Spec {
 	p := tk.policy.Policy
-	return r.runSetupSpec(ctx, tk, docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
-		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}, p.Setup.Run, p.Setup.Timeout)
+	return docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
+		CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}
 }
 
 // runSetupSpec runs lines in order in a container of spec, whose network,

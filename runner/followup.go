@@ -121,7 +121,7 @@ func reviewReply(tk *task, c app.InlineComment, final app.State, changed map[str
 		return "Nothing changed: " + first
 	}
 	sha := tk.prog.Pushed
-	link := fmt.Sprintf("[%s](%s/commits/%s)", sha[:min(7, len(sha))], tk.prog.PR.HTMLURL, sha)
+	link := fmt.Sprintf("[%s](%s/commits/%s)", shortSHA(sha), tk.prog.PR.HTMLURL, sha)
 	why := ""
 	if tk.run != nil {
 		why = app.Inert(firstLine(tk.run.Summary), ownIssue(tk))

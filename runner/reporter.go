@@ -182,13 +182,16 @@ func (rp *reporter) auditPullRequest(ctx context.Context, tg target, pr app.Pull
 
 // phase records in tk's trace that the named phase ended now; it began
 // where the previous one ended, so a task's phases add up to its time.
-func (rp *reporter) phase(ctx context.Context, name string) {
+func (rp *reporter) phase(ctx context.Context, name string) { rp.endPhase(ctx, name, "") }
+
+// endPhase is phase with the trace event's detail.
+func (rp *reporter) endPhase(ctx context.Context, name, detail string) {
 	tk := rp.tk
 	now := time.Now()
 	if tk.since.IsZero() {
 		tk.since = now
 	}
-	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: name, Duration: now.Sub(tk.since)})
+	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: name, Duration: now.Sub(tk.since), Detail: detail})
 	tk.since = now
 }
 
@@ -220,12 +223,7 @@ func (rp *reporter) observe(ctx context.Context) func(agent.Event) {
 		}
 		end := time.Now().UTC()
 		for _, c := range e.Checks {
-			outcome := "failed"
-			if c.Passed {
-				outcome = "passed"
-			}
-			rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Step: e.Step, Name: c.Name,
-				Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome, Detail: c.Run})
+			rp.traceCheck(ctx, end, e.Step, c.Name, c, c.Run)
 		}
 		outcome := "ok"
 		switch e.Outcome {
@@ -245,6 +243,17 @@ func (rp *reporter) observe(ctx context.Context) func(agent.Event) {
 		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceToolCall, Step: e.Step, Name: e.Tool,
 			Duration: e.Took, Outcome: outcome, Args: e.Arguments, Result: e.Result})
 	}
+}
+
+// traceCheck appends check run c, ended at end, to the trace as name,
+// with detail; step is the loop's, 0 for a check the host ran.
+func (rp *reporter) traceCheck(ctx context.Context, end time.Time, step int, name string, c tools.CheckRun, detail string) {
+	outcome := "failed"
+	if c.Passed {
+		outcome = "passed"
+	}
+	rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Step: step, Name: name,
+		Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome, Detail: detail})
 }
 
 // observeModel is the loop's model-call callback: each completion in the
@@ -435,15 +444,7 @@ func (rp *reporter) fail(ctx context.Context, st *agent.State, f failure) error 
 
 // setupPhase ends the setup phase in the trace, saying where the
 // environment came from.
-func (rp *reporter) setupPhase(ctx context.Context, detail string) {
-	tk := rp.tk
-	now := time.Now()
-	if tk.since.IsZero() {
-		tk.since = now
-	}
-	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: "setup", Duration: now.Sub(tk.since), Detail: detail})
-	tk.since = now
-}
+func (rp *reporter) setupPhase(ctx context.Context, detail string) { rp.endPhase(ctx, "setup", detail) }
 
 // answerReview replies in the thread of each of the review's inline
 // comments: what changed, with a link to the commit, or why nothing did.

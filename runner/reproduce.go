@@ -55,10 +55,7 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 	if v := tk.prog.Verified; mode == app.ReproduceOff || v == nil || !v.Passed {
 		return nil
 	}
-	if err := r.cfg.Store.SetState(ctx, tk.ID, app.StateRunning, "reproduction"); err != nil {
-		return err
-	}
-	if err := tk.status.Set(ctx, runningText(tk, "running the new tests on "+shortSHA(ws.Base())+", without the fix")); err != nil {
+	if err := tk.rep.running(ctx, "reproduction", "running the new tests on "+shortSHA(ws.Base())+", without the fix"); err != nil {
 		return err
 	}
 	rp, err := r.reproduction(ctx, tk, tk.rep, ws, gate, tk.ID+"-reproduce")
@@ -114,13 +111,8 @@ func (r *Runner) reproduction(ctx context.Context, tk *task, rep *reporter, ws *
 func traceReproduction(ctx context.Context, rep *reporter, rp Reproduction) {
 	end := time.Now().UTC()
 	for _, c := range rp.Run.Checks {
-		outcome := "failed"
-		if c.Passed {
-			outcome = "passed"
-		}
-		rep.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "reproduce " + c.Name,
-			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
-			Detail: fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run)})
+		rep.traceCheck(ctx, end, 0, "reproduce "+c.Name, c,
+			fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run))
 	}
 }
 

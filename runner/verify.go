@@ -112,13 +112,7 @@ func (r *Runner) verified(ctx context.Context, tk *task, rp *reporter, ws *works
 	v.LoopPassed = loopPassed(st)
 	end := time.Now().UTC()
 	for _, c := range v.Checks {
-		outcome := "failed"
-		if c.Passed {
-			outcome = "passed"
-		}
-		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceCheck, Name: "verify " + c.Name,
-			Duration: time.Duration(c.Millis) * time.Millisecond, Outcome: outcome,
-			Detail: fmt.Sprintf("fresh sandbox %s: %s", shortID(v.Container), c.Run)})
+		rp.traceCheck(ctx, end, 0, "verify "+c.Name, c, fmt.Sprintf("fresh sandbox %s: %s", shortID(v.Container), c.Run))
 	}
 	if v.Incident() {
 		detail := incidentDetail(st, v)
