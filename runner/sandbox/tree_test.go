@@ -85,8 +85,11 @@ func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	const growth = 4 << 20
-	// Writes 1 MiB files for up to a minute: only the watch stops it.
-	fill := `i=0; while [ $i -lt 600 ]; do head -c 1048576 /dev/urandom > f$i; i=$((i+1)); sleep 0.1; done`
+	// Writes 1 MiB files, ten times the limit, over four seconds: only the
+	// watch stops it early. This runs on the host (the executor in-process),
+	// so a broken watch costs 40 MiB of a temporary directory, no more; the
+	// Docker driver's tests fill a sandbox's tree far past this.
+	fill := `i=0; while [ $i -lt 40 ]; do head -c 1048576 /dev/urandom > f$i; i=$((i+1)); sleep 0.1; done`
 	answers := serve(t, root, nil,
 		req(t, Cmd{Shell: "head -c 1048576 /dev/urandom > small; echo ok", MaxTreeGrowth: growth}),
 		req(t, Cmd{Shell: fill, MaxTreeGrowth: growth}),
@@ -103,9 +106,6 @@ func TestServeKillsACommandThatFillsTheTree(t *testing.T) {
 	}
 	if !strings.Contains(string(full.Stderr), "the work tree grew to") || !strings.Contains(string(full.Stderr), "past its limit of") {
 		t.Errorf("stderr does not say why the command was killed: %q", full.Stderr)
-	}
-	if full.Duration > 30e9 {
-		t.Errorf("the command ran for %s before it was stopped", full.Duration)
 	}
 	// The tree stopped within a file or two of its limit (one 1 MiB file
 	// every 100 ms against a measurement every 50 ms or sooner).
