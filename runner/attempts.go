@@ -95,6 +95,9 @@ func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.
 		if err != nil {
 			return err
 		}
+		if st == nil {
+			return fmt.Errorf("attempt %d of task %s was pushed, but its loop state is gone", a.proposed(), tk.ID)
+		}
 		tk.run = st
 		var failed *failure // a draft's, as the loop ended it
 		if st.Status != app.StateSucceeded {
