@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/queue/queuetest"
 	"github.com/agentbot/agentbot/queue/redistest"
 )
 
@@ -156,28 +157,15 @@ func TestManyWorkerProcesses(t *testing.T) {
 	}
 }
 
-// expireDeadLeases moves every lease the worker killed at killed held a
-// minute into the past, as if that minute had gone by: asynq keeps a lease
-// as a score in seconds, 30 s ahead. Live workers extend theirs every 5 s to
-// 30 s ahead, and take 0.5 s a task, so 10 s after the kill only the dead
-// worker's leases end by killed+30 s.
+// expireDeadLeases ends the leases of the worker killed at killed, once
+// the live workers, which take 0.5 s a task, have extended theirs past the
+// dead one's.
 func expireDeadLeases(t *testing.T, rdb *redis.Client, killed time.Time) {
 	t.Helper()
 	time.Sleep(time.Until(killed.Add(10 * time.Second)))
-	ctx := t.Context()
-	key := "asynq:{" + DefaultQueue + "}:lease"
-	dead, err := rdb.ZRangeByScoreWithScores(ctx, key,
-		&redis.ZRangeBy{Min: "-inf", Max: fmt.Sprint(killed.Unix() + 30)}).Result()
+	n, err := queuetest.ExpireLeases(t.Context(), rdb, DefaultQueue, killed.Add(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range dead {
-		dead[i].Score -= 60
-	}
-	if len(dead) > 0 {
-		if err := rdb.ZAddXX(ctx, key, dead...).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Logf("%d leases of the killed worker expired", len(dead))
+	t.Logf("%d leases of the killed worker expired", n)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/queue/queuetest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -431,10 +432,8 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 	t.Parallel()
 	bin := buildAgentbot(t)
-	// One after the other, in this test's turn: waiting out asynq's
-	// recovery of the killed worker's task (a minute or two, mostly idle)
-	// makes this the package's longest test, which must start at once
-	// rather than queue again for a turn behind the other parallel tests.
+	// One after the other, in this test's turn, rather than queue again
+	// for a turn behind the other parallel tests.
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			testResumedByAnother(t, bin, sig)
@@ -457,6 +456,12 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		t.Fatal(err)
 	}
 	first.Wait()
+	if sig == syscall.SIGKILL {
+		// The only worker is dead: every lease is its own.
+		if n, err := queuetest.ExpireLeases(ctx, w.rdb, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
+			t.Fatalf("expired %d leases (%v); want the killed worker's task's one", n, err)
+		}
+	}
 	startWorker(t, w, bin)
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
