@@ -72,7 +72,13 @@ setsid sleep 1001 </dev/null >/dev/null 2>&1 &
 (setsid sh -c 'sleep 1002 </dev/null >/dev/null 2>&1 & echo $! > /tmp/daemon') </dev/null >/dev/null 2>&1
 nohup sleep 1003 </dev/null >/dev/null 2>&1 &
 while [ ! -s /tmp/daemon ]; do sleep 0.01; done
-ps -eo args --no-headers | grep -c '^sleep 100'`)
+# A background job is a forked shell until it has exec'd its sleep.
+for i in $(seq 1000); do
+  n=$(ps -eo args --no-headers | grep -c '^sleep 100')
+  [ "$n" = 4 ] && break
+  sleep 0.01
+done
+echo "$n"`)
 	if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "4" {
 		t.Fatalf("start the daemons: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
