@@ -155,17 +155,17 @@ apt_install() {
 }
 case "$flavour" in
 go)
-	# The standard library's build cache is built here, once, so that a
-	# task's first "go test" compiles only the repository's own packages.
+	# The standard library's build cache and vet facts (seed-go-cache.sh).
+	cp "$(dirname "$0")/seed-go-cache.sh" "$work/"
 	{
-		printf 'FROM %s\nCOPY go /usr/local/go\nUSER 0\n' "$base_tag"
-		printf 'RUN mkdir -p %s/.cache && HOME=/tmp GOCACHE=%s/.cache/go-build /usr/local/go/bin/go build std\n' "$seed" "$seed"
+		printf 'FROM %s\nCOPY go /usr/local/go\nCOPY seed-go-cache.sh /tmp/\nUSER 0\n' "$base_tag"
+		printf 'RUN sh /tmp/seed-go-cache.sh %s && rm /tmp/seed-go-cache.sh\n' "$seed"
 		printf 'USER %s:%s\n' "$uid" "$uid"
 	} >"$work/Dockerfile"
-	# The build context is streamed: the Dockerfile plus the toolchain, no
-	# copy on disk. GOROOT/test is Go's own test suite, which nothing in the
-	# sandbox runs.
-	tar -c -C "$work" Dockerfile -C "$(dirname "$goroot")" --exclude="$(basename "$goroot")/test" --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
+	# The build context is streamed: the Dockerfile, the seeding script and
+	# the toolchain, no copy on disk. GOROOT/test is Go's own test suite,
+	# which nothing in the sandbox runs.
+	tar -c -C "$work" Dockerfile seed-go-cache.sh -C "$(dirname "$goroot")" --exclude="$(basename "$goroot")/test" --transform "s,^$(basename "$goroot"),go," "$(basename "$goroot")" |
 		DOCKER_BUILDKIT=0 docker build -q -t "$tag" - >"$work/build.log" 2>&1 ||
 		{ cat "$work/build.log" >&2; exit 1; }
 	;;

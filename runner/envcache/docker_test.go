@@ -109,17 +109,36 @@ func compiles(t *testing.T, c *docker.Container) string {
 	return strings.TrimSpace(run(t, c, `go build -x testing 2>&1 | grep -c '/compile ' || true`))
 }
 
+// vets is how many packages "go test -x" of a new package whose test
+// imports only testing vets in c: the package itself, and those of the
+// standard library whose facts the cache lacks.
+func vets(t *testing.T, c *docker.Container) string {
+	t.Helper()
+	return strings.TrimSpace(run(t, c, `cd "$(mktemp -d)" && printf 'module m\n' >go.mod &&
+printf 'package m\n\nimport "testing"\n\nfunc TestM(*testing.T) {}\n' >m_test.go &&
+go test -x . 2>&1 | grep -c '/vet ' || true`))
+}
+
 // TestGoImageSeedsABuildCache: an environment built on the Go image
-// starts with the standard library compiled.
+// starts with the standard library compiled, and vetted as "go test" vets
+// the packages a test imports.
 func TestGoImageSeedsABuildCache(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	image := sandboxtest.ToolchainImage(t, "go")
 	ov := prepare(t, d, image, "00000000000000c0", sandboxtest.WorkTree(t), false)
-	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image, Overlays: ov})); n != "0" {
+	seeded := sandboxtest.Start(t, d, docker.Spec{Image: image, Overlays: ov})
+	if n := compiles(t, seeded); n != "0" {
 		t.Errorf("with the seeded environment, go build compiled %s packages of the standard library; want 0", n)
 	}
-	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image})); n == "0" {
+	if n := vets(t, seeded); n != "1" {
+		t.Errorf("with the seeded environment, go test vetted %s packages; want 1, its own", n)
+	}
+	cold := sandboxtest.Start(t, d, docker.Spec{Image: image})
+	if n := compiles(t, cold); n == "0" {
 		t.Error("without an environment nothing was compiled either: the check proves nothing")
+	}
+	if n := vets(t, cold); n == "1" {
+		t.Error("without an environment go test vetted only its own package too: the check proves nothing")
 	}
 }

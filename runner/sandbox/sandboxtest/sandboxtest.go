@@ -240,12 +240,16 @@ func MustRun(t testing.TB, c *docker.Container, cmd sandbox.Cmd) sandbox.Result 
 
 // ToolchainImage returns the sandbox image of one flavour of
 // deploy/sandbox/build-offline.sh (go, python, node) to test with:
-// AGENTBOT_SANDBOX_IMAGE_<FLAVOUR> or agentbot-sandbox:env-<flavour>,
+// AGENTBOT_SANDBOX_IMAGE_<FLAVOUR>, else Image for go (the script's
+// default flavour) and agentbot-sandbox:env-<flavour> for the others,
 // built when it is missing.
 func ToolchainImage(t testing.TB, flavour string) string {
 	t.Helper()
 	RequireDocker(t)
 	image := os.Getenv("AGENTBOT_SANDBOX_IMAGE_" + strings.ToUpper(flavour))
+	if image == "" && flavour == "go" {
+		return Image(t)
+	}
 	if image == "" {
 		image = "agentbot-sandbox:env-" + flavour
 	}
