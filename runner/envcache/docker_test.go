@@ -134,11 +134,7 @@ func TestGoImageSeedsABuildCache(t *testing.T) {
 	if n := vets(t, seeded); n != "1" {
 		t.Errorf("with the seeded environment, go test vetted %s packages; want 1, its own", n)
 	}
-	cold := sandboxtest.Start(t, d, docker.Spec{Image: image})
-	if n := compiles(t, cold); n == "0" {
+	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image})); n == "0" {
 		t.Error("without an environment nothing was compiled either: the check proves nothing")
-	}
-	if n := vets(t, cold); n == "1" {
-		t.Error("without an environment go test vetted only its own package too: the check proves nothing")
 	}
 }
