@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,15 +52,16 @@ var ErrNotOnHost = errors.New("a host sandbox cannot do this; the test needs a c
 // cache, so that a check that builds is warm; a test that needs the same
 // "go test" to run again must say -count=1.
 type Host struct {
-	mu   sync.Mutex
-	open map[*HostSandbox]bool
+	mu      sync.Mutex
+	open    map[*HostSandbox]bool
+	started map[string][]string // by TaskID
 }
 
 // NewHost returns a Host; the sandboxes still open when the test ends are
 // closed then.
 func NewHost(t testing.TB) *Host {
 	t.Helper()
-	h := &Host{open: map[*HostSandbox]bool{}}
+	h := &Host{open: map[*HostSandbox]bool{}, started: map[string][]string{}}
 	t.Cleanup(func() {
 		h.mu.Lock()
 		left := make([]*HostSandbox, 0, len(h.open))
@@ -104,6 +106,14 @@ func (h *Host) Open(task string) []string {
 		}
 	}
 	return ids
+}
+
+// Started lists the ids of every sandbox of task started so far, in
+// order, closed or not.
+func (h *Host) Started(task string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.started[task])
 }
 
 // Start starts an executor over spec.WorkTree. It fails on a spec that
@@ -157,6 +167,7 @@ func (h *Host) Start(ctx context.Context, spec docker.Spec) (*HostSandbox, error
 	}()
 	h.mu.Lock()
 	h.open[s] = true
+	h.started[s.task] = append(h.started[s.task], s.id)
 	h.mu.Unlock()
 	return s, nil
 }

@@ -97,6 +97,9 @@ func TestHostSandboxesHaveTheirOwnHomeAndTmp(t *testing.T) {
 	if open := h.Open("h2"); !slices.Equal(open, []string{b.Name()}) {
 		t.Errorf("open sandboxes of h2 after one closed: %v; want %s", open, b.Name())
 	}
+	if started := h.Started("h2"); !slices.Equal(started, []string{a.Name(), b.Name()}) {
+		t.Errorf("started sandboxes of h2: %v; want both in order", started)
+	}
 	if _, err := a.Run(t.Context(), sandbox.Cmd{Argv: []string{"true"}}); err == nil {
 		t.Error("a closed sandbox ran a command")
 	}
