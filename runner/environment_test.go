@@ -168,7 +168,10 @@ func demoFiles(t testing.TB) map[string]string {
 
 // newEnvWorldOf is a worker with an environment cache and sandboxes of
 // image, over a repository holding files, whose setup may reach hosts
-// (host:port of the test's registries) through the egress proxy.
+// (host:port of the test's registries) through the egress proxy. Its
+// sandboxes are containers: a setup's network, the egress proxy, the
+// prepared environment's overlays and the toolchain images are what these
+// tests are about, and a host sandbox has none of them.
 func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string, image string, hosts ...string) *envWorld {
 	t.Helper()
 	w := &envWorld{files: files}
