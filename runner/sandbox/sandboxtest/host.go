@@ -1,6 +1,7 @@
 package sandboxtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,6 +25,8 @@ import (
 
 // HostImage is the only image a Host starts: its Image, the host itself.
 const HostImage = "agentbot-host"
+
+var errExecutorEnded = errors.New("the executor ended")
 
 // hostImageID is what Host.ImageID answers for HostImage.
 const hostImageID = "sha256:agentbot-host"
@@ -162,7 +165,10 @@ func (h *Host) Start(ctx context.Context, spec docker.Spec) (*HostSandbox, error
 			// The host's cgroup counts kills of processes that are not the
 			// sandbox's.
 			OOMCounter: func() (int64, bool) { return 0, false }})
-		ansW.CloseWithError(err)
+		// A Run then fails at once, rather than wait on a pipe no one
+		// reads or writes.
+		reqR.CloseWithError(errExecutorEnded)
+		ansW.CloseWithError(cmp.Or(err, errExecutorEnded))
 		s.served <- err
 	}()
 	h.mu.Lock()
