@@ -286,7 +286,7 @@ func TestBestOfStopEndsEveryAttempt(t *testing.T) {
 		t.Fatalf("task ended %s (%s); want stopped:\n%s", r.State, r.Step, w.status("S1"))
 	}
 	for n := 1; n <= 3; n++ {
-		if left := containersOf(t, fmt.Sprintf("S1-attempt-%d", n)); left != "" {
+		if left := w.sandboxesLeft(t, fmt.Sprintf("S1-attempt-%d", n)); left != "" {
 			t.Errorf("attempt %d's sandbox is still there: %s", n, left)
 		}
 	}

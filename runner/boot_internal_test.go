@@ -13,8 +13,7 @@ import (
 
 func TestBootingRunsOnceStarted(t *testing.T) {
 	t.Parallel()
-	d := sandboxtest.NewDriver(t)
-	b := boot(t.Context(), DockerSandboxes(d), docker.Spec{TaskID: "boot", WorkTree: sandboxtest.WorkTree(t)},
+	b := boot(t.Context(), hostSandboxes{sandboxtest.NewHost(t)}, docker.Spec{TaskID: "boot", WorkTree: t.TempDir()},
 		func() { t.Error("the start failed") })
 	res, err := b.Run(t.Context(), sandbox.Cmd{Shell: "echo up"})
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "up" {
@@ -32,11 +31,10 @@ func TestBootingRunsOnceStarted(t *testing.T) {
 // gets the start's error, never a result the model would be shown.
 func TestBootingFailureEndsTheLoop(t *testing.T) {
 	t.Parallel()
-	d := sandboxtest.NewDriver(t)
 	loop, end := context.WithCancel(t.Context())
 	defer end()
 	missing := filepath.Join(t.TempDir(), "no-such-tree")
-	b := boot(t.Context(), DockerSandboxes(d), docker.Spec{TaskID: "boot-fail", WorkTree: missing}, end)
+	b := boot(t.Context(), hostSandboxes{sandboxtest.NewHost(t)}, docker.Spec{TaskID: "boot-fail", WorkTree: missing}, end)
 	_, err := b.Run(loop, sandbox.Cmd{Argv: []string{"true"}})
 	if err == nil {
 		t.Fatal("a command ran in a sandbox that could not start")
@@ -50,4 +48,15 @@ func TestBootingFailureEndsTheLoop(t *testing.T) {
 	if err := b.Close(t.Context()); err != nil {
 		t.Errorf("close after a failed start: %v", err)
 	}
+}
+
+// hostSandboxes is a sandboxtest.Host as the runner's Sandboxes.
+type hostSandboxes struct{ *sandboxtest.Host }
+
+func (h hostSandboxes) Start(ctx context.Context, spec docker.Spec) (Sandbox, error) {
+	s, err := h.Host.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -31,7 +31,7 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
     - git ls-remote http://%[1]s:%[3]s/deps.git || echo refused as expected
     - git ls-remote http://evil.example/x.git || echo refused as expected
 `, gw, allowed.Port, other.Port)
-	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
+	w := newDockerWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true
 		c.Traces = traces
 		allowHost(t, c, gw+":"+allowed.Port)
@@ -80,7 +80,7 @@ func TestSetupThatBypassesTheProxyFails(t *testing.T) {
   network: true
   run: ["env -u http_proxy -u HTTP_PROXY timeout 20 git ls-remote http://%s:%s/deps.git"]
 `, gw, reg.Port)
-	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
+	w := newDockerWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true
 		allowHost(t, c, gw+":"+reg.Port)
 	})
@@ -103,7 +103,7 @@ func TestSetupRefusedAHostFailsSayingWhich(t *testing.T) {
 	t.Parallel()
 	traces := &memTraces{}
 	policy := quickPolicy + "setup:\n  network: true\n  run: [\"timeout 20 git ls-remote https://evil.example/x.git\"]\n"
-	w := newWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
+	w := newDockerWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true
 		c.Traces = traces
 		allowHost(t, c, "proxy.golang.org")

@@ -64,7 +64,7 @@ func TestAFailingTestFirstIsReproduced(t *testing.T) {
 	if len(repro) != 1 || repro[0] != "reproduce test failed" {
 		t.Errorf("reproduction in the trace %q; want the test check failing", repro)
 	}
-	if left := containersOf(t, "R1-reproduce"); left != "" {
+	if left := w.sandboxesLeft(t, "R1-reproduce"); left != "" {
 		t.Errorf("the reproduction sandbox is still there: %s", left)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,15 +27,21 @@ import (
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// The runner's tests run it as a worker does — the GitHub simulator, real
-// sandboxes, git and the scripted model — with the queue's store, tasks and
-// locks kept in memory, so that a test can fail a save where a worker
-// would die. A test whose tasks start no sandbox runs without Docker
-// (newWorldWithoutSandboxes).
+// The runner's tests run it as a worker does — the GitHub simulator, git,
+// the scripted model and the real sandbox executor — with the queue's
+// store, tasks and locks kept in memory, so that a test can fail a save
+// where a worker would die. They run without Docker: the executor serves
+// each sandbox from the test's own process over its work tree
+// (sandboxtest.Host), and a test whose tasks start no sandbox has none
+// (newWorldWithoutSandboxes). The few tests that need a container —
+// setup's network and egress, prepared environments, toolchain images, a
+// model that acts as an attacker — run in containers on the local Docker
+// engine (newDockerWorld, newEnvWorld); the end-to-end tests run the whole
+// worker on it.
 
 // The tests each own their world (githubsim, scripted model, sandboxes) and
-// mostly wait on Docker and git: they run in parallel, more at once than
-// there are cores.
+// mostly wait on git, the model's server and, for some, Docker: they run
+// in parallel, more at once than there are cores.
 func TestMain(m *testing.M) {
 	ostest.MinParallel(4)
 	sandboxtest.Main(m)
@@ -58,11 +65,12 @@ type world struct {
 	runner *runner.Runner
 	model  *llmtest.Server // what the model was asked
 	traces *memTraces
-	cfg    runner.Config // what runner was made with
+	cfg    runner.Config     // what runner was made with
+	host   *sandboxtest.Host // the sandboxes of a world on the host
 }
 
-// newWorld is a world whose tasks run in sandboxes on the local Docker
-// engine; without one the test is skipped.
+// newWorld is a world whose tasks run in sandboxes on the host, without
+// Docker.
 func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 	t.Helper()
 	return newWorldWith(t, policy, script, func(*runner.Config) {})
@@ -72,12 +80,37 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 // configure before it is built.
 func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
 	t.Helper()
+	host := sandboxtest.NewHost(t)
+	w := buildWorld(t, policy, script, hostSandboxes{host}, func(c *runner.Config) {
+		// A policy that names no image runs on the host's.
+		c.Server = c.Server.WithDefaultImage(host.Image())
+		configure(c)
+	})
+	w.host = host
+	return w
+}
+
+// newDockerWorld is newWorld with sandboxes in containers on the local
+// Docker engine; without one the test is skipped, or fails under CI=true.
+// It is for the tests a host sandbox cannot stand for: those of setup's
+// network and egress proxy, which only a container has, and those whose
+// model acts as an attacker (forging a check's pass outside the tree),
+// whose commands must never run as a process of the host.
+func newDockerWorld(t *testing.T, policy string, script llmtest.Script) *world {
+	t.Helper()
+	return newDockerWorldWith(t, policy, script, func(*runner.Config) {})
+}
+
+// newDockerWorldWith is newDockerWorld with the runner's configuration
+// changed by configure before it is built.
+func newDockerWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
+	t.Helper()
 	return buildWorld(t, policy, script, runner.DockerSandboxes(sandboxtest.NewDriver(t)), configure)
 }
 
 // newWorldWithoutSandboxes is newWorld for a test whose tasks never start
-// a sandbox — refusals, status, help, ask: it runs without Docker, and a
-// task that asks for a sandbox fails the test.
+// a sandbox — refusals, status, help, ask: a task that asks for a sandbox
+// fails the test.
 func newWorldWithoutSandboxes(t *testing.T, policy string, script llmtest.Script) *world {
 	t.Helper()
 	return buildWorld(t, policy, script, noSandboxes{t}, func(*runner.Config) {})
@@ -172,6 +205,31 @@ func demoScript(t testing.TB) llmtest.Script {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// sandboxesLeft lists the sandboxes of task that are still there: the host
+// sandboxes not closed, or the containers not removed.
+func (w *world) sandboxesLeft(t *testing.T, task string) string {
+	t.Helper()
+	if w.host != nil {
+		return strings.Join(w.host.Open(task), " ")
+	}
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=agentbot.task="+task).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker ps: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// hostSandboxes is a sandboxtest.Host as the runner's Sandboxes.
+type hostSandboxes struct{ *sandboxtest.Host }
+
+func (h hostSandboxes) Start(ctx context.Context, spec docker.Spec) (runner.Sandbox, error) {
+	s, err := h.Host.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // noSandboxes are the sandboxes of a test that starts none: asking for

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -80,26 +79,14 @@ func (r *records) trace(id string, kind app.TraceKind) []app.TraceEvent {
 	return out
 }
 
-// containersOf lists the containers, running or not, of the sandbox named
-// task.
-func containersOf(t *testing.T, task string) string {
-	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=agentbot.task="+task).CombinedOutput()
-	if err != nil {
-		t.Fatalf("docker ps: %v\n%s", err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 const fixEdit = `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ {"}`
 
 var verifiedName = regexp.MustCompile("Verified in a fresh sandbox \\(`([0-9a-f]{12})`")
 
 func TestFixIsVerifiedInAFreshSandbox(t *testing.T) {
 	t.Parallel()
-	policy := quickPolicy + "tools: {write: auto, shell: {policy: allowlist, allow: [hostname]}}\n"
+	policy := quickPolicy + "tools: {write: auto}\n"
 	w := newWorld(t, policy, llmtest.Script{Steps: []llmtest.Step{
-		{ToolCalls: []llmtest.Call{{Name: "run_command", Arguments: `{"command":"hostname"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: fixEdit}}},
 		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Fix Sum dropping the first sample"}`}}},
 	}})
@@ -111,15 +98,6 @@ func TestFixIsVerifiedInAFreshSandbox(t *testing.T) {
 		t.Fatalf("task ended %s (%s):\n%s", r.State, r.Step, w.status("V1"))
 	}
 
-	// Docker names a container's host after its id: the agent's command
-	// saw its own sandbox's.
-	var agentHost string
-	for _, e := range rec.trace("V1", app.TraceToolCall) {
-		if e.Name == "run_command" {
-			lines := strings.Fields(e.Result)
-			agentHost = lines[len(lines)-1]
-		}
-	}
 	prs := w.sim.PullRequests(repo)
 	if len(prs) != 1 {
 		t.Fatalf("%d pull requests; want 1", len(prs))
@@ -129,10 +107,13 @@ func TestFixIsVerifiedInAFreshSandbox(t *testing.T) {
 		t.Fatalf("the pull request's checks are not the verification's:\n%s", prs[0].Body)
 	}
 	verifier := m[1]
-	if agentHost == "" || verifier == agentHost {
-		t.Errorf("verified in %q, the agent ran in %q; want two sandboxes", verifier, agentHost)
+	// The agent ran in the task's sandbox; the verification names one of
+	// its own.
+	agent, verification := w.host.Started("V1"), w.host.Started("V1-verify")
+	if len(agent) != 1 || len(verification) != 1 || verification[0][:12] != verifier || agent[0][:12] == verifier {
+		t.Errorf("verified in %q; the agent's sandboxes %q, the verification's %q: want one each, the verification's named", verifier, agent, verification)
 	}
-	if left := containersOf(t, "V1-verify"); left != "" {
+	if left := w.sandboxesLeft(t, "V1-verify"); left != "" {
 		t.Errorf("the verification sandbox is still there: %s", left)
 	}
 
@@ -194,7 +175,8 @@ func TestChecksPassingOnlyInTheAgentsSandboxPushNoFix(t *testing.T) {
 		{"draft", "pull_request: {on_failure: draft_pr}\n", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t, markerPolicy+tt.onFailure, markerScript)
+			// The model forges a pass outside the tree: in a container.
+			w := newDockerWorld(t, markerPolicy+tt.onFailure, markerScript)
 			rec := w.recorded(t)
 			if err := w.runner.ProcessTask(t.Context(), w.task(t, "A1")); err != nil {
 				t.Fatal(err)

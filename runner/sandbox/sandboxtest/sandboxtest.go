@@ -1,12 +1,19 @@
-// Package sandboxtest gives tests real sandbox containers on the local Docker
-// engine: the image (built offline when missing) and marked images derived
-// from it, a static executor binary, a
+// Package sandboxtest gives tests sandboxes of two kinds.
+//
+// Host sandboxes (NewHost) run the real executor in the test's own process
+// over the work tree, speaking the wire protocol over pipes: no Docker and
+// no container to start, for tests of the logic around sandboxes. They
+// isolate nothing, so a test whose commands act as an attacker would, or
+// that is about isolation, limits, images or network, uses containers; a
+// Host refuses a spec that asks for what only a container gives.
+//
+// Containers run on the local Docker engine: the image (built offline when
+// missing) and marked images derived from it, a static executor binary, a
 // Driver whose containers are removed when the test ends, a work tree the
 // sandbox user may write, and a git server on the host with the address of
-// Docker's bridge, where setups reach it through the egress proxy.
-//
-// Where Docker is not reachable the test is skipped, except under CI=true,
-// where a missing Docker is a failure.
+// Docker's bridge, where setups reach it through the egress proxy. Where
+// Docker is not reachable the test is skipped, except under CI=true, where
+// a missing Docker is a failure.
 //
 // A package whose tests start sandboxes builds the executor once for all of
 // them from its TestMain:
