@@ -25,10 +25,10 @@ func run(t *testing.T, c *docker.Container, line string) string {
 }
 
 // prepare builds the environment key on image: a setup container over
-// tree, with network if asked, runs SeedHome and then lines; the
+// tree runs SeedHome; the
 // environment is published and held until the test ends, and its
 // overlays are returned.
-func prepare(t *testing.T, d *docker.Driver, image, key, tree string, network bool, lines ...string) []docker.Overlay {
+func prepare(t *testing.T, d *docker.Driver, image, key, tree string) []docker.Overlay {
 	t.Helper()
 	c, err := envcache.Open(t.TempDir(), 0, nil)
 	if err != nil {
@@ -38,10 +38,8 @@ func prepare(t *testing.T, d *docker.Driver, image, key, tree string, network bo
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree, Home: b.Home(), Network: network})
-	for _, line := range append([]string{envcache.SeedHome}, lines...) {
-		run(t, setup, line)
-	}
+	setup := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree, Home: b.Home()})
+	run(t, setup, envcache.SeedHome)
 	setup.Close(t.Context())
 	env, err := b.Publish()
 	if err != nil {
@@ -126,7 +124,7 @@ func TestGoImageSeedsABuildCache(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	image := sandboxtest.ToolchainImage(t, "go")
-	ov := prepare(t, d, image, "00000000000000c0", sandboxtest.WorkTree(t), false)
+	ov := prepare(t, d, image, "00000000000000c0", sandboxtest.WorkTree(t))
 	seeded := sandboxtest.Start(t, d, docker.Spec{Image: image, Overlays: ov})
 	if n := compiles(t, seeded); n != "0" {
 		t.Errorf("with the seeded environment, go build compiled %s packages of the standard library; want 0", n)

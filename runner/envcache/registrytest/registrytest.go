@@ -191,12 +191,6 @@ func NPM(t testing.TB, name, indexJS string) *NPMPackage {
 	return p
 }
 
-// NPMInstall is the setup command that installs package.json's
-// dependencies from registry into node_modules.
-func NPMInstall(registry *Registry) string {
-	return "npm install --no-audit --no-fund --registry " + registry.URL + "/"
-}
-
 // NPMCI is the setup command that installs package-lock.json's packages
 // from registry into node_modules, changing no file of the tree.
 func NPMCI(registry *Registry) string {
