@@ -36,6 +36,9 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
 	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
+	dataDir := fs.String("data-dir", "", "where the image's seed of $HOME is kept for the next evaluation (envs/ in it), as a worker's --data-dir; default the worker's")
+	var envFlags envCacheFlags
+	envFlags.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: agentbot eval SUITE_DIR [--model M] [--runs N] [--parallel N] [--json]\n       agentbot eval capture OWNER/REPO#PR --out SUITE_DIR (see eval capture -h)")
 		fs.PrintDefaults()
@@ -84,6 +87,9 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("eval: connect to Docker: %w", err)
 	}
 	defer cfg.Driver.Close()
+	if cfg.Envs, err = envFlags.open(*dataDir); err != nil {
+		return fmt.Errorf("eval: open the environment cache: %w", err)
+	}
 	cfg.Done = func(r eval.Result) {
 		fmt.Fprintf(stderr, "%s run %d: %s, hidden %s, %d iterations, %d tokens, $%.4f, %.1fs\n",
 			r.Task, r.Run, solvedText(r), r.Hidden, r.Iterations, r.Tokens, r.CostUSD, r.Seconds)

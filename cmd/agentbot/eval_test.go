@@ -31,7 +31,11 @@ func evalCmdEnv(t *testing.T, vars map[string]string, args ...string) (string, s
 }
 
 func sandboxFlags(t *testing.T) []string {
-	return []string{"--image", sandboxtest.Image(t), "--executor", sandboxtest.Executor(t)}
+	envs, err := sharedEnvs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--image", sandboxtest.Image(t), "--executor", sandboxtest.Executor(t), "--env-cache-dir", envs}
 }
 
 // TestEvalShippedSuite runs the suite agentbot ships through the real loop

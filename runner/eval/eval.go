@@ -46,6 +46,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
@@ -66,6 +67,9 @@ type Config struct {
 	// means 1. Each run has its own tree, sandboxes and model, so only the
 	// machine and the model endpoint bound it.
 	Parallel int
+	// Envs, when set, keeps the image's seed of $HOME for the next
+	// evaluation, and for those going at once; without, each copies it.
+	Envs *envcache.Cache
 	// Done, when set, sees each run's result as it ends, one call at a
 	// time, in the order the runs end.
 	Done   func(Result)
@@ -133,7 +137,7 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, app.PolicyPath)
 		}
 	}
-	home, err := seedHome(ctx, cfg.Driver, cfg.Logger)
+	home, err := seedHome(ctx, cfg.Driver, cfg.Envs, cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("eval: seed the sandboxes' home: %w", err)
 	}

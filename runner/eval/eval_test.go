@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -207,5 +208,41 @@ func TestRunsSeeTheImagesHomeCopyOnWrite(t *testing.T) {
 	}
 	if r := rep.Tasks[0].Results[0]; !r.Solved || r.Hidden != HiddenPass {
 		t.Errorf("run = %+v, want the loop's checks passing on the seeded home and the hidden tests passing without the loop's writes", r)
+	}
+}
+
+// TestTheSeedIsCopiedOncePerCache: an evaluation keeps the image's seed of
+// $HOME in the environment cache it is given, where the next one finds it;
+// without a cache, each copies its own.
+func TestTheSeedIsCopiedOncePerCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	drv := sandboxtest.NewDriver(t)
+	envs, err := envcache.Open(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{false, true} {
+		home, err := seedHome(ctx, drv, envs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if home.env.Cached != want {
+			t.Errorf("evaluation %d: seed reused %v; want %v", i+1, home.env.Cached, want)
+		}
+		if err := home.close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if list, err := envs.List(); err != nil || len(list) != 1 {
+		t.Errorf("the cache holds %+v (%v); want the one seed", list, err)
+	}
+	home, err := seedHome(ctx, drv, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer home.close()
+	if home.env.Cached {
+		t.Error("without a cache the seed was reused")
 	}
 }

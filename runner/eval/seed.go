@@ -19,20 +19,20 @@ import (
 const seedTimeout = 5 * time.Minute
 
 // seededHome is the image's seed of $HOME (envcache.SeedHome: the Go
-// image's build cache of the standard library), copied out once for the
-// whole evaluation and seen by every sandbox of every run copy-on-write, as
-// a worker's tasks see their prepared environment: a run's first build is
-// as warm as a worker's, and no run, loop or hidden tests, sees what
-// another wrote.
+// image's build cache of the standard library), copied out once and seen
+// by every sandbox of every run copy-on-write, as a worker's tasks see
+// their prepared environment: a run's first build is as warm as a
+// worker's, and no run, loop or hidden tests, sees what another wrote.
 type seededHome struct {
 	mu  sync.Mutex // Env.Overlays is not safe for concurrent use
 	env *envcache.Env
 	dir string
 }
 
-// seedHome copies the seed of drv's image into a private environment under
-// a temporary directory.
-func seedHome(ctx context.Context, drv *docker.Driver, log *slog.Logger) (_ *seededHome, err error) {
+// seedHome returns the seed of drv's image: the one envs keeps, copied
+// into envs when it holds none yet; without envs, a private copy under a
+// temporary directory, removed at close.
+func seedHome(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, log *slog.Logger) (_ *seededHome, err error) {
 	dir, err := os.MkdirTemp("", "agentbot-eval-home-")
 	if err != nil {
 		return nil, err
@@ -42,9 +42,11 @@ func seedHome(ctx context.Context, drv *docker.Driver, log *slog.Logger) (_ *see
 			os.RemoveAll(dir)
 		}
 	}()
-	cache, err := envcache.Open(filepath.Join(dir, "cache"), 0, log)
-	if err != nil {
-		return nil, err
+	cache := envs
+	if cache == nil {
+		if cache, err = envcache.Open(filepath.Join(dir, "cache"), 0, log); err != nil {
+			return nil, err
+		}
 	}
 	// The seeding container's work tree: it writes nothing there.
 	tree := filepath.Join(dir, "tree")
@@ -59,6 +61,10 @@ func seedHome(ctx context.Context, drv *docker.Driver, log *slog.Logger) (_ *see
 	if err != nil {
 		return nil, err
 	}
+	env, err := cache.Acquire(key)
+	if err != nil || env != nil {
+		return &seededHome{env: env, dir: dir}, err
+	}
 	b, err := cache.Build(envcache.Entry{Key: key, Image: drv.Image()}, tree)
 	if err != nil {
 		return nil, err
@@ -67,7 +73,11 @@ func seedHome(ctx context.Context, drv *docker.Driver, log *slog.Logger) (_ *see
 		b.Abort()
 		return nil, err
 	}
-	env, err := b.Private()
+	if envs != nil {
+		env, err = b.Publish()
+	} else {
+		env, err = b.Private()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +110,8 @@ func (s *seededHome) overlays() ([]docker.Overlay, error) {
 	return s.env.Overlays()
 }
 
-// close removes the home and what the containers wrote over it; they must
-// be gone.
+// close gives the seed back and removes what the containers wrote over
+// it, and a private seed; they must be gone.
 func (s *seededHome) close() error {
 	err := s.env.Release()
 	if rerr := os.RemoveAll(s.dir); rerr != nil && err == nil {
