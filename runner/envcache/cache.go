@@ -36,6 +36,7 @@
 package envcache
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -212,7 +213,7 @@ func (c *Cache) Build(e Entry, tree string) (*Builder, error) {
 	if !validKey(e.Key) {
 		return nil, fmt.Errorf("environment key %q is not a key", e.Key)
 	}
-	dir := filepath.Join(c.dir, "build", e.Key+"."+randomID())
+	dir := filepath.Join(c.dir, "build", e.Key+"."+rand.Text())
 	if err := os.MkdirAll(filepath.Join(dir, "tree"), 0o755); err != nil {
 		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
 	}
@@ -330,7 +331,7 @@ func (b *Builder) Private() (*Env, error) {
 // directory, copy-on-write over the environment, with upper directories of
 // the container's own, removed on Release.
 func (e *Env) Overlays() ([]docker.Overlay, error) {
-	run := filepath.Join(e.c.dir, "run", e.Key+"."+randomID())
+	run := filepath.Join(e.c.dir, "run", e.Key+"."+rand.Text())
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
 	}
@@ -484,7 +485,7 @@ func (c *Cache) remove(key string) (bool, error) {
 		return errors.Is(err, fs.ErrNotExist), nil
 	}
 	// Out of entries/ first, so that nobody acquires it half removed.
-	trash := filepath.Join(c.dir, "trash", key+"."+randomID())
+	trash := filepath.Join(c.dir, "trash", key+"."+rand.Text())
 	if err := os.Rename(dir, trash); err != nil {
 		return false, fmt.Errorf("remove environment %s: %w", key, err)
 	}

@@ -2,7 +2,6 @@ package envcache
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -50,7 +49,7 @@ func writeEntry(dir string, e Entry) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "meta.json."+randomID())
+	tmp := filepath.Join(dir, "meta.json."+rand.Text())
 	if err := os.WriteFile(tmp, data, 0o644); err != nil {
 		return fmt.Errorf("write environment %s: %w", e.Key, err)
 	}
@@ -113,10 +112,4 @@ func diskUsage(dir string) (int64, error) {
 		return nil
 	})
 	return total, err
-}
-
-func randomID() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -41,7 +41,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -408,7 +407,7 @@ func (d *Driver) overlayVolumes(ctx context.Context, spec Spec, host *container.
 			d.removeVolumes(ctx, names)
 			return nil, fmt.Errorf("sandbox overlay %s: a directory holds ',' or ':'", o.Target)
 		}
-		name := fmt.Sprintf("agentbot-overlay-%s-%d", randomID(), i)
+		name := fmt.Sprintf("agentbot-overlay-%s-%d", rand.Text(), i)
 		_, err := d.cli.VolumeCreate(ctx, volume.CreateOptions{
 			Name: name, Driver: "local",
 			DriverOpts: map[string]string{"type": "overlay", "device": "overlay",
@@ -435,12 +434,6 @@ func (d *Driver) removeVolumes(ctx context.Context, names []string) {
 			d.log.Warn("remove overlay volume", "volume", name, "err", err)
 		}
 	}
-}
-
-func randomID() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // ImageID is the id of the local image ref: what a cache keyed by image

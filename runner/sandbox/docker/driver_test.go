@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -471,7 +472,7 @@ func TestOrphanSweepByLease(t *testing.T) {
 	}
 	defer rdb.Close()
 	leases := queue.NewWorkerLeases(rdb, leaseTTL)
-	live, dead := "worker/test-live-"+sandboxtest.RandomID(), "worker/test-dead-"+sandboxtest.RandomID()
+	live, dead := "worker/test-live-"+rand.Text(), "worker/test-dead-"+rand.Text()
 	_, liveBox := startWorker(t, live, redis.URL)
 	deadWorker, deadBox := startWorker(t, dead, redis.URL)
 	if err := deadWorker.Process.Signal(os.Kill); err != nil {

@@ -26,7 +26,7 @@ import (
 
 func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress {
 	t.Helper()
-	e, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-" + sandboxtest.RandomID(), Allow: allow})
+	e, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-" + rand.Text(), Allow: allow})
 	if err != nil {
 		t.Fatal(err)
 	}

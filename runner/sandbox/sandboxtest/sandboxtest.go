@@ -26,7 +26,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -174,7 +173,7 @@ func NewDriver(t testing.TB) *docker.Driver {
 	t.Helper()
 	RequireDocker(t)
 	image, exe := Image(t), Executor(t)
-	worker := "test-" + RandomID()
+	worker := "test-" + rand.Text()
 	d, err := docker.New(context.Background(), docker.Options{Image: image, WorkerID: worker, ExecutorPath: exe})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +192,7 @@ func NewDriver(t testing.TB) *docker.Driver {
 func Start(t testing.TB, d *docker.Driver, spec docker.Spec) *docker.Container {
 	t.Helper()
 	if spec.TaskID == "" {
-		spec.TaskID = "task-" + RandomID()
+		spec.TaskID = "task-" + rand.Text()
 	}
 	if spec.WorkTree == "" {
 		spec.WorkTree = WorkTree(t)
@@ -224,13 +223,6 @@ func WorkTree(t testing.TB) string {
 		}
 	}
 	return dir
-}
-
-// RandomID returns 12 random hex digits, for unique task and worker ids.
-func RandomID() string {
-	b := make([]byte, 6)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // MustRun runs cmd in c and fails the test when the sandbox (not the
@@ -300,7 +292,7 @@ const MarkerPath = "/etc/agentbot-test-image"
 func MarkedImage(t testing.TB) string {
 	t.Helper()
 	base := Image(t)
-	name := "agentbot-sandbox:test-" + RandomID()
+	name := "agentbot-sandbox:test-" + rand.Text()
 	var layer bytes.Buffer
 	tw := tar.NewWriter(&layer)
 	content := name + "\n"
