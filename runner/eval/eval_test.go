@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -16,7 +17,31 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
-func TestMain(m *testing.M) { sandboxtest.Main(m) }
+func TestMain(m *testing.M) {
+	sandboxtest.Main(m, func() {
+		if dir, err := sharedDir(); err == nil {
+			os.RemoveAll(dir)
+		}
+	})
+}
+
+// sharedDir holds the environment cache the evaluations share, as a
+// worker's evaluations do: the image's seed is copied once for them all.
+var sharedDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "agentbot-eval-envs-") })
+
+// sharedEnvs opens the shared environment cache.
+func sharedEnvs(t *testing.T) *envcache.Cache {
+	t.Helper()
+	dir, err := sharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs, err := envcache.Open(dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return envs
+}
 
 // The visible check only asks for a 2 somewhere in value.txt; the hidden
 // one asks for exactly 2, so a change that games the visible check fails.
@@ -51,6 +76,7 @@ func TestHiddenTestsComeAfterTheLoop(t *testing.T) {
 	var results []Result
 	rep, err := Run(context.Background(), s, Config{
 		Driver:       sandboxtest.NewDriver(t),
+		Envs:         sharedEnvs(t),
 		DefaultModel: "scripted",
 		Model: func(task Task) (agent.Model, func(), error) {
 			srv := llmtest.NewServer(t, scripts[task.Name])
@@ -132,6 +158,7 @@ func TestParallelRunsGoTogetherAndReportInTaskOrder(t *testing.T) {
 	close(open)
 	rep, err := Run(context.Background(), s, Config{
 		Driver:       sandboxtest.NewDriver(t),
+		Envs:         sharedEnvs(t),
 		DefaultModel: "scripted",
 		Parallel:     3,
 		Model: func(task Task) (agent.Model, func(), error) {
@@ -197,6 +224,7 @@ func TestRunsSeeTheImagesHomeCopyOnWrite(t *testing.T) {
 	}}
 	rep, err := Run(context.Background(), s, Config{
 		Driver:       sandboxtest.NewDriver(t),
+		Envs:         sharedEnvs(t),
 		DefaultModel: "scripted",
 		Model: func(Task) (agent.Model, func(), error) {
 			c, err := llm.New(llm.Config{BaseURL: llmtest.NewServer(t, script).URL()})
