@@ -23,6 +23,7 @@ import (
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -105,9 +106,9 @@ func TestRunBasics(t *testing.T) {
 	if res := shell(t, c, "echo ok"); string(res.Stdout) != "ok\n" {
 		t.Errorf("after a refused request: %+v", res)
 	}
-	// The Go toolchain works offline, with its caches on the tmpfs home.
-	shell(t, c, "printf 'module m\\ngo 1.22\\n' > go.mod && printf 'package main\\nfunc main(){ println(\"built\") }\\n' > main.go")
-	// Compiling the runtime into an empty cache takes a while on a busy machine.
+	// The Go toolchain works offline, with its caches on the tmpfs home,
+	// seeded as setup seeds an environment's.
+	shell(t, c, envcache.SeedHome+" && printf 'module m\\ngo 1.22\\n' > go.mod && printf 'package main\\nfunc main(){ println(\"built\") }\\n' > main.go")
 	res = sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "go run .", Timeout: 10 * time.Minute})
 	if res.ExitCode != 0 || string(res.Stderr) != "built\n" {
 		t.Errorf("go run: exit %d timed out %v stderr %q", res.ExitCode, res.TimedOut, res.Stderr)
