@@ -215,7 +215,9 @@ func hostID() string {
 	return hex.EncodeToString(b)
 }
 
-var goCache = sync.OnceValues(func() (string, error) {
+// hostGoCache is the host's Go build cache, which every host sandbox of
+// the process shares.
+var hostGoCache = sync.OnceValues(func() (string, error) {
 	out, err := exec.Command(goTool(), "env", "GOCACHE").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOCACHE: %w", err)
@@ -226,10 +228,6 @@ var goCache = sync.OnceValues(func() (string, error) {
 	}
 	return dir, nil
 })
-
-// hostGoCache is the host's Go build cache, which every host sandbox of the
-// process shares.
-func hostGoCache() (string, error) { return goCache() }
 
 // HostSandbox is a sandbox a Host started: an executor in the test's
 // process.
