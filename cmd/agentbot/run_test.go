@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,13 +56,23 @@ const fixScript = `steps:
         arguments: {summary: "Add no longer adds one."}
 `
 
-// grepCheck stands in for go test: the sandbox's Go build cache starts cold,
-// which makes a real go test slow; the end-to-end loop test in runner/agent
-// runs the real one.
+// grepCheck stands in for go test, keeping these tests about agentbot run
+// rather than the toolchain; the end-to-end loop test in runner/agent runs
+// the real one.
 const grepCheck = `grep -q 'return a + b$' calc.go || { echo 'calc_test.go:7: Add(2, 2) = 5, want 4'; exit 1; }`
 
+// runCmd runs agentbot run with args; unless they name an environment
+// cache of their own, the tests' shared one, never the default data
+// directory's.
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	if !slices.Contains(args, "--data-dir") && !slices.Contains(args, "--env-cache-dir") {
+		envs, err := sharedEnvs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--env-cache-dir", envs)
+	}
 	var out bytes.Buffer
 	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
 	err := run(context.Background(), append([]string{"run"}, args...), env)
@@ -70,7 +81,9 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 
 // TestRunInSandbox runs the loop on a local checkout in a real sandbox: it
 // prints a line per step, the diff and the checks, and leaves the checkout
-// alone unless --apply is given.
+// alone unless --apply is given. Without setup commands its sandboxes
+// still start in the prepared environment, as a worker's: $HOME holds the
+// image's seed, the Go build cache of the standard library.
 func TestRunInSandbox(t *testing.T) {
 	t.Parallel()
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
@@ -79,7 +92,8 @@ func TestRunInSandbox(t *testing.T) {
 	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script, "--image", image, "--executor", executor}
+	seeded := `ls "$HOME"/.cache/go-build | grep -q . || exit 3; `
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", seeded + grepCheck, "--model-script", script, "--image", image, "--executor", executor}
 
 	out, err := runCmd(t, args...)
 	if err != nil {
@@ -99,6 +113,9 @@ func TestRunInSandbox(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(out, "setup: built ") && !strings.Contains(out, "setup: cached ") {
+		t.Errorf("output names no prepared environment:\n%s", out)
 	}
 	if strings.Contains(out, "build.log") {
 		t.Errorf("an ignored file was copied:\n%s", out)
