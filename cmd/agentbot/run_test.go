@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -223,6 +224,28 @@ setup:
 	}
 	if !strings.Contains(out, "setup: cached ") || strings.Contains(out, "setup: git ls-remote") || allowed.Requests.Load() != served {
 		t.Errorf("second run made %d requests; want the environment reused without setup:\n%s", allowed.Requests.Load()-served, out)
+	}
+}
+
+// TestRunStopsWhenSetupFails: a setup command that fails ends the run
+// before the agent starts, saying which command and what it printed.
+func TestRunStopsWhenSetupFails(t *testing.T) {
+	t.Parallel()
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nsetup:\n  run:\n    - echo preparing\n    - echo no registry >&2; exit 7\n"})
+	script := filepath.Join(t.TempDir(), "fix.yaml")
+	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script,
+		"--image", sandboxtest.Image(t), "--executor", sandboxtest.Executor(t), "--data-dir", t.TempDir())
+	e, ok := errors.AsType[*exitError](err)
+	if !ok || e.code != 1 || !strings.Contains(e.Error(), `setup "echo no registry >&2; exit 7" exited 7`) ||
+		!strings.Contains(e.Error(), "the agent did not start:\nno registry") {
+		t.Fatalf("run = %v; want exit 1 naming the failed command and its output\n%s", err, out)
+	}
+	if !strings.Contains(out, "setup: echo preparing\n") || strings.Contains(out, "step ") || strings.Contains(out, "setup: built") {
+		t.Errorf("output: want the setup commands, no step and no environment kept:\n%s", out)
 	}
 }
 
