@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
@@ -71,8 +72,11 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, t
 	if err != nil {
 		return nil, "", app.Errorf(app.EPolicy, "The prepared environment's key cannot be made: %v", err)
 	}
-	if env, err = envs.Acquire(key); err != nil || env != nil {
-		return env, "setup: cached " + key, err
+	if env, err = envs.Acquire(key); err != nil {
+		return nil, "", err
+	}
+	if env != nil {
+		return env, "setup: cached " + key, nil
 	}
 	s.Spec.Network = p.Network && !private
 	b, err := envs.Build(envcache.Entry{Key: key, Repo: repo, Image: s.Spec.Image, Files: files}, s.Spec.WorkTree)
@@ -81,24 +85,30 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, t
 	}
 	s.Spec.Home = b.Home()
 	if s.Spec.Network {
-		s.Spec.Env = append(s.Spec.Env, setupProxy)
+		s.Spec.Env = append(slices.Clip(s.Spec.Env), setupProxy)
 	}
 	if err := s.run(ctx, envcache.SeedHome, p.Run); err != nil {
 		b.Abort()
 		return nil, "", err
 	}
+	detail = "setup: built " + key
 	if private {
 		env, err = b.Private()
-		return env, "setup: private " + key + " (a pull request's head: no network, not kept)", err
+		detail = "setup: private " + key + " (a pull request's head: no network, not kept)"
+	} else {
+		env, err = b.Publish()
 	}
-	env, err = b.Publish()
-	return env, "setup: built " + key, err
+	if err != nil {
+		return nil, "", err
+	}
+	return env, detail, nil
 }
 
 // Run runs the policy's commands over the tree alone, keeping nothing but
 // what they write in it: the setup of a worker without an environment
-// cache, and of the final verification's tree on its base. A command that
-// fails ends it with a *SetupFailure.
+// cache (and of each further attempt's tree), and of the final
+// verification's tree on its base. A command that fails ends it with a
+// *SetupFailure.
 func (s Setup) Run(ctx context.Context) error {
 	return s.run(ctx, "", s.Policy.Run)
 }
