@@ -100,7 +100,7 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 // setupFailed reports err when it is a setup command's failure, which
 // ends the task, and returns any other error as it is.
 func (r *Runner) setupFailed(ctx context.Context, tk *task, err error) error {
-	if sf, ok := errors.AsType[*setupFailure](err); ok {
+	if sf, ok := errors.AsType[*SetupFailure](err); ok {
 		return tk.rep.fail(ctx, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
 	}
 	return err
@@ -247,22 +247,6 @@ func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.S
 		return a.State(), by(), nil
 	}
 	return st, "", err
-}
-
-// setupFailure is a setup command that failed: the task ends, since the
-// agent would work in a tree the repository's setup did not prepare.
-type setupFailure struct {
-	run      string
-	exit     int
-	timedOut bool
-	output   string
-}
-
-func (f *setupFailure) Error() string {
-	if f.timedOut {
-		return fmt.Sprintf("setup `%s` timed out", f.run)
-	}
-	return fmt.Sprintf("setup `%s` exited %d", f.run, f.exit)
 }
 
 // deliver takes the change the loop ended with to its pull request: the
@@ -434,7 +418,7 @@ type failure struct {
 	stoppedBy string // the login that asked /agent stop
 	gate      error
 	diff      string        // the gate's diff, when the gate refused
-	setup     *setupFailure // a setup command failed before the agent ran
+	setup     *SetupFailure // a setup command failed before the agent ran
 	verify    *Verification // the checks failed in the final verification
 }
 

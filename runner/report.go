@@ -118,7 +118,7 @@ func failureText(tk *task, st *agent.State, f failure) string {
 	}
 	if f.setup != nil {
 		fmt.Fprintf(&b, "The repository's setup (`setup.run` in the policy) failed, so the agent did not start:\n\n%s\n",
-			app.CodeBlock(tail(f.setup.output, outputExcerpt), "", ownIssue(tk)))
+			app.CodeBlock(tail(f.setup.Output, outputExcerpt), "", ownIssue(tk)))
 	}
 	if f.gate != nil {
 		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n%s\n", app.CodeBlock(app.ErrorMessage(f.gate), "", ownIssue(tk)))

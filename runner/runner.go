@@ -16,7 +16,7 @@
 //     followUp (followup.go) reads a review or failing CI;
 //   - workspace (fix.go): the checkout on the host;
 //   - setup: prepareEnv (environment.go) prepares the environment, with
-//     egress through setupEgress (egress.go);
+//     Setup (setup.go), egress through its proxy;
 //   - loop (fix.go): the agent in a network-less sandbox; under
 //     limits.attempts, bestOf (attempts.go) runs several loops side by
 //     side, judges each change and proposes the best;

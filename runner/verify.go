@@ -161,9 +161,9 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 	}
 	if from != gated {
 		err := r.runSetup(ctx, tk, fresh.Dir(), id+"-setup")
-		if sf, ok := errors.AsType[*setupFailure](err); ok {
-			return Verification{Checks: []tools.CheckRun{{Name: "setup", Run: sf.run, ExitCode: sf.exit, TimedOut: sf.timedOut,
-				Output: tail(sf.output, verifyOutputLimit)}}, NotRun: checks}, nil
+		if sf, ok := errors.AsType[*SetupFailure](err); ok {
+			return Verification{Checks: []tools.CheckRun{{Name: "setup", Run: sf.Run, ExitCode: sf.Exit, TimedOut: sf.TimedOut,
+				Output: tail(sf.Output, verifyOutputLimit)}}, NotRun: checks}, nil
 		}
 		if err != nil {
 			return Verification{}, err

@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
-	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -107,23 +106,19 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("run: connect to Docker: %w", err)
 	}
 	defer drv.Close()
-	var envs *envcache.Cache
-	if len(policy.Setup.Run) > 0 {
-		if envs, err = envFlags.open(*dataDir); err != nil {
-			return fmt.Errorf("run: open the environment cache: %w", err)
-		}
+	envs, err := envFlags.open(*dataDir)
+	if err != nil {
+		return fmt.Errorf("run: open the environment cache: %w", err)
 	}
 	out := env.Stdout
-	prepared, err := runSetup(ctx, drv, envs, runTarget{id: taskID, repo: filepath.Base(src), image: sandboxImage, tree: tree.Dir()}, policy, server, out)
+	prepared, err := runSetup(ctx, drv, envs, taskID, filepath.Base(src), sandboxImage, tree.Dir(), policy, server, out)
 	if err != nil {
 		return err
 	}
-	var overlays []docker.Overlay
-	if prepared != nil {
-		defer prepared.Release()
-		if overlays, err = prepared.Overlays(); err != nil {
-			return fmt.Errorf("run: the prepared environment: %w", err)
-		}
+	defer prepared.Release()
+	overlays, err := prepared.Overlays()
+	if err != nil {
+		return fmt.Errorf("run: the prepared environment: %w", err)
 	}
 	st, err := eval.Local{
 		Driver: drv, Policy: policy, Model: model, Repo: filepath.Base(src), Instructions: *task,

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,13 +57,23 @@ const fixScript = `steps:
         arguments: {summary: "Add no longer adds one."}
 `
 
-// grepCheck stands in for go test: the sandbox's Go build cache starts cold,
-// which makes a real go test slow; the end-to-end loop test in runner/agent
-// runs the real one.
+// grepCheck stands in for go test, keeping these tests about agentbot run
+// rather than the toolchain; the end-to-end loop test in runner/agent runs
+// the real one.
 const grepCheck = `grep -q 'return a + b$' calc.go || { echo 'calc_test.go:7: Add(2, 2) = 5, want 4'; exit 1; }`
 
+// runCmd runs agentbot run with args; unless they name an environment
+// cache of their own, the tests' shared one, never the default data
+// directory's.
 func runCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	if !slices.Contains(args, "--data-dir") && !slices.Contains(args, "--env-cache-dir") {
+		envs, err := sharedEnvs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--env-cache-dir", envs)
+	}
 	var out bytes.Buffer
 	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
 	err := run(context.Background(), append([]string{"run"}, args...), env)
@@ -70,7 +82,9 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 
 // TestRunInSandbox runs the loop on a local checkout in a real sandbox: it
 // prints a line per step, the diff and the checks, and leaves the checkout
-// alone unless --apply is given.
+// alone unless --apply is given. Without setup commands its sandboxes
+// still start in the prepared environment, as a worker's: $HOME holds the
+// image's seed, the Go build cache of the standard library.
 func TestRunInSandbox(t *testing.T) {
 	t.Parallel()
 	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
@@ -79,7 +93,8 @@ func TestRunInSandbox(t *testing.T) {
 	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script, "--image", image, "--executor", executor}
+	seeded := `ls "$HOME"/.cache/go-build | grep -q . || exit 3; `
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", seeded + grepCheck, "--model-script", script, "--image", image, "--executor", executor}
 
 	out, err := runCmd(t, args...)
 	if err != nil {
@@ -99,6 +114,9 @@ func TestRunInSandbox(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if !strings.Contains(out, "setup: built ") && !strings.Contains(out, "setup: cached ") {
+		t.Errorf("output names no prepared environment:\n%s", out)
 	}
 	if strings.Contains(out, "build.log") {
 		t.Errorf("an ignored file was copied:\n%s", out)
@@ -206,6 +224,28 @@ setup:
 	}
 	if !strings.Contains(out, "setup: cached ") || strings.Contains(out, "setup: git ls-remote") || allowed.Requests.Load() != served {
 		t.Errorf("second run made %d requests; want the environment reused without setup:\n%s", allowed.Requests.Load()-served, out)
+	}
+}
+
+// TestRunStopsWhenSetupFails: a setup command that fails ends the run
+// before the agent starts, saying which command and what it printed.
+func TestRunStopsWhenSetupFails(t *testing.T) {
+	t.Parallel()
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nsetup:\n  run:\n    - echo preparing\n    - echo no registry >&2; exit 7\n"})
+	script := filepath.Join(t.TempDir(), "fix.yaml")
+	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script,
+		"--image", sandboxtest.Image(t), "--executor", sandboxtest.Executor(t), "--data-dir", t.TempDir())
+	e, ok := errors.AsType[*exitError](err)
+	if !ok || e.code != 1 || !strings.Contains(e.Error(), `setup "echo no registry >&2; exit 7" exited 7`) ||
+		!strings.Contains(e.Error(), "the agent did not start:\nno registry") {
+		t.Fatalf("run = %v; want exit 1 naming the failed command and its output\n%s", err, out)
+	}
+	if !strings.Contains(out, "setup: echo preparing\n") || strings.Contains(out, "step ") || strings.Contains(out, "setup: built") {
+		t.Errorf("output: want the setup commands, no step and no environment kept:\n%s", out)
 	}
 }
 

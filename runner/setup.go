@@ -1,0 +1,202 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/egress"
+	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
+)
+
+// setupProxy is the Go module proxy of a setup with network: the images
+// turn it off, since the agent phase has no network.
+const setupProxy = "GOPROXY=https://proxy.golang.org,direct"
+
+// Setup is the setup phase of one tree, apart from the task it is for: the
+// policy's setup commands in a container of their own, with network only
+// through the egress proxy to the server config's setup.allow_hosts, and
+// the prepared environment they leave in $HOME. A worker's task
+// (prepareEnv) and agentbot run's local checkout both run it, so that
+// both prepare the same environment under the same key.
+type Setup struct {
+	Sandbox Sandboxes
+	// Spec is the setup container: its id, the tree, the image and the
+	// policy's limits, and Network when setup may reach its allowed hosts.
+	Spec docker.Spec
+	// Policy is the policy's setup: its commands, their timeout, its
+	// network and its cache_key_files.
+	Policy app.Setup
+	// AllowHosts are the server config's setup.allow_hosts, all that a
+	// setup with network reaches; CABundle, when set, is a PEM file the
+	// setup container trusts besides the image's.
+	AllowHosts []app.AllowHost
+	CABundle   string
+	// Progress, when set, is told what setup does as it does it: whom its
+	// network reaches, and each of the policy's commands as it starts.
+	Progress func(line string)
+	// Refused, when set, is told each connection the egress proxy refused,
+	// once the setup container is removed.
+	Refused func(egress.Refusal)
+	// Log, slog.Default when nil, hears of a setup network that could not
+	// be removed.
+	Log *slog.Logger
+}
+
+// Prepare reuses the environment envs keeps under the key of the setup's
+// inputs (the image's id, the setup commands, its network, and the lock
+// files and cache_key_files of tree, the work tree's view), or builds it in
+// a container whose $HOME is the new environment's: the image's seed of
+// $HOME (envcache.SeedHome), then the policy's commands. A private setup,
+// over a tree nobody trusts (a pull request's head), runs without network
+// and its environment is the caller's alone, never kept for another.
+//
+// detail is the setup's line in a task's trace and in agentbot run's
+// output: "setup: cached KEY", "setup: built KEY", or for a private one
+// "setup: private KEY (…)". A setup command that fails ends it with a
+// *SetupFailure. The caller releases env once its containers are removed.
+func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, tree fs.FS, private bool) (env *envcache.Env, detail string, err error) {
+	imageID, err := s.Sandbox.ImageID(ctx, s.Spec.Image)
+	if err != nil {
+		return nil, "", err
+	}
+	p := s.Policy
+	key, files, err := envcache.Key(envcache.KeyInput{ImageID: imageID, Setup: p.Run, Network: p.Network, Patterns: p.CacheKeyFiles}, tree)
+	if err != nil {
+		return nil, "", app.Errorf(app.EPolicy, "The prepared environment's key cannot be made: %v", err)
+	}
+	if env, err = envs.Acquire(key); err != nil {
+		return nil, "", err
+	}
+	if env != nil {
+		return env, "setup: cached " + key, nil
+	}
+	s.Spec.Network = p.Network && !private
+	b, err := envs.Build(envcache.Entry{Key: key, Repo: repo, Image: s.Spec.Image, Files: files}, s.Spec.WorkTree)
+	if err != nil {
+		return nil, "", err
+	}
+	s.Spec.Home = b.Home()
+	if s.Spec.Network {
+		s.Spec.Env = append(slices.Clip(s.Spec.Env), setupProxy)
+	}
+	if err := s.run(ctx, envcache.SeedHome, p.Run); err != nil {
+		b.Abort()
+		return nil, "", err
+	}
+	detail = "setup: built " + key
+	if private {
+		env, err = b.Private()
+		detail = "setup: private " + key + " (a pull request's head: no network, not kept)"
+	} else {
+		env, err = b.Publish()
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return env, detail, nil
+}
+
+// Run runs the policy's commands over the tree alone, keeping nothing but
+// what they write in it: the setup of a worker without an environment
+// cache (and of each further attempt's tree), and of the final
+// verification's tree on its base. A command that fails ends it with a
+// *SetupFailure.
+func (s Setup) Run(ctx context.Context) error {
+	return s.run(ctx, "", s.Policy.Run)
+}
+
+// run runs seed, when set, then lines in order in a container of s.Spec,
+// whose network, if it asks for one, reaches only s.AllowHosts through the
+// egress proxy; the first line that fails ends it with a *SetupFailure.
+func (s Setup) run(ctx context.Context, seed string, lines []string) error {
+	done, err := s.egress(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	box, err := s.Sandbox.Start(ctx, s.Spec)
+	if err != nil {
+		return fmt.Errorf("start the setup sandbox: %w", err)
+	}
+	defer box.Close(context.WithoutCancel(ctx))
+	if seed != "" {
+		lines = append([]string{seed}, lines...)
+	}
+	for i, line := range lines {
+		if s.Progress != nil && (seed == "" || i > 0) {
+			s.Progress(line)
+		}
+		res, err := box.Run(ctx, sandbox.Cmd{Shell: line, Timeout: s.Policy.Timeout})
+		if err != nil {
+			return fmt.Errorf("setup %q: %w", line, err)
+		}
+		if res.ExitCode != 0 || res.TimedOut {
+			return &SetupFailure{Run: line, Exit: res.ExitCode, TimedOut: res.TimedOut, Output: string(res.Stderr) + string(res.Stdout)}
+		}
+	}
+	return nil
+}
+
+// egress turns the network s.Spec asks for into its egress: an internal
+// network whose only way out is the egress proxy, which reaches
+// s.AllowHosts and nothing else. done, once the container is removed,
+// removes the network and tells s.Refused what the proxy refused.
+func (s *Setup) egress(ctx context.Context) (done func(), err error) {
+	s.Spec.CABundle = s.CABundle
+	if !s.Spec.Network {
+		return func() {}, nil
+	}
+	// Never the default bridge, which reaches everywhere.
+	s.Spec.Network = false
+	allow := make([]string, len(s.AllowHosts))
+	for i, a := range s.AllowHosts {
+		allow[i] = a.String()
+	}
+	e, err := s.Sandbox.StartEgress(ctx, docker.EgressSpec{TaskID: s.Spec.TaskID, Allow: allow})
+	if err != nil {
+		return nil, fmt.Errorf("start the setup network: %w", err)
+	}
+	s.Spec.Egress = e
+	if s.Progress != nil {
+		to := strings.Join(allow, ", ")
+		if len(allow) == 0 {
+			to = "no host (setup.allow_hosts is empty)"
+		}
+		s.Progress("network through the egress proxy to " + to)
+	}
+	return func() {
+		refused, err := e.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			cmp.Or(s.Log, slog.Default()).Warn("remove the setup network", "err", err)
+		}
+		if s.Refused != nil {
+			for _, x := range refused {
+				s.Refused(x)
+			}
+		}
+	}, nil
+}
+
+// SetupFailure is a setup command that failed: a task ends, since the
+// agent would work in a tree the repository's setup did not prepare.
+type SetupFailure struct {
+	Run      string
+	Exit     int
+	TimedOut bool
+	Output   string
+}
+
+func (f *SetupFailure) Error() string {
+	if f.TimedOut {
+		return fmt.Sprintf("setup `%s` timed out", f.Run)
+	}
+	return fmt.Sprintf("setup `%s` exited %d", f.Run, f.Exit)
+}
