@@ -62,14 +62,15 @@ func (p *prepared) release(tk *task) {
 func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspace) (*prepared, error) {
 	s := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
 	p := &prepared{image: s.Spec.Image}
+	trusted := tk.issue.Pull == nil
 	if r.cfg.Envs == nil {
 		if len(s.Policy.Run) == 0 {
 			return p, nil
 		}
 		defer tk.rep.phase(ctx, "setup")
+		s.Spec.Network = s.Spec.Network && trusted
 		return p, s.Run(ctx)
 	}
-	trusted := tk.issue.Pull == nil
 	env, detail, err := s.Prepare(ctx, r.cfg.Envs, tk.Repo, ws.Root().FS(), !trusted)
 	if err != nil {
 		return nil, err

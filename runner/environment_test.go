@@ -125,6 +125,7 @@ type envWorld struct {
 	traces *memTraces
 	envs   *envcache.Cache
 	runner *runner.Runner
+	cfg    runner.Config // what runner was made with
 }
 
 func newEnvWorld(t testing.TB, script llmtest.Script) *envWorld {
@@ -209,13 +210,13 @@ func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string,
 		server.SetupAllowHosts = append(server.SetupAllowHosts, allow)
 	}
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
-	w.runner, err = runner.New(runner.Config{
+	w.cfg = runner.Config{
 		GitHub: githubapp.New(gh), Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
 		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
-	})
-	if err != nil {
+	}
+	if w.runner, err = runner.New(w.cfg); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -326,7 +327,28 @@ func TestPreparedEnvironmentReachesTheAgent(t *testing.T) {
 // network, so the download fails, and nothing is kept for later tasks.
 func TestPullRequestSetupHasNoNetworkAndKeepsNothing(t *testing.T) {
 	t.Parallel()
-	w := newEnvWorld(t, llmtest.Script{})
+	t.Run("cached", func(t *testing.T) {
+		t.Parallel()
+		testPullRequestSetup(t, newEnvWorld(t, llmtest.Script{}))
+	})
+	// A worker that keeps no environments runs setup over the tree alone,
+	// and a pull request's without network all the same.
+	t.Run("uncached", func(t *testing.T) {
+		t.Parallel()
+		w := newEnvWorld(t, llmtest.Script{})
+		cfg := w.cfg
+		cfg.Envs = nil
+		var err error
+		if w.runner, err = runner.New(cfg); err != nil {
+			t.Fatal(err)
+		}
+		testPullRequestSetup(t, w)
+	})
+}
+
+// testPullRequestSetup fixes a pull request whose head changed go.sum in
+// w: its setup, "go mod download", has no network and fails.
+func testPullRequestSetup(t *testing.T, w *envWorld) {
 	main, err := w.sim.BranchSHA(repo, "main")
 	if err != nil {
 		t.Fatal(err)
