@@ -23,7 +23,7 @@ func TestSentinelFailoverLosesNoAcceptedWebhook(t *testing.T) {
 	// Two replicas: once one is promoted, the other follows it, and the
 	// intake can again answer 202 with one replica holding each task.
 	d := redistest.StartSentinel(t, 2)
-	q, err := NewClient(connectURL(t, d.URL)).WithMinReplicas(1, 500*time.Millisecond)
+	q, err := NewClient(connectURL(t, d.URL)).WithMinReplicas(1, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
