@@ -119,13 +119,21 @@ func Open(dir string, maxBytes int64, log *slog.Logger) (*Cache, error) {
 func (c *Cache) Max() int64 { return c.max }
 
 // sweep removes what no live task uses: the trash, and builds and run
-// directories whose lock no process holds.
+// directories whose lock no process holds. A directory still being made
+// has no lock yet (newLockedDir): it is left to its maker unless the maker
+// died making it.
 func (c *Cache) sweep() {
 	removeAll(filepath.Join(c.dir, "trash"), true)
 	for _, sub := range []string{"build", "run"} {
 		list, _ := os.ReadDir(filepath.Join(c.dir, sub))
 		for _, e := range list {
 			dir := filepath.Join(c.dir, sub, e.Name())
+			if strings.HasPrefix(e.Name(), makingPrefix) {
+				if fi, err := e.Info(); err == nil && c.now().Sub(fi.ModTime()) > abandonedAfter {
+					removeAll(dir, false)
+				}
+				continue
+			}
 			lock, err := tryLock(filepath.Join(dir, "lock"), syscall.LOCK_EX)
 			if err != nil {
 				continue // in use by a task of a live worker
@@ -213,16 +221,15 @@ func (c *Cache) Build(e Entry, tree string) (*Builder, error) {
 	if !validKey(e.Key) {
 		return nil, fmt.Errorf("environment key %q is not a key", e.Key)
 	}
-	dir := filepath.Join(c.dir, "build", e.Key+"."+rand.Text())
-	if err := os.MkdirAll(filepath.Join(dir, "tree"), 0o755); err != nil {
-		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
-	}
-	lock, err := tryLock(filepath.Join(dir, "lock"), syscall.LOCK_EX)
+	dir, lock, err := newLockedDir(filepath.Join(c.dir, "build"), e.Key+"."+rand.Text())
 	if err != nil {
-		removeAll(dir, false)
 		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
 	}
 	b := &Builder{c: c, entry: e, dir: dir, lock: lock, tree: tree, before: map[string]bool{}}
+	if err := os.Mkdir(filepath.Join(dir, "tree"), 0o755); err != nil {
+		b.Abort()
+		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
+	}
 	if err := shareDir(filepath.Join(dir, "home"), 0o700); err != nil {
 		b.Abort()
 		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
@@ -331,13 +338,8 @@ func (b *Builder) Private() (*Env, error) {
 // directory, copy-on-write over the environment, with upper directories of
 // the container's own, removed on Release.
 func (e *Env) Overlays() ([]docker.Overlay, error) {
-	run := filepath.Join(e.c.dir, "run", e.Key+"."+rand.Text())
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
-	}
-	lock, err := tryLock(filepath.Join(run, "lock"), syscall.LOCK_EX)
+	run, lock, err := newLockedDir(filepath.Join(e.c.dir, "run"), e.Key+"."+rand.Text())
 	if err != nil {
-		removeAll(run, false)
 		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
 	}
 	e.runs = append(e.runs, runDir{dir: run, lock: lock})

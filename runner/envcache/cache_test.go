@@ -312,11 +312,26 @@ func TestOpenSweepsLeftovers(t *testing.T) {
 	}
 	stale := filepath.Join(dir, "build", "dead.1")
 	os.MkdirAll(stale, 0o755)
+	// Directories being made: one whose maker may still lock it, one
+	// whose maker died an hour ago.
+	making, abandoned := filepath.Join(dir, "run", makingPrefix+"1"), filepath.Join(dir, "run", makingPrefix+"2")
+	os.MkdirAll(making, 0o755)
+	os.MkdirAll(abandoned, 0o755)
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(abandoned, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Open(dir, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); err == nil {
 		t.Error("a build no process holds survived Open")
+	}
+	if _, err := os.Stat(making); err != nil {
+		t.Error("a directory being made was swept")
+	}
+	if _, err := os.Stat(abandoned); err == nil {
+		t.Error("a directory its maker abandoned an hour ago survived Open")
 	}
 	if _, err := os.Stat(b.Home()); err != nil {
 		t.Error("a build in progress was removed")
@@ -350,4 +365,59 @@ func TestOpenLeavesRunningContainersAlone(t *testing.T) {
 	if _, err := os.Stat(ov[0].Upper); err == nil {
 		t.Fatal("Release left the upper directory")
 	}
+}
+
+// TestOpenDuringOverlaysAndBuilds: a worker that opens the cache sweeps
+// what no process holds while other workers of the machine make their
+// containers' directories and start builds; it never takes one being made.
+func TestOpenDuringOverlaysAndBuilds(t *testing.T) {
+	t.Parallel()
+	c := newCache(t, 0)
+	env := build(t, c, "acme/a", "00000000000000ad", 10)
+	defer env.Release()
+	done := make(chan struct{})
+	var sweeps sync.WaitGroup
+	sweeps.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if _, err := Open(c.dir, 0, nil); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	var makers sync.WaitGroup
+	for range 4 {
+		makers.Go(func() {
+			for range 100 {
+				ov, err := env.Overlays()
+				if err != nil {
+					t.Errorf("overlays while another worker opens the cache: %v", err)
+					return
+				}
+				for _, o := range ov {
+					if _, err := os.Stat(o.Work); err != nil {
+						t.Errorf("a container's directory was swept: %v", err)
+						return
+					}
+				}
+				b, err := c.Build(Entry{Key: "00000000000000ae"}, t.TempDir())
+				if err != nil {
+					t.Errorf("build while another worker opens the cache: %v", err)
+					return
+				}
+				if _, err := os.Stat(b.Home()); err != nil {
+					t.Errorf("a build was swept: %v", err)
+				}
+				b.Abort()
+			}
+		})
+	}
+	makers.Wait()
+	close(done)
+	sweeps.Wait()
 }

@@ -8,12 +8,47 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
 
 // tryLock opens (creating, unless the directory is gone) the lock file at
 // path and flocks it without waiting.
+// makingPrefix names a directory of newLockedDir's before its lock is
+// held; abandonedAfter is when sweep takes one for its maker's remains.
+const (
+	makingPrefix   = ".making-"
+	abandonedAfter = 10 * time.Minute
+)
+
+// newLockedDir makes parent/name with its lock file held exclusively. It is
+// made and locked under a name sweep leaves alone, then renamed into place,
+// so that no process opening the cache meanwhile finds it unlocked and
+// sweeps it away.
+func newLockedDir(parent, name string) (string, *os.File, error) {
+	tmp, err := os.MkdirTemp(parent, makingPrefix)
+	if err != nil {
+		return "", nil, err
+	}
+	lock, err := tryLock(filepath.Join(tmp, "lock"), syscall.LOCK_EX)
+	if err == nil {
+		err = os.Chmod(tmp, 0o755)
+	}
+	dir := filepath.Join(parent, name)
+	if err == nil {
+		err = os.Rename(tmp, dir)
+	}
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return dir, lock, nil
+}
+
 func tryLock(path string, how int) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
