@@ -86,8 +86,16 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, w, fix, app.StateAwaitingApproval)
-	if s := statusOf(w, fix); !strings.Contains(s, "Waiting for approval") || !strings.Contains(s, "edit_file") {
-		t.Errorf("status of the paused fix:\n%s", s)
+	// The record says so first, then the status comment: an approver who
+	// answers the comment finds the task waiting.
+	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
+		s := statusOf(w, fix)
+		if strings.Contains(s, "Waiting for approval") && strings.Contains(s, "edit_file") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status of the paused fix:\n%s", s)
+		}
 	}
 	// The requester may write but is no approver.
 	_, refused, err := w.deliverComment(ctx, demoRequester, "/agent approve")
