@@ -13,8 +13,10 @@ import (
 func TestWorkerLease(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	// Long enough that a busy machine never delays a renewal past it.
-	const ttl = time.Second
+	// Renewed every third of it: a renewal must be late by two thirds of
+	// it to lapse, and one second was not enough on a machine running two
+	// test suites at once.
+	const ttl = 4 * time.Second
 	l := NewWorkerLeases(connect(t, redistest.Start(t)), ttl)
 
 	if err := l.Hold(ctx, "", "me"); err == nil {
@@ -51,7 +53,7 @@ func TestWorkerLease(t *testing.T) {
 		return held
 	}
 	w2Expired := false
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * ttl)
 	for !w2Expired || time.Since(held1) < 3*ttl {
 		if !held("w1") {
 			t.Errorf("a kept lease lapsed %s after Hold (TTL %s)", time.Since(held1), ttl)
