@@ -393,7 +393,9 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 			`for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = agentbot ] && kill -9 ${p#/proc/}; done; true`)
 	})
 	_, err = c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "60"}, Timeout: time.Minute})
-	if err := <-killed; err != nil {
+	// The container ends with its executor, and may take the killing
+	// shell with it (exit 137): what counts is what Run says.
+	if err := <-killed; err != nil && !strings.HasSuffix(err.Error(), "exit 137") {
 		t.Fatalf("kill the executor: %v", err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "executor exited") {
