@@ -62,16 +62,14 @@ func (p *prepared) release(tk *task) {
 func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspace) (*prepared, error) {
 	s := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
 	p := &prepared{image: s.Spec.Image}
-	trusted := tk.issue.Pull == nil
 	if r.cfg.Envs == nil {
 		if len(s.Policy.Run) == 0 {
 			return p, nil
 		}
 		defer tk.rep.phase(ctx, "setup")
-		s.Spec.Network = s.Spec.Network && trusted
 		return p, s.Run(ctx)
 	}
-	env, detail, err := s.Prepare(ctx, r.cfg.Envs, tk.Repo, ws.Root().FS(), !trusted)
+	env, detail, err := s.Prepare(ctx, r.cfg.Envs, tk.Repo, ws.Root().FS())
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +77,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	if env.Cached {
 		tk.log.Info("prepared environment reused", "key", env.Key)
 	} else {
-		tk.log.Info("prepared environment built", "key", env.Key, "size", env.Size, "dirs", env.Dirs, "kept", trusted)
+		tk.log.Info("prepared environment built", "key", env.Key, "size", env.Size, "dirs", env.Dirs, "kept", !s.Private)
 	}
 	tk.rep.setupPhase(ctx, detail)
 	return p, nil
@@ -95,17 +93,15 @@ func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
 // setupOf is the policy's setup over the tree at dir in a container named
 // id: the policy's image and limits, with network when the policy asks for
 // it, through the egress proxy to the server's setup.allow_hosts, and what
-// the proxy refused reported as the task's.
+// the proxy refused reported as the task's. Every tree of a task on a pull
+// request comes from its head, so its setup is private.
 func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	p := tk.policy.Policy
-	return Setup{
-		Sandbox: r.cfg.Sandbox,
-		Spec: docker.Spec{TaskID: id, WorkTree: dir, Image: cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()),
-			CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network},
-		Policy:     p.Setup,
-		AllowHosts: r.cfg.Server.SetupAllowHosts,
-		CABundle:   r.cfg.SetupCABundle,
-		Refused:    func(x egress.Refusal) { refused(ctx, tk, x) },
-		Log:        tk.log,
-	}
+	s := NewSetup(r.cfg.Sandbox, p, id, dir, cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()))
+	s.Private = tk.issue.Pull != nil
+	s.AllowHosts = r.cfg.Server.SetupAllowHosts
+	s.CABundle = r.cfg.SetupCABundle
+	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }
+	s.Log = tk.log
+	return s
 }

@@ -34,6 +34,10 @@ type Setup struct {
 	// Policy is the policy's setup: its commands, their timeout, its
 	// network and its cache_key_files.
 	Policy app.Setup
+	// Private says that nobody trusts the tree (a pull request's head: its
+	// lock files are its author's): setup runs without network, and the
+	// environment Prepare builds is the caller's alone, never kept.
+	Private bool
 	// AllowHosts are the server config's setup.allow_hosts, all that a
 	// setup with network reaches; CABundle, when set, is a PEM file the
 	// setup container trusts besides the image's.
@@ -50,19 +54,25 @@ type Setup struct {
 	Log *slog.Logger
 }
 
+// NewSetup is policy p's setup, in a container named id over the tree at
+// dir on image, with the policy's limits and its network.
+func NewSetup(sb Sandboxes, p app.Policy, id, dir, image string) Setup {
+	return Setup{Sandbox: sb, Policy: p.Setup,
+		Spec: docker.Spec{TaskID: id, WorkTree: dir, Image: image,
+			CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}}
+}
+
 // Prepare reuses the environment envs keeps under the key of the setup's
 // inputs (the image's id, the setup commands, its network, and the lock
 // files and cache_key_files of tree, the work tree's view), or builds it in
 // a container whose $HOME is the new environment's: the image's seed of
-// $HOME (envcache.SeedHome), then the policy's commands. A private setup,
-// over a tree nobody trusts (a pull request's head), runs without network
-// and its environment is the caller's alone, never kept for another.
+// $HOME (envcache.SeedHome), then the policy's commands.
 //
 // detail is the setup's line in a task's trace and in agentbot run's
 // output: "setup: cached KEY", "setup: built KEY", or for a private one
 // "setup: private KEY (…)". A setup command that fails ends it with a
 // *SetupFailure. The caller releases env once its containers are removed.
-func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, tree fs.FS, private bool) (env *envcache.Env, detail string, err error) {
+func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, tree fs.FS) (env *envcache.Env, detail string, err error) {
 	imageID, err := s.Sandbox.ImageID(ctx, s.Spec.Image)
 	if err != nil {
 		return nil, "", err
@@ -78,13 +88,12 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, t
 	if env != nil {
 		return env, "setup: cached " + key, nil
 	}
-	s.Spec.Network = p.Network && !private
 	b, err := envs.Build(envcache.Entry{Key: key, Repo: repo, Image: s.Spec.Image, Files: files}, s.Spec.WorkTree)
 	if err != nil {
 		return nil, "", err
 	}
 	s.Spec.Home = b.Home()
-	if s.Spec.Network {
+	if s.network() {
 		s.Spec.Env = append(slices.Clip(s.Spec.Env), setupProxy)
 	}
 	if err := s.run(ctx, envcache.SeedHome, p.Run); err != nil {
@@ -92,7 +101,7 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, t
 		return nil, "", err
 	}
 	detail = "setup: built " + key
-	if private {
+	if s.Private {
 		env, err = b.Private()
 		detail = "setup: private " + key + " (a pull request's head: no network, not kept)"
 	} else {
@@ -151,11 +160,12 @@ func (s Setup) run(ctx context.Context, seed string, lines []string) error {
 // removes the network and tells s.Refused what the proxy refused.
 func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 	s.Spec.CABundle = s.CABundle
-	if !s.Spec.Network {
-		return func() {}, nil
-	}
+	network := s.network()
 	// Never the default bridge, which reaches everywhere.
 	s.Spec.Network = false
+	if !network {
+		return func() {}, nil
+	}
 	allow := make([]string, len(s.AllowHosts))
 	for i, a := range s.AllowHosts {
 		allow[i] = a.String()
@@ -184,6 +194,9 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 		}
 	}, nil
 }
+
+// network says whether setup may reach its allowed hosts.
+func (s *Setup) network() bool { return s.Spec.Network && !s.Private }
 
 // SetupFailure is a setup command that failed: a task ends, since the
 // agent would work in a tree the repository's setup did not prepare.

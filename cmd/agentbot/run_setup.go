@@ -54,16 +54,11 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 // proxy to server's setup.allow_hosts, and what they leave is kept under
 // the key. It prints each command and every connection the proxy refused.
 func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id, repo, image, tree string, p app.Policy, server app.ServerConfig, out io.Writer) (*envcache.Env, error) {
-	s := runner.Setup{
-		Sandbox: runner.DockerSandboxes(drv),
-		Spec: docker.Spec{TaskID: id + "-setup", WorkTree: tree, Image: image,
-			CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network},
-		Policy:     p.Setup,
-		AllowHosts: server.SetupAllowHosts,
-		Progress:   func(line string) { fmt.Fprintf(out, "setup: %s\n", line) },
-		Refused:    func(x egress.Refusal) { fmt.Fprintln(out, x) },
-	}
-	env, detail, err := s.Prepare(ctx, envs, repo, os.DirFS(tree), false)
+	s := runner.NewSetup(runner.DockerSandboxes(drv), p, id+"-setup", tree, image)
+	s.AllowHosts = server.SetupAllowHosts
+	s.Progress = func(line string) { fmt.Fprintf(out, "setup: %s\n", line) }
+	s.Refused = func(x egress.Refusal) { fmt.Fprintln(out, x) }
+	env, detail, err := s.Prepare(ctx, envs, repo, os.DirFS(tree))
 	if sf, ok := errors.AsType[*runner.SetupFailure](err); ok {
 		return nil, &exitError{code: 1, err: fmt.Errorf("setup %q exited %d (timed out: %v); the agent did not start:\n%s", sf.Run, sf.Exit, sf.TimedOut, strings.TrimSpace(sf.Output))}
 	}
