@@ -119,6 +119,7 @@ func history(method string) *fakeHistory {
 }
 
 func TestCapture(t *testing.T) {
+	t.Parallel()
 	for _, method := range []string{"merge", "squash", "rebase"} {
 		t.Run(method, func(t *testing.T) {
 			suite := t.TempDir()
@@ -205,6 +206,7 @@ func patchOf(t *testing.T, s llmtest.Script, tool string) string {
 }
 
 func TestCaptureRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		change func(*fakeHistory, *CaptureOptions)
@@ -251,6 +253,7 @@ func TestCaptureRefuses(t *testing.T) {
 }
 
 func TestCaptureWithoutClosingIssue(t *testing.T) {
+	t.Parallel()
 	h := history("squash")
 	h.pull.Body = "Closes other/repo#3. Fixes #99."
 	suite := t.TempDir()

@@ -56,6 +56,7 @@ const (
 // the hidden test, laid over the tree afterwards, replaces the plant and
 // fails the gamed change.
 func TestHiddenTestsComeAfterTheLoop(t *testing.T) {
+	t.Parallel()
 	suite := t.TempDir()
 	writeTask(t, suite, "right", map[string]string{"task.yaml": hiddenTask, "repo/value.txt": "1\n", "hidden/check.sh": hiddenTest})
 	writeTask(t, suite, "gamed", map[string]string{"task.yaml": hiddenTask, "repo/value.txt": "1\n", "hidden/check.sh": hiddenTest})
@@ -137,6 +138,7 @@ func (m gatedModel) Complete(ctx context.Context, req llm.Request) (llm.Response
 // model answers only once b and c have ended, and the report still lists
 // a, b, c.
 func TestParallelRunsGoTogetherAndReportInTaskOrder(t *testing.T) {
+	t.Parallel()
 	const task = "title: Value must be 2\nbody: value.txt says 1; it must say 2.\nchecks: [\"grep -qx 2 value.txt\"]\n"
 	suite := t.TempDir()
 	names := []string{"a", "b", "c"}
@@ -205,6 +207,7 @@ func TestParallelRunsGoTogetherAndReportInTaskOrder(t *testing.T) {
 // tests' both start from the image's seed of $HOME (its Go build cache),
 // and what the loop's checks write there never reaches the hidden tests.
 func TestRunsSeeTheImagesHomeCopyOnWrite(t *testing.T) {
+	t.Parallel()
 	const (
 		seeded = `ls "$HOME"/.cache/go-build | grep -q .`
 		task   = "title: Value must be 2\nbody: value.txt says 1; it must say 2.\n" +

@@ -8,6 +8,7 @@ import (
 )
 
 func TestFreshHoldsTheChangeAndNothingGitIgnores(t *testing.T) {
+	t.Parallel()
 	src, tmp := t.TempDir(), t.TempDir()
 	for name, content := range map[string]string{"a.txt": "a\n", "gone.txt": "g\n", ".gitignore": "*.log\n"} {
 		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {

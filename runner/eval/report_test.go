@@ -8,6 +8,7 @@ import (
 )
 
 func TestReportAggregates(t *testing.T) {
+	t.Parallel()
 	s := &Suite{Dir: "suite", Tasks: []Task{{Name: "alpha"}, {Name: "beta"}}}
 	rep := newReport(s, 2, []Result{
 		{Task: "alpha", Run: 1, Solved: true, Hidden: HiddenPass, Iterations: 4, Tokens: 1000, CostUSD: 0.01, Seconds: 10},
@@ -66,6 +67,7 @@ func TestReportAggregates(t *testing.T) {
 }
 
 func TestReportWithoutHiddenTests(t *testing.T) {
+	t.Parallel()
 	s := &Suite{Tasks: []Task{{Name: "plain"}}}
 	rep := newReport(s, 1, []Result{{Task: "plain", Run: 1, Solved: true, Hidden: HiddenNone}})
 	if !rep.Passed() || rep.Total.HiddenRuns != 0 {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLoadShippedSuite(t *testing.T) {
+	t.Parallel()
 	s, err := Load("testdata/suite")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,7 @@ func writeTask(t *testing.T, suite, name string, files map[string]string) {
 }
 
 func TestLoadRefusesMalformedSuites(t *testing.T) {
+	t.Parallel()
 	const good = "title: t\nbody: b\nchecks: [\"true\"]\n"
 	tests := []struct {
 		name  string

@@ -380,6 +380,7 @@ func TestCancellationRemovesContainer(t *testing.T) {
 // kill it (TestCommandCannotForgeItsResult); root outside the sandbox's
 // commands, through docker exec, can.
 func TestExecutorDeathIsAnError(t *testing.T) {
+	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	c := sandboxtest.Start(t, d, docker.Spec{})
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
