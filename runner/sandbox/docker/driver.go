@@ -239,8 +239,16 @@ func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	// Named, so that a container the engine made although its answer never
+	// came (the task cancelled while the engine worked) can be removed.
+	name := "agentbot-" + strings.ToLower(rand.Text())
+	created, err := d.cli.ContainerCreate(ctx, cfg, host, nil, nil, name)
 	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
+		defer cancel()
+		if rerr := d.remove(rctx, name); rerr != nil {
+			d.log.Warn("remove a sandbox whose creation failed", "task", spec.TaskID, "err", rerr)
+		}
 		d.removeVolumes(ctx, volumes)
 		return nil, fmt.Errorf("create sandbox for task %s: %w", spec.TaskID, err)
 	}

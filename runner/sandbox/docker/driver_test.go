@@ -8,16 +8,22 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httputil"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/internal/ostest"
@@ -373,6 +379,67 @@ func TestCancellationRemovesContainer(t *testing.T) {
 	requireGone(t, c.ID)
 	if err := c.Close(ctx); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// A container the engine made although its answer never came (the task was
+// cancelled while the engine worked) is removed with its overlay volume,
+// not left until the worker dies. A proxy in front of the engine loses the
+// answer to the create.
+func TestLostCreateLeavesNothing(t *testing.T) {
+	// Not parallel: it sets DOCKER_HOST.
+	sandboxtest.RequireDocker(t)
+	engine, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer engine.Close()
+	var created atomic.Int32
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
+		Transport: engine.HTTPClient().Transport,
+		ModifyResponse: func(r *http.Response) error {
+			if r.Request.Method == http.MethodPost && strings.HasSuffix(r.Request.URL.Path, "/containers/create") && r.StatusCode == http.StatusCreated {
+				created.Add(1)
+				return errors.New("answer lost")
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		},
+	}
+	dir, err := os.MkdirTemp("", "engine") // short: a socket's path has 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() }) // after the driver's, which goes through it
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "sock"))
+
+	d := sandboxtest.NewDriver(t)
+	tmp := t.TempDir()
+	home := docker.Overlay{Target: sandbox.Home, Lower: ownedDir(t, filepath.Join(tmp, "lower")),
+		Upper: ownedDir(t, filepath.Join(tmp, "upper")), Work: ownedDir(t, filepath.Join(tmp, "work"))}
+	task := "lost-" + rand.Text()
+	if _, err := d.Start(t.Context(), docker.Spec{TaskID: task, WorkTree: sandboxtest.WorkTree(t), Overlays: []docker.Overlay{home}}); err == nil {
+		t.Fatal("Start succeeded without the engine's answer")
+	}
+	if created.Load() != 1 {
+		t.Fatalf("the engine made %d containers; want 1, whose answer was lost", created.Load())
+	}
+	byTask := filters.NewArgs(filters.Arg("label", docker.LabelTask+"="+task))
+	if list, err := engine.ContainerList(t.Context(), container.ListOptions{All: true, Filters: byTask}); err != nil || len(list) != 0 {
+		t.Errorf("containers of the task: %d (%v); want none", len(list), err)
+	}
+	if vols, err := engine.VolumeList(t.Context(), volume.ListOptions{Filters: byTask}); err != nil || len(vols.Volumes) != 0 {
+		t.Errorf("overlay volumes of the task: %d (%v); want none", len(vols.Volumes), err)
 	}
 }
 
