@@ -147,3 +147,59 @@ func TestGateRefusesGitlinks(t *testing.T) {
 		}
 	}
 }
+
+// A worker sweeping orphans (every worker does, periodically, over a data
+// dir other workers share) never takes a work tree being made for a dead
+// worker's: before lockedName renamed locked files into place, a sweep
+// that found a lock file just created, not yet locked, took it, and the
+// maker failed with EWOULDBLOCK.
+func TestRemoveOrphansWhileWorkTreesAreMade(t *testing.T) {
+	t.Parallel()
+	m := NewManager(t.TempDir(), Options{})
+	t.Cleanup(func() { m.Close() })
+	const makers, each = 4, 500
+	errs := make(chan error, makers)
+	for range makers {
+		go func() {
+			for range each {
+				lock, dir, err := lockedName(filepath.Join(m.dataDir, "work"), "task")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := os.Mkdir(dir, 0o700); err != nil {
+					errs <- err
+					return
+				}
+				if err := os.RemoveAll(dir); err != nil {
+					errs <- err
+					return
+				}
+				unlock(lock)
+			}
+			errs <- nil
+		}()
+	}
+	swept := 0
+	for done := 0; done < makers; {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatalf("making a work tree during a sweep: %v", err)
+			}
+			done++
+		default:
+			n, err := m.RemoveOrphans()
+			if err != nil {
+				t.Fatal(err)
+			}
+			swept += n
+		}
+	}
+	if swept != 0 {
+		t.Errorf("the sweeps removed %d live work trees", swept)
+	}
+	if left, _ := filepath.Glob(filepath.Join(m.dataDir, "work", "*")); len(left) != 0 {
+		t.Errorf("left behind: %q", left)
+	}
+}

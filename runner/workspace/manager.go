@@ -379,26 +379,41 @@ func (m *Manager) moveTo(ctx context.Context, gitDir, tree, commit string) error
 // lockedName creates parent/prefix-*.lock and flocks it; the lock, held
 // for as long as the file stays open, tells RemoveOrphans that the
 // directory of the same name without ".lock" has a live owner. It is taken
-// before that directory exists, which the caller makes.
+// before that directory exists, which the caller makes. The file is made
+// and locked under a name RemoveOrphans passes over, then renamed: found
+// unlocked under its final name, it would be taken for a dead worker's.
 func lockedName(parent, prefix string) (lock *os.File, dir string, err error) {
 	if err := os.MkdirAll(parent, 0o700); err != nil {
 		return nil, "", err
 	}
-	lock, err = os.CreateTemp(parent, prefix+"-*.lock")
+	lock, err = os.CreateTemp(parent, prefix+"-*.lock"+makingSuffix)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		unlock(lock)
+		os.Remove(lock.Name())
+		lock.Close()
 		return nil, "", fmt.Errorf("lock %s: %w", lock.Name(), err)
 	}
-	return lock, strings.TrimSuffix(lock.Name(), ".lock"), nil
+	if err := os.Rename(lock.Name(), lockPath(lock)); err != nil {
+		os.Remove(lock.Name())
+		lock.Close()
+		return nil, "", fmt.Errorf("lock %s: %w", lockPath(lock), err)
+	}
+	return lock, strings.TrimSuffix(lockPath(lock), ".lock"), nil
 }
+
+// makingSuffix ends the name of a lock file of lockedName's while it is
+// being taken.
+const makingSuffix = ".making"
+
+// lockPath is where a lock of lockedName's is, once taken.
+func lockPath(lock *os.File) string { return strings.TrimSuffix(lock.Name(), makingSuffix) }
 
 // unlock removes and releases a lock from lockedName, once its directory
 // is gone or in other hands.
 func unlock(lock *os.File) {
-	os.Remove(lock.Name())
+	os.Remove(lockPath(lock))
 	lock.Close()
 }
 
@@ -427,6 +442,10 @@ func (m *Manager) RemoveOrphans() (int, error) {
 			f.Close() // alive
 			continue
 		}
+		if !stillNamed(f, name) {
+			f.Close() // its owner unlocked it since: done with it, not dead
+			continue
+		}
 		if err := os.RemoveAll(strings.TrimSuffix(name, ".lock")); err != nil {
 			errs = append(errs, fmt.Errorf("remove orphaned work tree: %w", err))
 		} else {
@@ -436,6 +455,16 @@ func (m *Manager) RemoveOrphans() (int, error) {
 		f.Close()
 	}
 	return removed, errors.Join(errs...)
+}
+
+// stillNamed tells whether name is still the file f has open.
+func stillNamed(f *os.File, name string) bool {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return false
+	}
+	open, err := f.Stat()
+	return err == nil && os.SameFile(fi, open)
 }
 
 // lockFile takes an exclusive flock on path, polling so that ctx can end

@@ -478,7 +478,6 @@ func (w *Workspace) Close() error {
 	if err := os.RemoveAll(w.dir); err != nil {
 		return fmt.Errorf("remove workspace: %w", err)
 	}
-	os.Remove(w.lock.Name())
-	w.lock.Close()
+	unlock(w.lock)
 	return nil
 }
