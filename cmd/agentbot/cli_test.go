@@ -160,6 +160,7 @@ func TestConfigCheckedBeforeListening(t *testing.T) {
 		{[]string{"serve", "--app-id", "1", "--private-key-file", notPEM}, "GitHub App private key: not a PEM file"},
 		{[]string{"worker", "--app-id", "1", "--private-key-file", key, "--config", brokenServer}, `max.limits.iterations: "lots" is not a whole number`},
 		{[]string{"worker", "--app-id", "1", "--private-key-file", key, "--concurrency", "0"}, "--concurrency 0"},
+		{[]string{"worker", "--app-id", "1", "--private-key-file", key, "--orphan-sweep", "0s"}, "--orphan-sweep 0s: want a positive duration"},
 		{[]string{"serve", "--app-id", "1", "--private-key-file", key, "--sandbox-executor", filepath.Join(t.TempDir(), "gone")}, "--sandbox-executor"},
 		// Configured well, the next stop is Redis, named in one sentence.
 		{[]string{"serve", "--app-id", "1", "--private-key-file", key}, "no answer from Redis at redis://127.0.0.1:1/0"},

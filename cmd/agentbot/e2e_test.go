@@ -456,17 +456,59 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		t.Fatal(err)
 	}
 	first.Wait()
-	if sig == syscall.SIGKILL {
+	if sig == syscall.SIGTERM {
+		startWorker(t, w, bin)
+	} else {
 		// The only worker is dead: every lease is its own.
 		if n, err := queuetest.ExpireLeases(ctx, w.rdb, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
 			t.Fatalf("expired %d leases (%v); want the killed worker's task's one", n, err)
 		}
+		left := sandboxesOf(t, id)
+		if len(left) == 0 {
+			t.Fatal("the killed worker left no sandbox: the sweep below shows nothing")
+		}
+		// Started at once, the next worker finds the dead one's lease still
+		// held; it removes the sandbox at a sweep once the lease is gone.
+		startWorker(t, w, bin, "--orphan-sweep", "100ms")
+		// Swept at startup, before the task was taken again.
+		for deadline := time.Now().Add(e2eTimeout); len(sandboxesOf(t, id)) < 2; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the next worker started no sandbox for the task; it has %q", sandboxesOf(t, id))
+			}
+		}
+		if got := sandboxesOf(t, id); !slices.Contains(got, left[0]) {
+			t.Fatalf("sandboxes of the task %q; want the killed worker's %s kept while its lease is held", got, left[0])
+		}
+		out, err := exec.Command("docker", "inspect", "-f", `{{index .Config.Labels "agentbot.worker"}}`, left[0]).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The lease's key as queue's package doc lists it, gone as it
+		// would be a TTL after the kill.
+		if err := w.rdb.Del(ctx, "agentbot:worker:"+strings.TrimSpace(string(out))+":lease").Err(); err != nil {
+			t.Fatal(err)
+		}
+		// Every 100 ms: a minute is a sweep that never comes.
+		for deadline := time.Now().Add(time.Minute); slices.Contains(sandboxesOf(t, id), left[0]); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the killed worker's sandbox %s outlived its lease", left[0])
+			}
+		}
 	}
-	startWorker(t, w, bin)
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
 	}
 	assertOnePullRequest(t, w, commentID)
+}
+
+// sandboxesOf returns the ids of task's sandbox containers, running or not.
+func sandboxesOf(t *testing.T, task string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--no-trunc", "--filter", "label=agentbot.task="+task).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
 }
 
 // assertOnePullRequest checks the end of a successful task: one pull
@@ -501,13 +543,13 @@ func buildAgentbot(t *testing.T) string {
 	return bin
 }
 
-// startWorker starts "agentbot worker" for w as a process, stopped with
-// SIGTERM when the test ends.
-func startWorker(t *testing.T, w *demoWorld, bin string) *exec.Cmd {
+// startWorker starts "agentbot worker" for w as a process, with flags
+// besides the world's, stopped with SIGTERM when the test ends.
+func startWorker(t *testing.T, w *demoWorld, bin string, flags ...string) *exec.Cmd {
 	t.Helper()
 	// Several workers run at once, beside other tests: each serves its
 	// probes and metrics on a port of its own.
-	cmd := exec.Command(bin, append(append([]string{"worker"}, w.workerArgs...), "--metrics-addr", "127.0.0.1:0")...)
+	cmd := exec.Command(bin, slices.Concat([]string{"worker"}, w.workerArgs, []string{"--metrics-addr", "127.0.0.1:0"}, flags)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for k, v := range w.workerEnv {
 		cmd.Env = append(cmd.Env, k+"="+v)

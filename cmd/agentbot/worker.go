@@ -35,6 +35,7 @@ type workerConfig struct {
 	dataDir     string
 	spareTrees  int
 	spareTTL    time.Duration
+	orphanSweep time.Duration
 	image       string
 	runtime     string
 	executor    string
@@ -57,6 +58,8 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "", "where repository mirrors and work trees are kept (default: agentbot under the user's cache directory)")
 	fs.IntVar(&c.spareTrees, "spare-trees", 1, "work trees kept checked out ahead of tasks, per repository; each costs the disk of one checkout (0: none)")
 	fs.DurationVar(&c.spareTTL, "spare-ttl", time.Hour, "remove a repository's spare work trees after this long without a task")
+	fs.DurationVar(&c.orphanSweep, "orphan-sweep", queue.DefaultLeaseTTL,
+		"how often to remove the sandboxes and work trees of workers known dead; a worker killed up to a lease TTL ("+queue.DefaultLeaseTTL.String()+") before this one started is known dead only later")
 	fs.StringVar(&c.image, "sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
 	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
 	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
@@ -192,18 +195,10 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return fmt.Errorf("connect to Docker: %w", err)
 	}
 	defer drv.Close()
-	if n, err := drv.RemoveOrphans(ctx, leasedWorkerAlive(workerID, deployment, leases)); err != nil {
-		log.Warn("remove orphaned sandboxes", "err", err)
-	} else if n > 0 {
-		log.Info("removed orphaned sandboxes", "count", n)
-	}
 	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL})
 	defer ws.Close()
-	if n, err := ws.RemoveOrphans(); err != nil {
-		log.Warn("remove orphaned work trees", "err", err)
-	} else if n > 0 {
-		log.Info("removed orphaned work trees", "count", n)
-	}
+	orphans := orphanSweeper{drv: drv, ws: ws, alive: leasedWorkerAlive(workerID, deployment, leases), log: log}
+	orphans.sweep(ctx)
 	envs, err := cfg.envs.open(cfg.dataDir)
 	if err != nil {
 		return err
@@ -240,7 +235,50 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{
 		Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log, MaxPerInstallation: perInstallation,
 	}).Run,
-		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log))
+		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log),
+		orphans.every(cfg.orphanSweep))
+}
+
+// orphanSweeper removes what the dead workers of the deployment left:
+// their sandbox containers with their volumes and networks, and their work
+// trees. A worker sweeps as it starts and then every --orphan-sweep: one
+// killed just before it started still holds its lease for up to
+// queue.DefaultLeaseTTL, and what it left would otherwise stay until the
+// next worker starts.
+type orphanSweeper struct {
+	drv   *docker.Driver
+	ws    *workspace.Manager
+	alive func(ctx context.Context, workerID string) (bool, error)
+	log   *slog.Logger
+}
+
+func (o orphanSweeper) sweep(ctx context.Context) {
+	if n, err := o.drv.RemoveOrphans(ctx, o.alive); err != nil {
+		o.log.Warn("remove orphaned sandboxes", "err", err)
+	} else if n > 0 {
+		o.log.Info("removed orphaned sandboxes", "count", n)
+	}
+	if n, err := o.ws.RemoveOrphans(); err != nil {
+		o.log.Warn("remove orphaned work trees", "err", err)
+	} else if n > 0 {
+		o.log.Info("removed orphaned work trees", "count", n)
+	}
+}
+
+// every sweeps every interval until ctx ends.
+func (o orphanSweeper) every(interval time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+				o.sweep(ctx)
+			}
+		}
+	}
 }
 
 // maxPerInstallation is the limit of one installation's running tasks:

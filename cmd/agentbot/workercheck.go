@@ -38,6 +38,9 @@ func (c *workerConfig) check(env Env) error {
 	if c.image == "" {
 		return errors.New("--sandbox-image is empty: name the sandbox image")
 	}
+	if c.orphanSweep <= 0 {
+		return fmt.Errorf("--orphan-sweep %s: want a positive duration", c.orphanSweep)
+	}
 	id, err := c.app.identity()
 	if err != nil {
 		return err
