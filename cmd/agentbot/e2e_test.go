@@ -452,6 +452,14 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		t.Fatal(err)
 	}
 	waitChecks(t, w, id)
+	// The step is saved as it starts, maybe before its sandbox.
+	left := sandboxesOf(t, id)
+	for deadline := time.Now().Add(e2eTimeout); len(left) == 0; left = sandboxesOf(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first worker started no sandbox")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := first.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -463,15 +471,14 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		if n, err := queuetest.ExpireLeases(ctx, w.rdb, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
 			t.Fatalf("expired %d leases (%v); want the killed worker's task's one", n, err)
 		}
-		left := sandboxesOf(t, id)
-		if len(left) == 0 {
-			t.Fatal("the killed worker left no sandbox: the sweep below shows nothing")
-		}
 		// Started at once, the next worker finds the dead one's lease still
 		// held; it removes the sandbox at a sweep once the lease is gone.
 		startWorker(t, w, bin, "--orphan-sweep", "100ms")
 		// Swept at startup, before the task was taken again.
-		for deadline := time.Now().Add(e2eTimeout); len(sandboxesOf(t, id)) < 2; time.Sleep(50 * time.Millisecond) {
+		theNextWorkers := func() bool {
+			return slices.ContainsFunc(sandboxesOf(t, id), func(c string) bool { return !slices.Contains(left, c) })
+		}
+		for deadline := time.Now().Add(e2eTimeout); !theNextWorkers(); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the next worker started no sandbox for the task; it has %q", sandboxesOf(t, id))
 			}
