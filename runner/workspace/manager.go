@@ -390,12 +390,11 @@ func lockedName(parent, prefix string) (lock *os.File, dir string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		os.Remove(lock.Name())
-		lock.Close()
-		return nil, "", fmt.Errorf("lock %s: %w", lock.Name(), err)
+	err = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if err == nil {
+		err = os.Rename(lock.Name(), lockPath(lock))
 	}
-	if err := os.Rename(lock.Name(), lockPath(lock)); err != nil {
+	if err != nil {
 		os.Remove(lock.Name())
 		lock.Close()
 		return nil, "", fmt.Errorf("lock %s: %w", lockPath(lock), err)
