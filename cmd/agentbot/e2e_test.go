@@ -190,25 +190,6 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 	}
 }
 
-// waitChecks waits until task id's model has asked for the checks: its
-// first step (two reads) is recorded, and the sample's second step runs
-// the checks at once.
-func waitChecks(t *testing.T, w *demoWorld, id string) {
-	t.Helper()
-	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := w.store.Task(t.Context(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(rec.Step, "step 1:") {
-			return
-		}
-		if rec.State.Final() || time.Now().After(deadline) {
-			t.Fatalf("the task never took its first step: %s (%s)", rec.State, rec.Step)
-		}
-	}
-}
-
 // fixTo delivers the sample's "/agent fix" comment from the sample's
 // requester, waits for the task to end, and fails the test unless it ended
 // in want; it returns the task's id.
@@ -451,15 +432,7 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitChecks(t, w, id)
-	// The step is saved as it starts, maybe before its sandbox.
-	left := sandboxesOf(t, id)
-	for deadline := time.Now().Add(e2eTimeout); len(left) == 0; left = sandboxesOf(t, id) {
-		if time.Now().After(deadline) {
-			t.Fatal("the first worker started no sandbox")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	left := waitSandbox(t, w, id)
 	if err := first.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -506,6 +479,28 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
 	}
 	assertOnePullRequest(t, w, commentID)
+}
+
+// waitSandbox waits until the task's model has asked for the checks (its
+// first step, two reads, is recorded, and the sample's second step runs the
+// checks at once) and the task has a sandbox, which may come after the step
+// is saved; it returns the task's sandboxes.
+func waitSandbox(t *testing.T, w *demoWorld, task string) []string {
+	t.Helper()
+	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
+		rec, err := w.store.Task(t.Context(), task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(rec.Step, "step 1:") {
+			if ids := sandboxesOf(t, task); len(ids) > 0 {
+				return ids
+			}
+		}
+		if rec.State.Final() || time.Now().After(deadline) {
+			t.Fatalf("the task never took its first step in a sandbox: %s (%s)", rec.State, rec.Step)
+		}
+	}
 }
 
 // sandboxesOf returns the ids of task's sandbox containers, running or not.
@@ -712,7 +707,7 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitChecks(t, w, fix)
+	waitSandbox(t, w, fix)
 	_, stop, err := w.deliverComment(ctx, demoRequester, "/agent stop")
 	if err != nil {
 		t.Fatal(err)
@@ -721,9 +716,8 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	if rec := waitFinal(t, w, fix); rec.State != app.StateStopped {
 		t.Fatalf("fix ended %s (%s); want stopped", rec.State, rec.Step)
 	}
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=agentbot.task="+fix).Output()
-	if err != nil || len(strings.TrimSpace(string(out))) != 0 {
-		t.Errorf("containers of the stopped task: %q (%v); want none", out, err)
+	if left := sandboxesOf(t, fix); len(left) != 0 {
+		t.Errorf("containers of the stopped task: %q; want none", left)
 	}
 	var status string
 	for _, c := range w.sim.Comments(w.repo, w.issue) {
