@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,15 +33,11 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 	}
 	var opts []egress.Option
 	if *upstream {
-		var up egress.Upstream
-		if err := json.NewDecoder(env.Stdin).Decode(&up); err != nil {
-			return fmt.Errorf("egress-proxy: read --upstream-stdin: %w", err)
-		}
-		in, err := egress.NewInjector(up)
+		o, err := egress.ReadUpstream(env.Stdin)
 		if err != nil {
 			return fmt.Errorf("egress-proxy: %w", err)
 		}
-		opts = append(opts, egress.Inject(in))
+		opts = append(opts, o)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -123,6 +124,20 @@ func (in *Injector) intercepts(host string, port int) bool {
 	}
 	_, ok := in.auth[credentialKey("https", host, port)]
 	return ok
+}
+
+// ReadUpstream reads the Upstream the worker writes on the proxy's stdin
+// (egress-proxy --upstream-stdin) and returns the option that injects it.
+func ReadUpstream(r io.Reader) (Option, error) {
+	var up Upstream
+	if err := json.NewDecoder(r).Decode(&up); err != nil {
+		return nil, fmt.Errorf("read the egress proxy's upstream: %w", err)
+	}
+	in, err := NewInjector(up)
+	if err != nil {
+		return nil, err
+	}
+	return Inject(in), nil
 }
 
 // Inject makes the proxy add in's credentials.

@@ -182,19 +182,18 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 	if err := d.cli.ContainerStart(ctx, e.proxyID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start the egress proxy: %w", err)
 	}
+	// A proxy that stopped reading never gets ready: its stderr says why.
+	var handErr error
 	if upstream != nil {
-		if _, err := conn.Conn.Write(upstream); err != nil {
-			return fmt.Errorf("hand the egress proxy its upstream: %w", err)
-		}
-		if err := conn.CloseWrite(); err != nil {
-			return fmt.Errorf("hand the egress proxy its upstream: %w", err)
+		if _, handErr = conn.Conn.Write(upstream); handErr == nil {
+			handErr = conn.CloseWrite()
 		}
 	}
 	select {
 	case err := <-ready:
 		if err != nil {
 			out, _ := stderr.Bytes()
-			return fmt.Errorf("egress proxy did not start: %w (stderr: %q)", err, out)
+			return fmt.Errorf("egress proxy did not start: %w (stderr: %q, handing it its upstream: %v)", err, out, handErr)
 		}
 	case <-time.After(proxyReady):
 		return fmt.Errorf("egress proxy not ready after %s", proxyReady)

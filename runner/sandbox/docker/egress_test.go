@@ -187,3 +187,46 @@ func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
 		t.Error("the HTTPS server answered nothing")
 	}
 }
+
+// A registry's credentials reach the proxy on its stdin alone: the
+// engine's view of the proxy container holds none, and the setup
+// container's trust store is the proxy's authority and the operator's CA.
+func TestEgressHandsCredentialsOnStdin(t *testing.T) {
+	t.Parallel()
+	d := sandboxtest.NewDriver(t)
+	operator := filepath.Join(t.TempDir(), "operator.pem")
+	ca, err := egress.NewAuthority("operator CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(operator, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "Bearer tok-5d8e"
+	task := "egress-" + rand.Text()
+	e, err := d.StartEgress(t.Context(), docker.EgressSpec{TaskID: task, Allow: []string{"registry.example:443"}, CABundle: operator,
+		Upstream: egress.Upstream{Credentials: []egress.Credential{{Scheme: "https", Host: "registry.example", Port: 443, Authorization: secret}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	ids, err := exec.Command("docker", "ps", "-q", "--filter", "label=agentbot.task="+task).Output()
+	if err != nil || len(strings.Fields(string(ids))) != 1 {
+		t.Fatalf("the proxy container: %q, %v", ids, err)
+	}
+	out, err := exec.Command("docker", "inspect", strings.TrimSpace(string(ids))).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "tok-5d8e") {
+		t.Errorf("docker inspect of the proxy (%v) shows the credential:\n%s", err, out)
+	}
+	bundle, err := os.ReadFile(e.CABundle)
+	if err != nil {
+		t.Fatalf("the setup's CA bundle %q: %v", e.CABundle, err)
+	}
+	if n := strings.Count(string(bundle), "BEGIN CERTIFICATE"); n != 2 || !strings.HasSuffix(string(bundle), string(ca.CertPEM())) {
+		t.Errorf("bundle holds %d certificates, want the proxy's authority then the operator's CA:\n%s", n, bundle)
+	}
+	c := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	if res := shell(t, c, `cmp "$SSL_CERT_FILE" /etc/ssl/agentbot/ca-bundle.pem && grep -c 'BEGIN CERT' "$SSL_CERT_FILE"`); strings.TrimSpace(string(res.Stdout)) != "2" {
+		t.Errorf("the setup container trusts %q (%q), want the bundle", res.Stdout, res.Stderr)
+	}
+}
