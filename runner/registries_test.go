@@ -154,14 +154,11 @@ func describe(err error) string {
 func TestSetupTrustsTheRegistrysCA(t *testing.T) {
 	t.Parallel()
 	proxy := newMathProxy(t)
-	ca, err := egress.NewAuthority("operator CA")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := operatorCA(t)
 	url, requests := proxy.serveTLS(t, ca, "")
 	yaml := fmt.Sprintf("setup:\n  allow_network: true\n  registries:\n    go: {url: %q, sumdb: \"off\"}\n", url)
 	s := registrySetup(t, proxy, yaml)
-	err = s.Run(t.Context())
+	err := s.Run(t.Context())
 	if err == nil || !strings.Contains(describe(err), "certificate") {
 		t.Errorf("without the CA: %v; want a certificate error", err)
 	}
@@ -172,6 +169,17 @@ func TestSetupTrustsTheRegistrysCA(t *testing.T) {
 	if requests.Load() == 0 {
 		t.Error("the module proxy answered nothing")
 	}
+}
+
+// operatorCA is the CA of the operator's network, which signed the
+// registry's certificate.
+func operatorCA(t *testing.T) *egress.Authority {
+	t.Helper()
+	ca, err := egress.NewAuthority("operator CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
 }
 
 // caBundle is the bundle of ca and the host's roots, as setup.ca_file's.
@@ -192,10 +200,7 @@ func caBundle(t *testing.T, ca *egress.Authority) string {
 func TestPrivateRegistryCredentialsStayOutOfTheSandbox(t *testing.T) {
 	t.Parallel()
 	proxy := newMathProxy(t)
-	ca, err := egress.NewAuthority("operator CA")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := operatorCA(t)
 	const user, password = "ci-reader", "pw-7f3a9c1e"
 	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
 	url, requests := proxy.serveTLS(t, ca, auth)
