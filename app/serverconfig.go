@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -23,7 +24,14 @@ type ServerConfig struct {
 	// the worker's egress proxy; every other connection is refused and
 	// reported.
 	SetupAllowHosts []AllowHost
-	Max             Caps // bounds on a policy's numbers
+	// SetupRegistries are the package registries setup's commands use,
+	// reached without being listed in SetupAllowHosts.
+	SetupRegistries []Registry
+	// SetupCAFile, when set, is a PEM file of CA certificates setup
+	// containers trust besides the public roots, as the worker's
+	// --setup-ca-file.
+	SetupCAFile string
+	Max         Caps // bounds on a policy's numbers
 	// Policy is the operator's policy layer, merged over the built-in
 	// defaults and under the organisation's and repository's files; nil
 	// when the server config has no policy section.
@@ -74,8 +82,10 @@ type rawServerConfig struct {
 		DefaultImage *string  `yaml:"default_image"`
 	} `yaml:"sandbox"`
 	Setup struct {
-		AllowNetwork *bool    `yaml:"allow_network"`
-		AllowHosts   []string `yaml:"allow_hosts"`
+		AllowNetwork *bool         `yaml:"allow_network"`
+		AllowHosts   []string      `yaml:"allow_hosts"`
+		Registries   rawRegistries `yaml:"registries"`
+		CAFile       *string       `yaml:"ca_file"`
 	} `yaml:"setup"`
 	Max struct {
 		Limits  RawLimits `yaml:"limits"`
@@ -122,7 +132,12 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 	c := DefaultServerConfig()
 	c.Source = name
 	fail := func(path, format string, args ...any) {
-		errs = append(errs, fieldError{file: name, line: lines[path], path: path, msg: fmt.Sprintf(format, args...)})
+		// A key left out has no line: its nearest parent's is used.
+		line := lines[path]
+		for p := path; line == 0 && strings.Contains(p, "."); line = lines[p] {
+			p = p[:strings.LastIndex(p, ".")]
+		}
+		errs = append(errs, fieldError{file: name, line: line, path: path, msg: fmt.Sprintf(format, args...)})
 	}
 	globs := func(path string, list []string) {
 		for i, g := range list {
@@ -159,6 +174,16 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 			continue
 		}
 		c.SetupAllowHosts = append(c.SetupAllowHosts, a)
+	}
+	c.SetupRegistries = parseRegistries(raw.Setup.Registries, filepath.Dir(name), fail)
+	if f := raw.Setup.CAFile; f != nil {
+		c.SetupCAFile = *f
+		if !filepath.IsAbs(c.SetupCAFile) {
+			c.SetupCAFile = filepath.Join(filepath.Dir(name), c.SetupCAFile)
+		}
+		if err := CheckCAFile(c.SetupCAFile); err != nil {
+			fail("setup.ca_file", "%v", err)
+		}
 	}
 	var problems []fieldError
 	c.Max, problems = parseCaps(name, &raw, lines)

@@ -15,12 +15,11 @@ func TestServerConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ServerConfig{
-		Repos:        []string{"acme/*", "acme-labs/tools"},
-		Images:       []string{"agentbot-sandbox:*", "golang:1.2*"},
-		DefaultImage: "agentbot-sandbox:dev",
-		SetupNetwork: true,
-		SetupAllowHosts: []AllowHost{{Host: "proxy.golang.org"}, {Host: "sum.golang.org"}, {Host: "pypi.org", Port: 443},
-			{Host: "files.pythonhosted.org"}, {Host: "registry.npmjs.org"}},
+		Repos:           []string{"acme/*", "acme-labs/tools"},
+		Images:          []string{"agentbot-sandbox:*", "golang:1.2*"},
+		DefaultImage:    "agentbot-sandbox:dev",
+		SetupNetwork:    true,
+		SetupAllowHosts: []AllowHost{{Host: "10.0.0.5", Port: 8081}},
 		Max: Caps{
 			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour, ContextTokens: 50000, Attempts: 3},
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute, Disk: 4 << 30},
@@ -36,6 +35,15 @@ func TestServerConfigExample(t *testing.T) {
 	if c.Policy == nil {
 		t.Fatal("the example's policy section was not read")
 	}
+	var env []string
+	for _, r := range c.SetupRegistries {
+		env = append(env, r.Env()...)
+	}
+	if want := []string{"GOPROXY=https://proxy.golang.org", "GOSUMDB=sum.golang.org", "npm_config_registry=https://registry.npmjs.org/",
+		"PIP_INDEX_URL=https://pypi.org/simple/"}; !reflect.DeepEqual(env, want) {
+		t.Errorf("the example's registries set %q, want %q", env, want)
+	}
+	want.SetupRegistries = c.SetupRegistries
 	layer := c.Policy
 	c.Policy = nil
 	if !reflect.DeepEqual(c, want) {

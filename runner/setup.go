@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
@@ -15,10 +16,6 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
-
-// setupProxy is the Go module proxy of a setup with network: the images
-// turn it off, since the agent phase has no network.
-const setupProxy = "GOPROXY=https://proxy.golang.org,direct"
 
 // Setup is the setup phase of one tree, apart from the task it is for: the
 // policy's setup commands in a container of their own, with network only
@@ -43,6 +40,11 @@ type Setup struct {
 	// setup container trusts besides the image's.
 	AllowHosts []app.AllowHost
 	CABundle   string
+	// Registries are the server config's setup.registries: a setup with
+	// network gets their variables (GOPROXY, PIP_INDEX_URL, …) and
+	// reaches their hosts, and the egress proxy adds their credentials,
+	// read from the worker's secrets as each setup starts.
+	Registries []app.Registry
 	// Progress, when set, is told what setup does as it does it: whom its
 	// network reaches, and each of the policy's commands as it starts.
 	Progress func(line string)
@@ -93,9 +95,6 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, t
 		return nil, "", err
 	}
 	s.Spec.Home = b.Home()
-	if s.network() {
-		s.Spec.Env = append(slices.Clip(s.Spec.Env), setupProxy)
-	}
 	if err := s.run(ctx, envcache.SeedHome, p.Run); err != nil {
 		b.Abort()
 		return nil, "", err
@@ -166,14 +165,33 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 	if !network {
 		return func() {}, nil
 	}
-	allow := make([]string, len(s.AllowHosts))
-	for i, a := range s.AllowHosts {
-		allow[i] = a.String()
+	var allow []string
+	for _, a := range s.AllowHosts {
+		allow = append(allow, a.String())
 	}
-	e, err := s.Sandbox.StartEgress(ctx, docker.EgressSpec{TaskID: s.Spec.TaskID, Allow: allow})
+	spec := docker.EgressSpec{TaskID: s.Spec.TaskID, CABundle: s.CABundle}
+	env := slices.Clip(s.Spec.Env)
+	for _, r := range s.Registries {
+		for _, a := range r.AllowedHosts() {
+			allow = append(allow, a.String())
+		}
+		env = append(env, r.Env()...)
+		if r.Credentials == nil {
+			continue
+		}
+		auth, err := r.Credentials.Authorization(os.Getenv)
+		if err != nil {
+			return nil, fmt.Errorf("setup.registries.%s: %w", r.Ecosystem, err)
+		}
+		spec.Upstream.Credentials = append(spec.Upstream.Credentials, egress.Credential{
+			Scheme: r.URL.Scheme, Host: r.Host.Host, Port: r.Host.Port, Authorization: auth})
+	}
+	spec.Allow = allow
+	e, err := s.Sandbox.StartEgress(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("start the setup network: %w", err)
 	}
+	s.Spec.Env = env
 	s.Spec.Egress = e
 	if s.Progress != nil {
 		to := strings.Join(allow, ", ")

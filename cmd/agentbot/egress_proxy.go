@@ -27,15 +27,24 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 		from = append(from, p)
 		return err
 	})
+	upstream := fs.Bool("upstream-stdin", false, "read the registries' credentials and upstream CA certificates (egress.Upstream, JSON) from stdin")
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
+	}
+	var opts []egress.Option
+	if *upstream {
+		o, err := egress.ReadUpstream(env.Stdin)
+		if err != nil {
+			return fmt.Errorf("egress-proxy: %w", err)
+		}
+		opts = append(opts, o)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("egress-proxy: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
+	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, env.Stdout, log, opts...); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil

@@ -1,78 +1,41 @@
 package main
 
 import (
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-)
 
-// systemBundles are where distributions keep their public roots, first
-// found first used: Debian and Ubuntu, Fedora and RHEL, openSUSE, Alpine.
-var systemBundles = []string{
-	"/etc/ssl/certs/ca-certificates.crt",
-	"/etc/pki/tls/certs/ca-bundle.crt",
-	"/etc/ssl/ca-bundle.pem",
-	"/etc/ssl/cert.pem",
-}
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
+)
 
 // setupCABundle writes into dir the trust store of setup containers for
 // --setup-ca-file: the operator's CA certificates followed by the host's
 // public roots, so that the operator's CA adds to what TLS clients trust
 // rather than replacing it. It returns the file's path.
 func setupCABundle(caFile, dir string) (string, error) {
+	return writeSetupCABundle("--setup-ca-file", caFile, dir)
+}
+
+// writeSetupCABundle is setupCABundle for a CA file named by source (the
+// flag, or the server config's setup.ca_file) in its errors.
+func writeSetupCABundle(source, caFile, dir string) (string, error) {
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
-		return "", fmt.Errorf("--setup-ca-file: %w", err)
+		return "", fmt.Errorf("%s: %w", source, err)
 	}
-	if err := checkPEMCertificates(ca); err != nil {
-		return "", fmt.Errorf("--setup-ca-file %s: %w", caFile, err)
+	if err := app.CheckPEMCertificates(ca); err != nil {
+		return "", fmt.Errorf("%s %s: %w", source, caFile, err)
 	}
 	bundle := append([]byte(nil), ca...)
 	if len(bundle) > 0 && bundle[len(bundle)-1] != '\n' {
 		bundle = append(bundle, '\n')
 	}
-	for _, p := range systemBundles {
-		if roots, err := os.ReadFile(p); err == nil {
-			bundle = append(bundle, roots...)
-			break
-		}
-	}
+	bundle = append(bundle, docker.SystemRoots()...)
 	path := filepath.Join(dir, "setup-ca-bundle.pem")
 	// Read by the sandbox user inside the container; it holds no secret.
 	if err := os.WriteFile(path, bundle, 0o644); err != nil {
 		return "", fmt.Errorf("write the setup CA bundle: %w", err)
 	}
 	return path, nil
-}
-
-// checkPEMCertificates reports whether data is one or more PEM
-// certificates and nothing else but whitespace.
-func checkPEMCertificates(data []byte) error {
-	n := 0
-	for {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			return fmt.Errorf("holds a %s block; only CERTIFICATE blocks belong in a CA bundle", block.Type)
-		}
-		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
-			return fmt.Errorf("certificate %d: %w", n+1, err)
-		}
-		n++
-	}
-	if n == 0 {
-		return errors.New("holds no PEM certificate")
-	}
-	for _, c := range data {
-		if c != ' ' && c != '\n' && c != '\r' && c != '\t' {
-			return errors.New("has text after its last certificate that is not PEM")
-		}
-	}
-	return nil
 }

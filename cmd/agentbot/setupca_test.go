@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 func testCAPEM(t *testing.T) []byte {
@@ -49,13 +52,8 @@ func TestSetupCABundleAddsTheOperatorsCA(t *testing.T) {
 	if !strings.HasPrefix(string(got), string(ca)) {
 		t.Errorf("the bundle does not start with the operator's CA")
 	}
-	for _, p := range systemBundles {
-		if roots, err := os.ReadFile(p); err == nil {
-			if len(got) != len(ca)+len(roots) {
-				t.Errorf("bundle is %d bytes; want the CA (%d) and the host's roots from %s (%d)", len(got), len(ca), p, len(roots))
-			}
-			break
-		}
+	if roots := docker.SystemRoots(); len(got) != len(ca)+len(roots) {
+		t.Errorf("bundle is %d bytes; want the CA (%d) and the host's roots (%d)", len(got), len(ca), len(roots))
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o644 {
 		t.Errorf("bundle mode %v (%v); want 0644, readable by the sandbox user", fi.Mode(), err)
@@ -86,5 +84,43 @@ func TestSetupCABundleRefusesWhatIsNotACertificate(t *testing.T) {
 	}
 	if _, err := setupCABundle(filepath.Join(dir, "missing.pem"), dir); err == nil || !strings.Contains(err.Error(), "--setup-ca-file") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// The server config's setup.ca_file is the flag's equivalent; naming a CA
+// in both is refused rather than one of them silently not trusted.
+func TestSetupCAFileFromTheServerConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ca := testCAPEM(t)
+	if err := os.WriteFile(filepath.Join(dir, "egress-ca.pem"), ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "server.yaml")
+	if err := os.WriteFile(config, []byte("setup: {ca_file: egress-ca.pem}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server, err := app.LoadServerConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := workerConfig{dataDir: t.TempDir()}
+	path, err := cfg.setupCABundle(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || !strings.HasPrefix(string(got), string(ca)) {
+		t.Errorf("bundle %s (%v) does not start with setup.ca_file's CA", path, err)
+	}
+	cfg.setupCA = filepath.Join(dir, "egress-ca.pem")
+	if _, err := cfg.setupCABundle(server); err == nil || !strings.Contains(err.Error(), "both name the setup's CA; keep one") {
+		t.Errorf("flag and setup.ca_file both set: %v; want a refusal", err)
+	}
+	if path, err := cfg.setupCABundle(app.DefaultServerConfig()); err != nil || path == "" {
+		t.Errorf("the flag alone: %q, %v", path, err)
+	}
+	cfg.setupCA = ""
+	if path, err := cfg.setupCABundle(app.DefaultServerConfig()); err != nil || path != "" {
+		t.Errorf("neither: %q, %v; want no bundle", path, err)
 	}
 }

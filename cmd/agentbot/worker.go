@@ -78,24 +78,33 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	c.app = addAppFlags(fs)
 }
 
-// setupCABundle writes the trust store of --setup-ca-file into the data
-// directory, or returns "" without the flag.
-func (c *workerConfig) setupCABundle() (string, error) {
-	if c.setupCA == "" {
+// setupCABundle writes the trust store of --setup-ca-file, or of the
+// server config's setup.ca_file, into the data directory, or returns ""
+// with neither. Both set is an error: one CA silently not trusted would
+// show only as a certificate error in some setup.
+func (c *workerConfig) setupCABundle(server app.ServerConfig) (string, error) {
+	source, file := "--setup-ca-file", c.setupCA
+	switch {
+	case file != "" && server.SetupCAFile != "":
+		return "", fmt.Errorf("--setup-ca-file %s and setup.ca_file %s of %s both name the setup's CA; keep one", file, server.SetupCAFile, server.Source)
+	case file == "":
+		source, file = "setup.ca_file of "+server.Source, server.SetupCAFile
+	}
+	if file == "" {
 		return "", nil
 	}
 	dir := c.dataDir
 	if dir == "" {
 		d, err := workspace.DefaultDataDir()
 		if err != nil {
-			return "", fmt.Errorf("--setup-ca-file: %w", err)
+			return "", fmt.Errorf("%s: %w", source, err)
 		}
 		dir = d
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("--setup-ca-file: %w", err)
+		return "", fmt.Errorf("%s: %w", source, err)
 	}
-	return setupCABundle(c.setupCA, dir)
+	return writeSetupCABundle(source, file, dir)
 }
 
 // cmdWorker runs workers only, for hosts that share one Redis with an
@@ -213,7 +222,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	caBundle, err := cfg.setupCABundle()
+	caBundle, err := cfg.setupCABundle(server)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,7 @@ func (r Refusal) String() string {
 // Event is one line of the proxy's output.
 type Event struct {
 	Ready   string   `json:"ready,omitempty"` // the address it listens on
+	CA      string   `json:"ca,omitempty"`    // with Ready: Injector.CA
 	Refused *Refusal `json:"refused,omitempty"`
 }
 
@@ -74,6 +75,7 @@ type Proxy struct {
 	fwd     *httputil.ReverseProxy
 	log     *slog.Logger
 	now     func() time.Time
+	inject  *Injector // nil: no registry has credentials
 }
 
 // errMetadata is what the dialer's Control returns for a link-local
@@ -83,7 +85,7 @@ var errMetadata = errors.New("link-local address")
 // New returns a proxy that connects only to hosts allow covers and calls
 // refused, which must be safe for concurrent use, for every connection it
 // refuses.
-func New(allow []app.AllowHost, refused func(Refusal), log *slog.Logger) *Proxy {
+func New(allow []app.AllowHost, refused func(Refusal), log *slog.Logger, opts ...Option) *Proxy {
 	p := &Proxy{allow: allow, refused: refused, log: log, now: time.Now}
 	// The check runs on the address actually dialled, after name
 	// resolution, so no DNS name can lead to the metadata address.
@@ -119,6 +121,9 @@ func New(allow []app.AllowHost, refused func(Refusal), log *slog.Logger) *Proxy 
 			http.Error(w, "agentbot egress proxy: "+err.Error(), http.StatusBadGateway)
 		},
 	}
+	for _, o := range opts {
+		o(p)
+	}
 	return p
 }
 
@@ -135,6 +140,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !p.check(w, host, port) {
 		return
 	}
+	p.inject.authorize(r.Header, "http", host, port)
 	p.fwd.ServeHTTP(w, r)
 }
 
@@ -167,6 +173,10 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !p.check(w, host, port) {
+		return
+	}
+	if p.inject.intercepts(host, port) {
+		p.intercept(w, host, port)
 		return
 	}
 	upstream, err := p.dialer.DialContext(r.Context(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
@@ -231,7 +241,7 @@ const MaxRefusals = 100
 // Serve runs the proxy on ln until ctx ends, writing one JSON Event per
 // line to out: Ready once it accepts connections, then each refusal of a
 // host, port and reason not refused before, up to MaxRefusals.
-func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.Writer, log *slog.Logger) error {
+func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.Writer, log *slog.Logger, opts ...Option) error {
 	var mu sync.Mutex
 	enc := json.NewEncoder(out)
 	seen := map[Refusal]bool{}
@@ -249,14 +259,15 @@ func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.W
 			log.Warn("egress proxy: write event", "err", err)
 		}
 	}
+	p := New(allow, func(r Refusal) { emit(Event{Refused: &r}) }, log, opts...)
 	srv := &http.Server{
-		Handler:           New(allow, func(r Refusal) { emit(Event{Refused: &r}) }, log),
+		Handler:           p,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
-	emit(Event{Ready: ln.Addr().String()})
+	emit(Event{Ready: ln.Addr().String(), CA: p.inject.CA()})
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("egress proxy: %w", err)
 	}

@@ -305,10 +305,14 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		{Type: mount.TypeBind, Source: tree, Target: sandbox.WorkDir},
 		{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
 	}
-	if spec.CABundle != "" {
-		ca, err := filepath.Abs(spec.CABundle)
+	caBundle := spec.CABundle
+	if spec.Egress != nil && spec.Egress.CABundle != "" {
+		caBundle = spec.Egress.CABundle
+	}
+	if caBundle != "" {
+		ca, err := filepath.Abs(caBundle)
 		if err != nil {
-			return nil, nil, fmt.Errorf("sandbox CA bundle %q: %w", spec.CABundle, err)
+			return nil, nil, fmt.Errorf("sandbox CA bundle %q: %w", caBundle, err)
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: ca, Target: caBundlePath, ReadOnly: true})
 		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"} {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +42,13 @@ type EgressSpec struct {
 	// Allow are the setup.allow_hosts entries, already validated
 	// (app.ParseAllowHost), the proxy connects to.
 	Allow []string
+	// Upstream holds the private registries' credentials, handed to the
+	// proxy on its stdin: neither the engine's view of the proxy
+	// container nor anything on the setup network holds them.
+	Upstream egress.Upstream
+	// CABundle is the setup container's Spec.CABundle, if any: the proxy
+	// trusts it too when it connects to a registry itself.
+	CABundle string
 }
 
 // Egress is a setup phase's only way out: an internal Docker network on
@@ -53,12 +62,19 @@ type Egress struct {
 	// on it.
 	Network  string
 	ProxyURL string
+	// CABundle, when the proxy intercepts a registry's TLS to add its
+	// credentials, is the setup container's trust store in place of
+	// Spec.CABundle: the proxy's authority, then that bundle or the
+	// host's public roots.
+	CABundle string
 
 	d       *Driver
 	netID   string
 	proxyID string
 	conn    io.Closer
 	read    chan struct{} // closed when the proxy's output ends
+	ca      string        // the proxy's authority, from its Ready event
+	caDir   string        // holds CABundle
 
 	mu      sync.Mutex
 	refused []egress.Refusal
@@ -118,12 +134,20 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 	for _, a := range spec.Allow {
 		cmd = append(cmd, "--allow", a)
 	}
+	upstream, err := upstreamOf(spec)
+	if err != nil {
+		return err
+	}
+	if upstream != nil {
+		cmd = append(cmd, "--upstream-stdin")
+	}
 	pids := int64(proxyPids)
 	withInit := true
 	created, err := d.cli.ContainerCreate(ctx, &container.Config{
 		Image: d.opts.Image, User: fmt.Sprintf("%d:%d", sandbox.UID, sandbox.GID), Cmd: cmd,
 		Env:    []string{"LANG=C.UTF-8"},
 		Labels: labels, AttachStdout: true, AttachStderr: true,
+		AttachStdin: upstream != nil, OpenStdin: upstream != nil, StdinOnce: upstream != nil,
 	}, &container.HostConfig{
 		NetworkMode:    "bridge",
 		ReadonlyRootfs: true,
@@ -142,7 +166,7 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 	if err := d.cli.NetworkConnect(ctx, e.netID, e.proxyID, nil); err != nil {
 		return fmt.Errorf("attach the egress proxy to the setup network: %w", err)
 	}
-	conn, err := d.cli.ContainerAttach(ctx, e.proxyID, container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	conn, err := d.cli.ContainerAttach(ctx, e.proxyID, container.AttachOptions{Stream: true, Stdin: upstream != nil, Stdout: true, Stderr: true})
 	if err != nil {
 		return fmt.Errorf("attach to the egress proxy: %w", err)
 	}
@@ -158,11 +182,18 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 	if err := d.cli.ContainerStart(ctx, e.proxyID, container.StartOptions{}); err != nil {
 		return fmt.Errorf("start the egress proxy: %w", err)
 	}
+	// A proxy that stopped reading never gets ready: its stderr says why.
+	var handErr error
+	if upstream != nil {
+		if _, handErr = conn.Conn.Write(upstream); handErr == nil {
+			handErr = conn.CloseWrite()
+		}
+	}
 	select {
 	case err := <-ready:
 		if err != nil {
 			out, _ := stderr.Bytes()
-			return fmt.Errorf("egress proxy did not start: %w (stderr: %q)", err, out)
+			return fmt.Errorf("egress proxy did not start: %w (stderr: %q, handing it its upstream: %v)", err, out, handErr)
 		}
 	case <-time.After(proxyReady):
 		return fmt.Errorf("egress proxy not ready after %s", proxyReady)
@@ -178,6 +209,54 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 		return fmt.Errorf("egress proxy has no address on %s", e.Network)
 	}
 	e.ProxyURL = fmt.Sprintf("http://%s:%d", ep.IPAddress, proxyPort)
+	return e.writeCABundle(spec.CABundle)
+}
+
+// upstreamOf is what the proxy reads on its stdin, or nil when no
+// registry has credentials: the credentials, and spec.CABundle's
+// certificates for the proxy's own connections to registries.
+func upstreamOf(spec EgressSpec) ([]byte, error) {
+	if len(spec.Upstream.Credentials) == 0 {
+		return nil, nil
+	}
+	up := spec.Upstream
+	if spec.CABundle != "" {
+		roots, err := os.ReadFile(spec.CABundle)
+		if err != nil {
+			return nil, fmt.Errorf("the setup CA bundle for the egress proxy: %w", err)
+		}
+		up.Roots = string(roots)
+	}
+	return json.Marshal(up)
+}
+
+// writeCABundle writes CABundle when the proxy intercepts: its authority
+// followed by base's certificates, or the host's public roots.
+func (e *Egress) writeCABundle(base string) error {
+	if e.ca == "" {
+		return nil
+	}
+	bundle := []byte(e.ca)
+	if base != "" {
+		b, err := os.ReadFile(base)
+		if err != nil {
+			return fmt.Errorf("the setup CA bundle: %w", err)
+		}
+		bundle = append(bundle, b...)
+	} else {
+		bundle = append(bundle, SystemRoots()...)
+	}
+	dir, err := os.MkdirTemp("", "agentbot-egress-")
+	if err != nil {
+		return fmt.Errorf("the setup CA bundle: %w", err)
+	}
+	e.caDir = dir
+	path := filepath.Join(dir, "ca-bundle.pem")
+	// Read by the sandbox user; the authority's key stays in the proxy.
+	if err := os.WriteFile(path, bundle, 0o644); err != nil {
+		return fmt.Errorf("the setup CA bundle: %w", err)
+	}
+	e.CABundle = path
 	return nil
 }
 
@@ -199,6 +278,7 @@ func (e *Egress) readEvents(r io.Reader, ready chan<- error) {
 			ready <- fmt.Errorf("first output %+v is not ready", ev)
 			return
 		case first:
+			e.ca = ev.CA
 			ready <- nil
 		case ev.Refused != nil:
 			e.mu.Lock()
@@ -243,6 +323,9 @@ func (e *Egress) Close(ctx context.Context) ([]egress.Refusal, error) {
 	}
 	if err := e.d.cli.NetworkRemove(ctx, e.netID); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("remove setup network %s: %w", e.Network, err))
+	}
+	if e.caDir != "" {
+		errs = append(errs, os.RemoveAll(e.caDir))
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

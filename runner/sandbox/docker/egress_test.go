@@ -2,22 +2,14 @@ package docker_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -133,30 +125,15 @@ func TestCABundleIsTheContainersTrustStore(t *testing.T) {
 // testPKI is a CA and a server certificate it signed for ip.
 func testPKI(t *testing.T, ip string) (caPEM []byte, cert tls.Certificate) {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := egress.NewAuthority("re-signing egress CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "re-signing egress CA"},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	leaf, err := ca.Issue(ip)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: ip},
-		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP(ip)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return ca.CertPEM(), *leaf
 }
 
 // HTTPS goes through the proxy's CONNECT tunnel, and the operator's CA in
@@ -185,5 +162,48 @@ func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
 	}
 	if reg.Requests.Load() == 0 {
 		t.Error("the HTTPS server answered nothing")
+	}
+}
+
+// A registry's credentials reach the proxy on its stdin alone: the
+// engine's view of the proxy container holds none, and the setup
+// container's trust store is the proxy's authority and the operator's CA.
+func TestEgressHandsCredentialsOnStdin(t *testing.T) {
+	t.Parallel()
+	d := sandboxtest.NewDriver(t)
+	operator := filepath.Join(t.TempDir(), "operator.pem")
+	ca, err := egress.NewAuthority("operator CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(operator, ca.CertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "Bearer tok-5d8e"
+	task := "egress-" + rand.Text()
+	e, err := d.StartEgress(t.Context(), docker.EgressSpec{TaskID: task, Allow: []string{"registry.example:443"}, CABundle: operator,
+		Upstream: egress.Upstream{Credentials: []egress.Credential{{Scheme: "https", Host: "registry.example", Port: 443, Authorization: secret}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	ids, err := exec.Command("docker", "ps", "-q", "--filter", "label=agentbot.task="+task).Output()
+	if err != nil || len(strings.Fields(string(ids))) != 1 {
+		t.Fatalf("the proxy container: %q, %v", ids, err)
+	}
+	out, err := exec.Command("docker", "inspect", strings.TrimSpace(string(ids))).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "tok-5d8e") {
+		t.Errorf("docker inspect of the proxy (%v) shows the credential:\n%s", err, out)
+	}
+	bundle, err := os.ReadFile(e.CABundle)
+	if err != nil {
+		t.Fatalf("the setup's CA bundle %q: %v", e.CABundle, err)
+	}
+	if n := strings.Count(string(bundle), "BEGIN CERTIFICATE"); n != 2 || !strings.HasSuffix(string(bundle), string(ca.CertPEM())) {
+		t.Errorf("bundle holds %d certificates, want the proxy's authority then the operator's CA:\n%s", n, bundle)
+	}
+	c := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	if res := shell(t, c, `cmp "$SSL_CERT_FILE" /etc/ssl/agentbot/ca-bundle.pem && grep -c 'BEGIN CERT' "$SSL_CERT_FILE"`); strings.TrimSpace(string(res.Stdout)) != "2" {
+		t.Errorf("the setup container trusts %q (%q), want the bundle", res.Stdout, res.Stderr)
 	}
 }

@@ -48,7 +48,8 @@ func sandboxExec(ctx context.Context) error {
 	return sandbox.Serve(ctx, os.Stdin, os.Stdout, sandbox.ExecOptions{Root: sandbox.WorkDir, Env: os.Environ(), Contain: *contain})
 }
 
-// egressProxy is "agentbot egress-proxy --listen ADDR --allow HOST...".
+// egressProxy is "agentbot egress-proxy --listen ADDR --allow HOST...
+// [--upstream-stdin]".
 func egressProxy(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("egress-proxy", flag.ExitOnError)
 	listen := fs.String("listen", ":3128", "")
@@ -64,10 +65,19 @@ func egressProxy(ctx context.Context, args []string) error {
 		from = append(from, p)
 		return err
 	})
+	upstream := fs.Bool("upstream-stdin", false, "")
 	fs.Parse(args)
+	var opts []egress.Option
+	if *upstream {
+		o, err := egress.ReadUpstream(os.Stdin)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, o)
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	return egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	return egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)), opts...)
 }
