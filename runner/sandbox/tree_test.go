@@ -12,7 +12,7 @@ import (
 func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	empty := treeUsage(root)
+	empty := treeUsage(root, nil)
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i) | 1 // not zeros, which a filesystem may leave unallocated
@@ -23,7 +23,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "a", "b", "one.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withFile := treeUsage(root)
+	withFile := treeUsage(root, nil)
 	if grew := withFile - empty; grew < 1<<20 || grew > 1<<20+64<<10 {
 		t.Fatalf("a 1 MiB file grew the tree by %d bytes", grew)
 	}
@@ -32,7 +32,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	if err := os.Link(filepath.Join(root, "a", "b", "one.bin"), filepath.Join(root, "link.bin")); err != nil {
 		t.Fatal(err)
 	}
-	if got := treeUsage(root); got != withFile {
+	if got := treeUsage(root, nil); got != withFile {
 		t.Errorf("a hard link changed the usage from %d to %d", withFile, got)
 	}
 	// A sparse file costs what it holds, not its apparent size.
@@ -44,7 +44,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if got := treeUsage(root); got-withFile > 64<<10 {
+	if got := treeUsage(root, nil); got-withFile > 64<<10 {
 		t.Errorf("an empty 1 GiB sparse file counted as %d bytes", got-withFile)
 	}
 	// A symlink is not followed out of the tree.
@@ -55,10 +55,10 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	if got := treeUsage(root); got-withFile > 64<<10 {
+	if got := treeUsage(root, nil); got-withFile > 64<<10 {
 		t.Errorf("a symlink out of the tree added %d bytes", got-withFile)
 	}
-	if got := treeUsage(filepath.Join(root, "missing")); got != 0 {
+	if got := treeUsage(filepath.Join(root, "missing"), nil); got != 0 {
 		t.Errorf("usage of a missing tree = %d, want 0", got)
 	}
 }
