@@ -175,6 +175,12 @@ func demoFiles(t testing.TB) map[string]string {
 // tests are about, and a host sandbox has none of them.
 func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string, image string, hosts ...string) *envWorld {
 	t.Helper()
+	return newEnvWorldIn(t, script, files, image, t.TempDir(), hosts...)
+}
+
+// newEnvWorldIn is newEnvWorldOf with its environments kept in envDir.
+func newEnvWorldIn(t testing.TB, script llmtest.Script, files map[string]string, image, envDir string, hosts ...string) *envWorld {
+	t.Helper()
 	w := &envWorld{files: files}
 	var err error
 	if w.sim, err = githubsim.New(githubsim.Options{Dir: t.TempDir(), AppKey: githubsim.SharedKey()}); err != nil {
@@ -195,7 +201,7 @@ func newEnvWorldOf(t testing.TB, script llmtest.Script, files map[string]string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.envs, err = envcache.Open(t.TempDir(), 0, nil); err != nil {
+	if w.envs, err = envcache.Open(envDir, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	server := app.DefaultServerConfig().WithDefaultImage(image)
@@ -236,25 +242,44 @@ func (w *envWorld) fix(t testing.TB, id string, number int) runner.TaskState {
 // task is "/agent fix" by ada on issue (or pull request) number, queued.
 func (w *envWorld) task(t testing.TB, id string, number int) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, number, "ada", "/agent fix")
+	return w.taskIn(t, w.inst, repo, "ada", id, number)
+}
+
+// taskIn is "/agent fix" by requester on issue number of repo, served by
+// installation inst, queued.
+func (w *envWorld) taskIn(t testing.TB, inst int64, repo, requester, id string, number int) app.Task {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, number, requester, "/agent fix")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
-		Number: number, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
+	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: inst, Repo: repo,
+		Number: number, Verb: app.VerbFix, Requester: requester, CommentID: comment, ReceivedAt: time.Now().UTC()}
 	w.store.add(tk)
 	return tk
 }
 
-// fixIssue runs a fix on a new issue, which must succeed, and returns the
-// setup phase's detail in its trace.
+// fixIssue runs a fix by ada on a new issue, which must succeed, and
+// returns the setup phase's detail in its trace.
 func (w *envWorld) fixIssue(t testing.TB, id string) string {
+	t.Helper()
+	return w.fixIssueIn(t, w.inst, repo, "ada", id)
+}
+
+// fixIssueIn runs a fix by requester on a new issue of repo, served by
+// installation inst, which must succeed, and returns the setup phase's
+// detail in its trace.
+func (w *envWorld) fixIssueIn(t testing.TB, inst int64, repo, requester, id string) string {
 	t.Helper()
 	issue, err := w.sim.AddIssue(repo, "grace", "Sum drops the first sample "+id, "Sum([1 2 3]) is 5.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec := w.fix(t, id, issue); rec.State != app.StateSucceeded {
+	tk := w.taskIn(t, inst, repo, requester, id, issue)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatalf("task %s: %v", id, err)
+	}
+	if rec := w.store.record(id); rec.State != app.StateSucceeded {
 		t.Fatalf("task %s ended %s (%s); trace %+v", id, rec.State, rec.Step, w.traces.events[id])
 	}
 	return w.traces.setupDetail(id)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -17,6 +18,10 @@ import (
 
 // seedTimeout bounds copying the image's seed of $HOME.
 const seedTimeout = 5 * time.Minute
+
+// seedOwner names the owner of the seeds of $HOME evaluations keep: no
+// repository's, and no local checkout's either.
+const seedOwner = "agentbot eval: the image's seed of $HOME"
 
 // seededHome is the image's seed of $HOME (envcache.SeedHome: the Go
 // image's build cache of the standard library), copied out once and seen
@@ -57,15 +62,16 @@ func seedHome(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, log
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox image: %w", err)
 	}
-	key, _, err := envcache.Key(envcache.KeyInput{ImageID: imageID, Setup: []string{envcache.SeedHome}}, os.DirFS(tree))
+	owner := envcache.Owner{Local: seedOwner}
+	key, _, err := envcache.Key(envcache.KeyInput{Owner: owner, ImageID: imageID, Setup: []string{envcache.SeedHome}}, os.DirFS(tree))
 	if err != nil {
 		return nil, err
 	}
-	env, err := cache.Acquire(key)
+	env, err := cache.Acquire(key, owner)
 	if err != nil || env != nil {
 		return &seededHome{env: env, dir: dir}, err
 	}
-	b, err := cache.Build(envcache.Entry{Key: key, Image: drv.Image()}, tree)
+	b, err := cache.Build(envcache.Entry{Key: key, Owner: owner, Image: drv.Image()}, tree, app.DefaultSetupMaxEnvBytes)
 	if err != nil {
 		return nil, err
 	}
