@@ -527,7 +527,7 @@ paths: {allow: ["**/*.go"]}
 			status = c.Body
 		}
 	}
-	if !strings.Contains(status, "the work tree and $HOME grew to") || !strings.Contains(status, "past its limit of 320.0 MiB") || strings.Contains(status, "wrote all") {
+	if !strings.Contains(status, "exited 137") || !strings.Contains(status, "the work tree and $HOME grew to") || !strings.Contains(status, "past its limit of 320.0 MiB") {
 		t.Errorf("the status comment does not say the setup was stopped at its cap:\n%s", status)
 	}
 	if list, err := w.envs.List(); err != nil || len(list) != 0 {

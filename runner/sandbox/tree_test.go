@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,5 +142,35 @@ func TestNextTreePoll(t *testing.T) {
 		if got := nextTreePoll(tt.prev, tt.size, tt.limit, tt.elapsed, tt.walk); got != tt.want {
 			t.Errorf("%s: nextTreePoll = %s, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The space commands are measured in is the tree without the overlays
+// mounted in it, plus the directories their writes land in (and a setup's
+// $HOME): an overlay's merged view, which holds the environment's own
+// files, is not what a command cost.
+func TestSpaceCountsWhereWritesLand(t *testing.T) {
+	t.Parallel()
+	root, upper := t.TempDir(), t.TempDir()
+	write := func(path string, n int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, bytes.Repeat([]byte{1}, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "own.go"), 1<<20)
+	write(filepath.Join(root, "node_modules", "dep.js"), 8<<20) // the environment's, through the overlay
+	tree := treeUsage(root, nil)
+	s := newSpace(ExecOptions{Root: root, Skip: []string{"node_modules"}, Count: []string{upper}})
+	without := s.usage()
+	if without > tree-8<<20 || without < 1<<20 {
+		t.Fatalf("the space without the overlay: %d bytes; the tree with it: %d", without, tree)
+	}
+	write(filepath.Join(upper, "fill.bin"), 4<<20)
+	if got := s.usage(); got-without < 4<<20 {
+		t.Errorf("4 MiB written to the upper directory grew the space by %d bytes", got-without)
 	}
 }
