@@ -539,3 +539,39 @@ paths: {allow: ["**/*.go"]}
 		}
 	}
 }
+
+// With a prepared environment, $HOME is an overlay whose writes land on
+// the worker's disk: a check (as any command of the agent phase) that
+// writes past sandbox.disk there is killed, and the task says why.
+func TestChecksWritingPastTheDiskLimitUnderHomeAreKilled(t *testing.T) {
+	t.Parallel()
+	files := demoFiles(t)
+	// 16 files of 32 MiB, each under RLIMIT_FSIZE: 512 MiB in all.
+	files[app.PolicyPath] = `version: 1
+sandbox: {disk: 64MiB}
+limits: {iterations: 1}
+checks:
+  - {name: fill, run: 'i=0; while [ $i -lt 16 ]; do dd if=/dev/zero of="$HOME/fill$i.bin" bs=1M count=32 2>/dev/null || exit 3; i=$((i+1)); done'}
+setup: {run: ["true"]}
+paths: {allow: ["**/*.go"]}
+`
+	w := newEnvWorldOf(t, llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Nothing to change"}`}}},
+	}}, files, sandboxtest.Image(t))
+	issue, err := w.sim.AddIssue(repo, "grace", "Sum drops the first sample", "Sum([1 2 3]) is 5.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.fix(t, "H1", issue); rec.State != app.StateFailed {
+		t.Fatalf("task ended %s (%s); want failed", rec.State, rec.Step)
+	}
+	var status string
+	for _, c := range w.sim.Comments(repo, issue) {
+		if strings.Contains(c.Body, "agentbot:task=H1") {
+			status = c.Body
+		}
+	}
+	if !strings.Contains(status, "the work tree and $HOME grew to") || !strings.Contains(status, "past its limit of 64.0 MiB") {
+		t.Errorf("the status comment does not say the check was killed at sandbox.disk:\n%s", status)
+	}
+}
