@@ -49,6 +49,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -165,7 +166,9 @@ type Env struct {
 	dir     string
 	lock    *os.File
 	private bool // a build of its own, removed on Release
-	runs    []runDir
+
+	mu   sync.Mutex // the attempts of a task start containers side by side
+	runs []runDir
 }
 
 // runDir is the upper and work directories of one container, flocked while
@@ -378,7 +381,9 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
 	}
+	e.mu.Lock()
 	e.runs = append(e.runs, runDir{dir: run, lock: lock})
+	e.mu.Unlock()
 	lowers := map[string]string{sandbox.Home: filepath.Join(e.dir, "home")}
 	for _, name := range e.Dirs {
 		lowers[sandbox.WorkDir+"/"+name] = filepath.Join(e.dir, "tree", name)
@@ -402,6 +407,8 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 // Release removes what the task's containers wrote, and the environment
 // itself when it was private; the containers must be gone.
 func (e *Env) Release() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var errs []error
 	for _, r := range e.runs {
 		if err := removeAll(r.dir, false); err != nil {

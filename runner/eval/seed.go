@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
@@ -29,7 +28,6 @@ const seedOwner = "agentbot eval: the image's seed of $HOME"
 // their prepared environment: a run's first build is as warm as a
 // worker's, and no run, loop or hidden tests, sees what another wrote.
 type seededHome struct {
-	mu  sync.Mutex // Env.Overlays is not safe for concurrent use
 	env *envcache.Env
 	dir string
 }
@@ -111,8 +109,6 @@ func copySeed(ctx context.Context, drv *docker.Driver, tree, home string) error 
 
 // overlays returns one container's copy-on-write view of the home.
 func (s *seededHome) overlays() ([]docker.Overlay, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.env.Overlays()
 }
 
