@@ -132,11 +132,8 @@ func Key(in KeyInput, tree fs.FS) (key string, files []string, err error) {
 		if !d.Type().IsRegular() {
 			return nil // a symlink could point out of the tree
 		}
-		for _, pat := range patterns {
-			if named[p] || doublestar.MatchUnvalidated(pat, p) {
-				files = append(files, p)
-				break
-			}
+		if named[p] || slices.ContainsFunc(patterns, func(pat string) bool { return doublestar.MatchUnvalidated(pat, p) }) {
+			files = append(files, p)
 		}
 		if len(files) > maxKeyFiles {
 			return fmt.Errorf("more than %d lock files match; narrow setup.cache_key_files", maxKeyFiles)
