@@ -7,6 +7,9 @@ import (
 
 // RepoInfo is what agentbot needs to know of a repository.
 type RepoInfo struct {
+	// ID is the repository's numeric id: unlike its name, which can be
+	// transferred or reused, never another repository's.
+	ID            int64
 	FullName      string // owner/name
 	DefaultBranch string
 	CloneURL      string // from the API, never built by hand

@@ -31,7 +31,11 @@ type ServerConfig struct {
 	// containers trust besides the public roots, as the worker's
 	// --setup-ca-file.
 	SetupCAFile string
-	Max         Caps // bounds on a policy's numbers
+	// SetupMaxEnvBytes bounds a prepared environment (what setup leaves in
+	// $HOME and the directories it makes in the tree): a setup that writes
+	// more is stopped, and what it built is not kept.
+	SetupMaxEnvBytes int64
+	Max              Caps // bounds on a policy's numbers
 	// Policy is the operator's policy layer, merged over the built-in
 	// defaults and under the organisation's and repository's files; nil
 	// when the server config has no policy section.
@@ -64,13 +68,18 @@ type Caps struct {
 	Sandbox SandboxSpec // Image unused: images are bounded by ServerConfig.Images
 }
 
+// DefaultSetupMaxEnvBytes is setup.max_env_bytes when the server config
+// sets none.
+const DefaultSetupMaxEnvBytes = 4 << 30
+
 // DefaultServerConfig is the configuration of a server started without
 // --config: every repository, only agentbot's own sandbox image, no network
 // during setup, and no caps on numbers.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{
-		Images:       []string{"agentbot-sandbox:*"},
-		DefaultImage: "agentbot-sandbox:dev",
+		Images:           []string{"agentbot-sandbox:*"},
+		DefaultImage:     "agentbot-sandbox:dev",
+		SetupMaxEnvBytes: DefaultSetupMaxEnvBytes,
 	}
 }
 
@@ -86,6 +95,7 @@ type rawServerConfig struct {
 		AllowHosts   []string      `yaml:"allow_hosts"`
 		Registries   rawRegistries `yaml:"registries"`
 		CAFile       *string       `yaml:"ca_file"`
+		MaxEnvBytes  *RawSize      `yaml:"max_env_bytes"`
 	} `yaml:"setup"`
 	Max struct {
 		Limits  RawLimits `yaml:"limits"`
@@ -184,6 +194,16 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 		if err := CheckCAFile(c.SetupCAFile); err != nil {
 			fail("setup.ca_file", "%v", err)
 		}
+	}
+	if v := raw.Setup.MaxEnvBytes; v != nil {
+		n, problem := parsePolicySize(*v)
+		if problem == "" && n <= 0 {
+			problem = fmt.Sprintf("%s must be more than zero", *v)
+		}
+		if problem != "" {
+			fail("setup.max_env_bytes", "%s", problem)
+		}
+		c.SetupMaxEnvBytes = n
 	}
 	var problems []fieldError
 	c.Max, problems = parseCaps(name, &raw, lines)

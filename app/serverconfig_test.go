@@ -15,11 +15,12 @@ func TestServerConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ServerConfig{
-		Repos:           []string{"acme/*", "acme-labs/tools"},
-		Images:          []string{"agentbot-sandbox:*", "golang:1.2*"},
-		DefaultImage:    "agentbot-sandbox:dev",
-		SetupNetwork:    true,
-		SetupAllowHosts: []AllowHost{{Host: "10.0.0.5", Port: 8081}},
+		Repos:            []string{"acme/*", "acme-labs/tools"},
+		Images:           []string{"agentbot-sandbox:*", "golang:1.2*"},
+		DefaultImage:     "agentbot-sandbox:dev",
+		SetupNetwork:     true,
+		SetupAllowHosts:  []AllowHost{{Host: "10.0.0.5", Port: 8081}},
+		SetupMaxEnvBytes: 8 << 30,
 		Max: Caps{
 			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour, ContextTokens: 50000, Attempts: 3},
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute, Disk: 4 << 30},
@@ -130,6 +131,8 @@ func TestParseServerConfigErrors(t *testing.T) {
 				`server.yaml:4: max.sandbox.memory: "lots" is not a size such as 512MiB or 4GiB`},
 		{"image under max", "max: {sandbox: {image: x}}\n", `server.yaml:1: max.sandbox.image: unknown key (expected one of: cpus, memory, pids, timeout, disk)`},
 		{"wrong type", "setup: {allow_network: sometimes}\n", `server.yaml:1: setup.allow_network: "sometimes" is not true or false`},
+		{"bad environment cap", "setup:\n  max_env_bytes: huge\n", `server.yaml:2: setup.max_env_bytes: "huge" is not a size such as 512MiB or 4GiB`},
+		{"no environment cap", "setup:\n  max_env_bytes: 0\n", `server.yaml:2: setup.max_env_bytes: 0 must be more than zero`},
 		{"bad allow_hosts", "setup:\n  allow_hosts:\n    - https://pypi.org/simple\n    - 169.254.169.254\n    - \"pypi.org:http\"\n",
 			"server.yaml:3: setup.allow_hosts[0]: \"https://pypi.org/simple\" is not a host: write only the host and an optional port (proxy.golang.org, pypi.org:443)\n" +
 				"server.yaml:4: setup.allow_hosts[1]: \"169.254.169.254\" is a link-local (cloud metadata) address, which setup may never reach\n" +

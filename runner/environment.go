@@ -69,7 +69,10 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 		defer tk.rep.phase(ctx, "setup")
 		return p, s.Run(ctx)
 	}
-	env, detail, err := s.Prepare(ctx, r.cfg.Envs, tk.Repo, ws.Root().FS())
+	// The repository's id, from the API, not its name: another repository
+	// can take a name, never an id.
+	owner := envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID)
+	env, detail, err := s.Prepare(ctx, r.cfg.Envs, owner, tk.Repo, ws.Root().FS())
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +105,7 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.AllowHosts = r.cfg.Server.SetupAllowHosts
 	s.Registries = r.cfg.Server.SetupRegistries
 	s.CABundle = r.cfg.SetupCABundle
+	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
 	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }
 	s.Log = tk.log
 	return s

@@ -3,6 +3,7 @@ package runner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -45,6 +46,11 @@ type Setup struct {
 	// reaches their hosts, and the egress proxy adds their credentials,
 	// read from the worker's secrets as each setup starts.
 	Registries []app.Registry
+	// MaxEnvBytes bounds the environment Prepare builds (the server
+	// config's setup.max_env_bytes; app.DefaultSetupMaxEnvBytes when
+	// zero): its commands are stopped once the tree and $HOME grow past
+	// it, and an environment over it is refused, never kept.
+	MaxEnvBytes int64
 	// Progress, when set, is told what setup does as it does it: whom its
 	// network reaches, and each of the policy's commands as it starts.
 	Progress func(line string)
@@ -64,37 +70,43 @@ func NewSetup(sb Sandboxes, p app.Policy, id, dir, image string) Setup {
 			CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}}
 }
 
-// Prepare reuses the environment envs keeps under the key of the setup's
-// inputs (the image's id, the setup commands, its network, and the lock
-// files and cache_key_files of tree, the work tree's view), or builds it in
-// a container whose $HOME is the new environment's: the image's seed of
-// $HOME (envcache.SeedHome), then the policy's commands.
+// Prepare reuses the environment envs keeps for owner under the key of the
+// setup's inputs (owner, the image's id, the setup commands, its network,
+// and the lock files, the files setup runs and the cache_key_files of
+// tree, the work tree's view), or builds it in a container whose $HOME is
+// the new environment's: the image's seed of $HOME (envcache.SeedHome),
+// then the policy's commands. repo names the repository for people.
 //
 // detail is the setup's line in a task's trace and in agentbot run's
 // output: "setup: cached KEY", "setup: built KEY", or for a private one
 // "setup: private KEY (…)". A setup command that fails ends it with a
 // *SetupFailure. The caller releases env once its containers are removed.
-func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, tree fs.FS) (env *envcache.Env, detail string, err error) {
+func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, owner envcache.Owner, repo string, tree fs.FS) (env *envcache.Env, detail string, err error) {
 	imageID, err := s.Sandbox.ImageID(ctx, s.Spec.Image)
 	if err != nil {
 		return nil, "", err
 	}
 	p := s.Policy
-	key, files, err := envcache.Key(envcache.KeyInput{ImageID: imageID, Setup: p.Run, Network: p.Network, Patterns: p.CacheKeyFiles}, tree)
+	key, files, err := envcache.Key(envcache.KeyInput{Owner: owner, ImageID: imageID, Setup: p.Run, Network: p.Network, Patterns: p.CacheKeyFiles}, tree)
 	if err != nil {
 		return nil, "", app.Errorf(app.EPolicy, "The prepared environment's key cannot be made: %v", err)
 	}
-	if env, err = envs.Acquire(key); err != nil {
+	if env, err = envs.Acquire(key, owner); err != nil {
 		return nil, "", err
 	}
 	if env != nil {
 		return env, "setup: cached " + key, nil
 	}
-	b, err := envs.Build(envcache.Entry{Key: key, Repo: repo, Image: s.Spec.Image, Files: files}, s.Spec.WorkTree)
+	maxEnv := cmp.Or(s.MaxEnvBytes, app.DefaultSetupMaxEnvBytes)
+	b, err := envs.Build(envcache.Entry{Key: key, Owner: owner, Repo: repo, Image: s.Spec.Image, Files: files}, s.Spec.WorkTree, maxEnv)
 	if err != nil {
 		return nil, "", err
 	}
 	s.Spec.Home = b.Home()
+	// Everything this setup writes, in $HOME and in the tree, is the
+	// environment: the executor counts both against its cap, so that a
+	// setup cannot fill the worker's disk before it is measured.
+	s.Spec.MaxTreeGrowth = maxEnv
 	if err := s.run(ctx, envcache.SeedHome, p.Run); err != nil {
 		b.Abort()
 		return nil, "", err
@@ -105,6 +117,10 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, repo string, t
 		detail = "setup: private " + key + " (a pull request's head: no network, not kept)"
 	} else {
 		env, err = b.Publish()
+	}
+	if tl, ok := errors.AsType[*envcache.TooLargeError](err); ok {
+		why := tl.Error() + " (setup.max_env_bytes of the server config)"
+		return nil, "", &SetupFailure{Refused: why, Output: why}
 	}
 	if err != nil {
 		return nil, "", err
@@ -216,16 +232,23 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 // network says whether setup may reach its allowed hosts.
 func (s *Setup) network() bool { return s.Spec.Network && !s.Private }
 
-// SetupFailure is a setup command that failed: a task ends, since the
-// agent would work in a tree the repository's setup did not prepare.
+// SetupFailure is a setup command that failed, or a setup whose result was
+// refused: a task ends, since the agent would work in a tree the
+// repository's setup did not prepare.
 type SetupFailure struct {
 	Run      string
 	Exit     int
 	TimedOut bool
 	Output   string
+	// Refused says why what the commands left was refused, though they
+	// succeeded (Run is then empty): an environment over its cap.
+	Refused string
 }
 
 func (f *SetupFailure) Error() string {
+	if f.Refused != "" {
+		return "setup refused: " + f.Refused
+	}
 	if f.TimedOut {
 		return fmt.Sprintf("setup `%s` timed out", f.Run)
 	}

@@ -257,6 +257,7 @@ func (i *Installation) Repository(ctx context.Context, repo string) (app.RepoInf
 		return app.RepoInfo{}, fmt.Errorf("get repository %s: %w", repo, err)
 	}
 	return app.RepoInfo{
+		ID:            r.GetID(),
 		FullName:      r.GetFullName(),
 		DefaultBranch: r.GetDefaultBranch(),
 		CloneURL:      r.GetCloneURL(),

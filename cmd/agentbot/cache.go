@@ -115,11 +115,11 @@ func cmdCache(ctx context.Context, args []string, env Env) error {
 
 func printEnvs(w io.Writer, list []envcache.Entry, max int64) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tREPOSITORY\tIMAGE\tSIZE\tUSED\tCREATED")
+	fmt.Fprintln(tw, "KEY\tOWNER\tREPOSITORY\tIMAGE\tSIZE\tUSED\tCREATED")
 	var total int64
 	for _, e := range list {
 		total += e.Size
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.Key, printable(e.Repo), printable(e.Image), units.BytesSize(float64(e.Size)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Key, printable(e.Owner.String()), printable(e.Repo), printable(e.Image), units.BytesSize(float64(e.Size)),
 			e.Used.Format(time.DateTime), e.Created.Format(time.DateTime))
 	}
 	if err := tw.Flush(); err != nil {

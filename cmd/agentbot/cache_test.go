@@ -24,7 +24,11 @@ func TestCacheListAndPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, repo := range map[string]string{"00000000000000a1": "acme/web", "00000000000000b2": "acme/api"} {
-		b, err := c.Build(envcache.Entry{Key: key, Repo: repo, Image: "agentbot-sandbox:env-go"}, t.TempDir())
+		owner := envcache.GitHubOwner(7, int64(len(key)+len(repo)))
+		if repo == "acme/api" {
+			owner = envcache.Owner{Local: "/src/api"}
+		}
+		b, err := c.Build(envcache.Entry{Key: key, Owner: owner, Repo: repo, Image: "agentbot-sandbox:env-go"}, t.TempDir(), envcache.DefaultMaxBytes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +42,10 @@ func TestCacheListAndPrune(t *testing.T) {
 		env.Release()
 	}
 	out, err := runCache(t, "list", "--data-dir", data)
-	if err != nil || !strings.Contains(out, "00000000000000a1  acme/web") || !strings.Contains(out, "2 environments") || !strings.Contains(out, "of 20GiB") {
+	// Each shows whom it serves: a repository by id, or a checkout.
+	if err != nil || !strings.Contains(out, "00000000000000a1  github:repo=24,inst=7  acme/web") ||
+		!strings.Contains(out, "00000000000000b2  local:/src/api         acme/api") ||
+		!strings.Contains(out, "2 environments") || !strings.Contains(out, "of 20GiB") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	out, err = runCache(t, "prune", "--data-dir", data, "--repo", "acme/web")
@@ -66,7 +73,7 @@ func TestCacheDirApartFromTheDataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Build(envcache.Entry{Key: "00000000000000c3", Repo: "acme/db"}, t.TempDir())
+	b, err := c.Build(envcache.Entry{Key: "00000000000000c3", Owner: envcache.Owner{Repository: 3}, Repo: "acme/db"}, t.TempDir(), envcache.DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +83,7 @@ func TestCacheDirApartFromTheDataDir(t *testing.T) {
 	}
 	env.Release()
 	data := t.TempDir()
-	if out, err := runCache(t, "list", "--data-dir", data, "--env-cache-dir", dir); err != nil || !strings.Contains(out, "00000000000000c3  acme/db") {
+	if out, err := runCache(t, "list", "--data-dir", data, "--env-cache-dir", dir); err != nil || !strings.Contains(out, "00000000000000c3  github:repo=3  acme/db") {
 		t.Fatalf("list --env-cache-dir: %v\n%s", err, out)
 	}
 	if out, err := runCache(t, "list", "--data-dir", data); err != nil || !strings.Contains(out, "0 environments") {

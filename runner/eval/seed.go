@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -18,13 +18,16 @@ import (
 // seedTimeout bounds copying the image's seed of $HOME.
 const seedTimeout = 5 * time.Minute
 
+// seedOwner names the owner of the seeds of $HOME evaluations keep: no
+// repository's, and no local checkout's either.
+const seedOwner = "agentbot eval: the image's seed of $HOME"
+
 // seededHome is the image's seed of $HOME (envcache.SeedHome: the Go
 // image's build cache of the standard library), copied out once and seen
 // by every sandbox of every run copy-on-write, as a worker's tasks see
 // their prepared environment: a run's first build is as warm as a
 // worker's, and no run, loop or hidden tests, sees what another wrote.
 type seededHome struct {
-	mu  sync.Mutex // Env.Overlays is not safe for concurrent use
 	env *envcache.Env
 	dir string
 }
@@ -57,15 +60,16 @@ func seedHome(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, log
 	if err != nil {
 		return nil, fmt.Errorf("the sandbox image: %w", err)
 	}
-	key, _, err := envcache.Key(envcache.KeyInput{ImageID: imageID, Setup: []string{envcache.SeedHome}}, os.DirFS(tree))
+	owner := envcache.Owner{Local: seedOwner}
+	key, _, err := envcache.Key(envcache.KeyInput{Owner: owner, ImageID: imageID, Setup: []string{envcache.SeedHome}}, os.DirFS(tree))
 	if err != nil {
 		return nil, err
 	}
-	env, err := cache.Acquire(key)
+	env, err := cache.Acquire(key, owner)
 	if err != nil || env != nil {
 		return &seededHome{env: env, dir: dir}, err
 	}
-	b, err := cache.Build(envcache.Entry{Key: key, Image: drv.Image()}, tree)
+	b, err := cache.Build(envcache.Entry{Key: key, Owner: owner, Image: drv.Image()}, tree, app.DefaultSetupMaxEnvBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +109,6 @@ func copySeed(ctx context.Context, drv *docker.Driver, tree, home string) error 
 
 // overlays returns one container's copy-on-write view of the home.
 func (s *seededHome) overlays() ([]docker.Overlay, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	return s.env.Overlays()
 }
 

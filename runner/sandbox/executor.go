@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -55,6 +56,12 @@ func (a Answer) Err() error {
 type ExecOptions struct {
 	// Root is the work tree; a Cmd's Dir is resolved inside it.
 	Root string
+	// Count are directories whose bytes count with the work tree's
+	// against Cmd.MaxTreeGrowth: the upper directories of the overlays
+	// (mounted for the executor alone to measure), a setup's $HOME.
+	// Skip are the paths, relative to Root, of the overlays mounted in
+	// the tree, which Count measures instead.
+	Count, Skip []string
 	// Env is every command's base environment; a Cmd's Env is appended.
 	Env []string
 	// OOMCounter returns how many processes the kernel has killed for memory
@@ -76,6 +83,20 @@ type ExecOptions struct {
 	// gone, so nothing a command started outlives it. Serve refuses to
 	// start when the conditions do not hold.
 	Contain bool
+}
+
+// RegisterFlags registers on fs the options the driver passes on the
+// executor's command line besides --contain: --count and --skip,
+// repeatable, into o.
+func (o *ExecOptions) RegisterFlags(fs *flag.FlagSet) {
+	fs.Func("count", "a directory whose bytes count with the work tree's against a command's disk limit (repeatable)", func(v string) error {
+		o.Count = append(o.Count, v)
+		return nil
+	})
+	fs.Func("skip", "a path in the work tree, an overlay measured by its --count directory instead (repeatable)", func(v string) error {
+		o.Skip = append(o.Skip, v)
+		return nil
+	})
 }
 
 // Serve is the executor that runs inside the container as "agentbot
@@ -116,9 +137,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		readErr <- sc.Err()
 	}()
 	// The tree as the host handed it over: what commands may grow it from.
+	space := newSpace(opts)
 	var base int64
 	if opts.Root != "" {
-		base = treeUsage(opts.Root)
+		base = space.usage()
 	}
 	enc := json.NewEncoder(w)
 	oom := oomWatch{count: opts.OOMCounter}
@@ -141,7 +163,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ExecOptions) erro
 		if err != nil {
 			err = fmt.Errorf("%w: decode request: %v", ErrInvalidCmd, err)
 		} else {
-			a.Result, err = runCmd(ctx, cmd, opts.Root, opts.Env, devNull, jail, base)
+			a.Result, err = runCmd(ctx, cmd, space, opts.Env, devNull, jail, base)
 		}
 		if jail != nil {
 			// Whatever the command was, nothing it started answers for
@@ -193,10 +215,11 @@ func (o *oomWatch) moved() bool {
 // the directory c.Dir of the work tree root, with the base environment env;
 // its stdin is devNull unless c.Stdin is set. With a jail, it runs as the
 // sandbox user and its timeout kills every process of the container. The
-// command is killed the same way once the tree under root, which held base
-// bytes when the executor started, grows past c.MaxTreeGrowth (see
-// treeLimit).
-func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.File, jail *containment, base int64) (Result, error) {
+// command is killed the same way once the space (the tree under its root,
+// and what it counts with it), which held base bytes when the executor
+// started, grows past c.MaxTreeGrowth (see treeLimit).
+func runCmd(ctx context.Context, c Cmd, space space, env []string, devNull *os.File, jail *containment, base int64) (Result, error) {
+	root := space.root
 	argv, err := c.argv()
 	if err != nil {
 		return Result{}, err
@@ -247,7 +270,7 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	cmd.WaitDelay = time.Second
 
 	start := time.Now()
-	stopWatch := watchTree(cmdCtx, root, func(start int64) int64 { return treeLimit(base, start, growth) },
+	stopWatch := watchTree(cmdCtx, space, func(start int64) int64 { return treeLimit(base, start, growth) },
 		func(size, limit int64) {
 			treeSize, treeMax = size, limit
 			stopCmd(errTreeFull)
@@ -261,8 +284,12 @@ func runCmd(ctx context.Context, c Cmd, root string, env []string, devNull *os.F
 	stopWatch()
 	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	if res.TreeFull = errors.Is(context.Cause(cmdCtx), errTreeFull); res.TreeFull {
-		fmt.Fprintf(stderr, "\nsandbox: command killed: the work tree grew to %s, past its limit of %s; delete files it does not need before running more\n",
-			mib(treeSize), mib(treeMax))
+		what := "the work tree"
+		if len(space.count) > 0 {
+			what = "the work tree and $HOME"
+		}
+		fmt.Fprintf(stderr, "\nsandbox: command killed: %s grew to %s, past its limit of %s; delete files it does not need before running more\n",
+			what, mib(treeSize), mib(treeMax))
 	}
 	switch {
 	case cmd.ProcessState != nil:

@@ -43,14 +43,43 @@ func nextTreePoll(prev, size, limit int64, elapsed, walk time.Duration) time.Dur
 // grew past the limit.
 var errTreeFull = errors.New("work tree full")
 
-// treeUsage is the disk space the files under root take: allocated blocks,
-// not apparent sizes (a sparse file costs what it holds), directories
-// included, a file with several hard links counted once. Entries that
-// vanish or cannot be read during the walk are skipped: the tree changes
-// under a running command. The walk goes through an os.Root, so a
-// directory swapped for a symlink while it runs does not lead it out of
-// the tree.
-func treeUsage(root string) int64 {
+// space is what commands' writes are measured in: the work tree at root,
+// without the overlays mounted in it (skip, slash-separated paths relative
+// to root), whose merged view is not what they cost, and the directories
+// of count: the overlays' upper directories, where what a command writes
+// through them lands, and a setup's $HOME. Together they are everything
+// a command can put on the worker's disk.
+type space struct {
+	root  string
+	skip  map[string]bool
+	count []string
+}
+
+func newSpace(opts ExecOptions) space {
+	s := space{root: opts.Root, count: opts.Count, skip: map[string]bool{}}
+	for _, p := range opts.Skip {
+		s.skip[p] = true
+	}
+	return s
+}
+
+// usage is the disk space of the whole space.
+func (s space) usage() int64 {
+	total := treeUsage(s.root, s.skip)
+	for _, dir := range s.count {
+		total += treeUsage(dir, nil)
+	}
+	return total
+}
+
+// treeUsage is the disk space the files under root take, but for the
+// directories of skip: allocated blocks, not apparent sizes (a sparse file
+// costs what it holds), directories included, a file with several hard
+// links counted once. Entries that vanish or cannot be read during the
+// walk are skipped: the tree changes under a running command. The walk
+// goes through an os.Root, so a directory swapped for a symlink while it
+// runs does not lead it out of the tree.
+func treeUsage(root string, skip map[string]bool) int64 {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return 0
@@ -59,9 +88,12 @@ func treeUsage(root string) int64 {
 	type inode struct{ dev, ino uint64 }
 	var total int64
 	seen := map[inode]bool{}
-	fs.WalkDir(r.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
+	fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // a directory that vanished or is unreadable: skip it
+		}
+		if skip[p] && d.IsDir() {
+			return fs.SkipDir
 		}
 		fi, err := d.Info()
 		if err != nil {
@@ -93,19 +125,19 @@ func treeLimit(base, start, growth int64) int64 {
 	return max(base+growth, start)
 }
 
-// watchTree measures the tree under root until ctx is done. Its first
+// watchTree measures space until ctx is done. Its first
 // measurement, taken as the command starts rather than before, so that a
 // large tree does not delay every command, is passed to limitOf for the
 // limit; full is called, once, with the size it saw and the limit, the
 // first time a measurement is over the limit. The returned function stops
 // the watch and waits until it has stopped.
-func watchTree(ctx context.Context, root string, limitOf func(start int64) int64, full func(size, limit int64)) (stop func()) {
+func watchTree(ctx context.Context, space space, limitOf func(start int64) int64, full func(size, limit int64)) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		t0 := time.Now()
-		prev := treeUsage(root)
+		prev := space.usage()
 		at := time.Now()
 		limit := limitOf(prev)
 		wait := max(treePoll, treeWalkShare*at.Sub(t0))
@@ -116,7 +148,7 @@ func watchTree(ctx context.Context, root string, limitOf func(start int64) int64
 			case <-time.After(wait):
 			}
 			start := time.Now()
-			size := treeUsage(root)
+			size := space.usage()
 			if size > limit {
 				full(size, limit)
 				return

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	empty := treeUsage(root)
+	empty := treeUsage(root, nil)
 	data := make([]byte, 1<<20)
 	for i := range data {
 		data[i] = byte(i) | 1 // not zeros, which a filesystem may leave unallocated
@@ -23,7 +24,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "a", "b", "one.bin"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withFile := treeUsage(root)
+	withFile := treeUsage(root, nil)
 	if grew := withFile - empty; grew < 1<<20 || grew > 1<<20+64<<10 {
 		t.Fatalf("a 1 MiB file grew the tree by %d bytes", grew)
 	}
@@ -32,7 +33,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	if err := os.Link(filepath.Join(root, "a", "b", "one.bin"), filepath.Join(root, "link.bin")); err != nil {
 		t.Fatal(err)
 	}
-	if got := treeUsage(root); got != withFile {
+	if got := treeUsage(root, nil); got != withFile {
 		t.Errorf("a hard link changed the usage from %d to %d", withFile, got)
 	}
 	// A sparse file costs what it holds, not its apparent size.
@@ -44,7 +45,7 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if got := treeUsage(root); got-withFile > 64<<10 {
+	if got := treeUsage(root, nil); got-withFile > 64<<10 {
 		t.Errorf("an empty 1 GiB sparse file counted as %d bytes", got-withFile)
 	}
 	// A symlink is not followed out of the tree.
@@ -55,10 +56,10 @@ func TestTreeUsageCountsAllocatedBlocksOnce(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "out")); err != nil {
 		t.Fatal(err)
 	}
-	if got := treeUsage(root); got-withFile > 64<<10 {
+	if got := treeUsage(root, nil); got-withFile > 64<<10 {
 		t.Errorf("a symlink out of the tree added %d bytes", got-withFile)
 	}
-	if got := treeUsage(filepath.Join(root, "missing")); got != 0 {
+	if got := treeUsage(filepath.Join(root, "missing"), nil); got != 0 {
 		t.Errorf("usage of a missing tree = %d, want 0", got)
 	}
 }
@@ -141,5 +142,35 @@ func TestNextTreePoll(t *testing.T) {
 		if got := nextTreePoll(tt.prev, tt.size, tt.limit, tt.elapsed, tt.walk); got != tt.want {
 			t.Errorf("%s: nextTreePoll = %s, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The space commands are measured in is the tree without the overlays
+// mounted in it, plus the directories their writes land in (and a setup's
+// $HOME): an overlay's merged view, which holds the environment's own
+// files, is not what a command cost.
+func TestSpaceCountsWhereWritesLand(t *testing.T) {
+	t.Parallel()
+	root, upper := t.TempDir(), t.TempDir()
+	write := func(path string, n int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, bytes.Repeat([]byte{1}, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "own.go"), 1<<20)
+	write(filepath.Join(root, "node_modules", "dep.js"), 8<<20) // the environment's, through the overlay
+	tree := treeUsage(root, nil)
+	s := newSpace(ExecOptions{Root: root, Skip: []string{"node_modules"}, Count: []string{upper}})
+	without := s.usage()
+	if without > tree-8<<20 || without < 1<<20 {
+		t.Fatalf("the space without the overlay: %d bytes; the tree with it: %d", without, tree)
+	}
+	write(filepath.Join(upper, "fill.bin"), 4<<20)
+	if got := s.usage(); got-without < 4<<20 {
+		t.Errorf("4 MiB written to the upper directory grew the space by %d bytes", got-without)
 	}
 }

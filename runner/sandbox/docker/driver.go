@@ -29,7 +29,11 @@
 // Spec.Overlays give a container copy-on-write views of host directories
 // (the prepared environment of runner/envcache): each is a volume of the
 // local driver's overlay type, created with the container and removed with
-// it.
+// it. What a command writes through one lands in its upper directory, on
+// the worker's disk: the executor measures each upper directory (mounted
+// read-only for it), and a setup's Spec.Home, with the work tree against
+// Spec.MaxTreeGrowth. An overlay is never mounted over what the work tree
+// holds at its target.
 //
 // Container.Close stops and removes a container with a context that outlives
 // the task's cancellation; Driver.RemoveOrphans removes what a killed worker
@@ -45,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -95,6 +100,10 @@ const (
 
 // executorPath is where the agentbot binary is mounted in the container.
 const executorPath = "/agentbot"
+
+// upperPath is where the executor sees overlay i's upper directory, to
+// measure it.
+func upperPath(i int) string { return fmt.Sprintf("/.agentbot/upper/%d", i) }
 
 // Options configure a Driver.
 type Options struct {
@@ -161,9 +170,10 @@ type Spec struct {
 	// DefaultMaxFileSize when zero.
 	MaxFileSize int64
 	// MaxTreeGrowth is how many bytes of disk a command may add to the
-	// work tree before the executor kills it (sandbox.Cmd.MaxTreeGrowth),
-	// for every command that sets none; sandbox.DefaultMaxTreeGrowth when
-	// zero. RLIMIT_FSIZE bounds one file; this bounds them all.
+	// work tree, the overlays' upper directories and Home together before
+	// the executor kills it (sandbox.Cmd.MaxTreeGrowth), for every command
+	// that sets none; sandbox.DefaultMaxTreeGrowth when zero. RLIMIT_FSIZE
+	// bounds one file; this bounds them all.
 	MaxTreeGrowth int64
 	// Network gives the container Docker's default bridge, which reaches
 	// wherever the host does. Only the setup phase may ask for network, and
@@ -188,7 +198,9 @@ type Spec struct {
 	// is kept. Only the setup phase may ask for it.
 	Home string
 	// Overlays are copy-on-write views of host directories: the container
-	// writes into each one's Upper, never into its Lower.
+	// writes into each one's Upper, never into its Lower. One whose Target
+	// is in the work tree where the tree has a file or a non-empty
+	// directory is left out: it would hide the tree's own.
 	Overlays []Overlay
 }
 
@@ -231,6 +243,11 @@ type Container struct {
 
 // Start creates the container, attaches to the executor and starts it.
 func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
+	overlays, err := d.shown(spec)
+	if err != nil {
+		return nil, err
+	}
+	spec.Overlays = overlays
 	cfg, host, err := d.config(spec)
 	if err != nil {
 		return nil, err
@@ -347,7 +364,10 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		delete(tmpfsMounts, sandbox.Home)
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: home, Target: sandbox.Home})
 	}
-	for _, o := range spec.Overlays {
+	if spec.Home != "" {
+		cfg.Cmd = append(cfg.Cmd, "--count", sandbox.Home)
+	}
+	for i, o := range spec.Overlays {
 		if !path.IsAbs(o.Target) || path.Clean(o.Target) != o.Target || o.Target == "/" {
 			return nil, nil, fmt.Errorf("sandbox overlay target %q is not a clean absolute path", o.Target)
 		}
@@ -358,6 +378,16 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 			if _, err := hostDir("sandbox overlay "+o.Target, dir); err != nil {
 				return nil, nil, err
 			}
+		}
+		// What the container writes through the overlay lands in Upper:
+		// the executor measures it there, not through the merged view,
+		// where a copied-up or whited-out file of Lower costs what it
+		// does not.
+		upper, _ := filepath.Abs(o.Upper)
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: upper, Target: upperPath(i), ReadOnly: true})
+		cfg.Cmd = append(cfg.Cmd, "--count", upperPath(i))
+		if rel, ok := strings.CutPrefix(o.Target, sandbox.WorkDir+"/"); ok {
+			cfg.Cmd = append(cfg.Cmd, "--skip", rel)
 		}
 	}
 	withInit := true
@@ -391,6 +421,61 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		},
 	}
 	return cfg, host, nil
+}
+
+// shown is spec.Overlays without those that would hide what the work tree
+// holds at their target: a file, a symlink or a directory with entries
+// (a repository's own top-level internal/ is never covered by a directory
+// some environment kept). An empty directory hides nothing: the engine
+// leaves one behind for each mount.
+func (d *Driver) shown(spec Spec) ([]Overlay, error) {
+	root, err := os.OpenRoot(spec.WorkTree)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox work tree %q: %w", spec.WorkTree, err)
+	}
+	defer root.Close()
+	var out []Overlay
+	for _, o := range spec.Overlays {
+		rel, ok := strings.CutPrefix(o.Target, sandbox.WorkDir+"/")
+		if !ok {
+			out = append(out, o)
+			continue
+		}
+		hides, err := holds(root, rel)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox overlay %s: %w", o.Target, err)
+		}
+		if hides {
+			d.log.Info("overlay left out: the work tree has its own", "task", spec.TaskID, "target", o.Target)
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// holds reports whether the tree at root has something at rel that a
+// mount there would hide.
+func holds(root *os.Root, rel string) (bool, error) {
+	fi, err := root.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !fi.IsDir():
+		return true, nil
+	}
+	dir, err := root.Open(rel)
+	if err != nil {
+		return false, err
+	}
+	defer dir.Close()
+	names, err := dir.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	return len(names) > 0, err
 }
 
 // hostDir is dir made absolute, once it is known to be a directory.

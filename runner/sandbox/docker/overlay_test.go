@@ -86,3 +86,120 @@ func TestOverlayRefusesBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// What a command writes into $HOME reaches the worker's disk as much as
+// what it writes into the tree: through an overlay's upper directory (the
+// agent phase and the checks over a prepared environment) or through a
+// setup's $HOME. Both count with the tree against Spec.MaxTreeGrowth.
+func TestHomeWritesCountAgainstTheDiskLimit(t *testing.T) {
+	t.Parallel()
+	const growth = 64 << 20
+	// What a command may write between two measurements and while the
+	// kill lands, as in TestManyFilesStoppedByTreeLimit.
+	const slack = 192 << 20
+	d := sandboxtest.NewDriver(t)
+	// 16 files of 32 MiB, each under RLIMIT_FSIZE: 512 MiB in all.
+	const fill = `i=0; while [ $i -lt 16 ]; do dd if=/dev/zero of="$HOME/fill$i.bin" bs=1M count=32 2>/dev/null || exit 3; i=$((i+1)); done; echo wrote all`
+	tmp := t.TempDir()
+	lower := ownedDir(t, filepath.Join(tmp, "lower"))
+	// The environment's own bytes are not the task's: a big lower costs
+	// nothing, however it is rewritten.
+	if err := os.WriteFile(filepath.Join(lower, "dep.bin"), make([]byte, 48<<20), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chown(filepath.Join(lower, "dep.bin"), sandbox.UID, sandbox.GID)
+	os.Chmod(filepath.Join(lower, "dep.bin"), 0o666)
+	modulesLower := ownedDir(t, filepath.Join(tmp, "modules"))
+	// Each container has upper directories of its own, named run.
+	overlays := func(run string) (home, modules docker.Overlay) {
+		home = docker.Overlay{Target: sandbox.Home, Lower: lower,
+			Upper: ownedDir(t, filepath.Join(tmp, run, "home", "upper")), Work: ownedDir(t, filepath.Join(tmp, run, "home", "work"))}
+		modules = docker.Overlay{Target: sandbox.WorkDir + "/node_modules", Lower: modulesLower,
+			Upper: ownedDir(t, filepath.Join(tmp, run, "nm", "upper")), Work: ownedDir(t, filepath.Join(tmp, run, "nm", "work"))}
+		return home, modules
+	}
+	home, modules := overlays("a")
+	home2, modules2 := overlays("b")
+	home3, _ := overlays("c")
+	setupHome := ownedDir(t, filepath.Join(tmp, "setup-home"))
+	for _, tc := range []struct {
+		name  string
+		spec  docker.Spec
+		line  string
+		where string // the host directory the writes land in
+	}{
+		{"overlay", docker.Spec{Overlays: []docker.Overlay{home, modules}}, fill, home.Upper},
+		{"overlay in the tree", docker.Spec{Overlays: []docker.Overlay{home2, modules2}},
+			strings.ReplaceAll(fill, `"$HOME/`, `"/workspace/node_modules/`), modules2.Upper},
+		{"setup home", docker.Spec{Home: setupHome}, fill, setupHome},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.MaxTreeGrowth = growth
+			c := sandboxtest.Start(t, d, tc.spec)
+			// Under the limit: unaffected.
+			if res := shell(t, c, `dd if=/dev/zero of="$HOME/small.bin" bs=1M count=16 2>/dev/null && echo ok`); res.ExitCode != 0 || res.TreeFull || string(res.Stdout) != "ok\n" {
+				t.Fatalf("a command under the limit: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)
+			}
+			res := shell(t, c, tc.line)
+			if !res.TreeFull || res.ExitCode == 0 || strings.Contains(string(res.Stdout), "wrote all") {
+				t.Errorf("filling $HOME: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)
+			}
+			if !strings.Contains(string(res.Stderr), "the work tree and $HOME grew to") || !strings.Contains(string(res.Stderr), "past its limit of 64.0 MiB") {
+				t.Errorf("stderr does not tell why the command was killed: %q", res.Stderr)
+			}
+			grew := diskUsage(t, tc.where)
+			t.Logf("%s grew by %d MiB on the host (limit %d MiB)", tc.where, grew>>20, growth>>20)
+			if grew > growth+slack {
+				t.Errorf("%d MiB landed on the host, past the limit of %d MiB and %d MiB of slack", grew>>20, growth>>20, slack>>20)
+			}
+			// Deleting what it wrote gives the room back.
+			if res := shell(t, c, `rm -f "$HOME"/fill*.bin /workspace/node_modules/fill*.bin && echo cleaned`); res.ExitCode != 0 || res.TreeFull || string(res.Stdout) != "cleaned\n" {
+				t.Errorf("the command after a full $HOME: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)
+			}
+		})
+	}
+	// Rewriting the environment's own big file copies it up whole: the
+	// merged view stays the same size, the upper directory does not.
+	t.Run("copy up", func(t *testing.T) {
+		c := sandboxtest.Start(t, d, docker.Spec{MaxTreeGrowth: 32 << 20, Overlays: []docker.Overlay{home3}})
+		res := shell(t, c, `echo x >>"$HOME/dep.bin"; sleep 1; echo done`)
+		if !res.TreeFull {
+			t.Errorf("copying up 48 MiB under a limit of 32 MiB: exit %d, tree full %v, stderr %q", res.ExitCode, res.TreeFull, res.Stderr)
+		}
+	})
+}
+
+// An overlay never hides what the work tree holds at its target: a
+// repository's own top-level internal/ stays visible however an
+// environment kept a directory of that name. An empty directory, as the
+// engine leaves behind for a mount, hides nothing and is mounted over.
+func TestOverlayNeverHidesTheTree(t *testing.T) {
+	t.Parallel()
+	d := sandboxtest.NewDriver(t)
+	tmp := t.TempDir()
+	tree := sandboxtest.WorkTree(t)
+	for name, data := range map[string]string{"internal/real.go": "package internal\n", "vendor": "a file\n"} {
+		os.MkdirAll(filepath.Join(tree, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(tree, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(tree, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var overlays []docker.Overlay
+	for _, name := range []string{"internal", "vendor", "node_modules", ".venv"} {
+		lower := ownedDir(t, filepath.Join(tmp, name, "lower"))
+		if err := os.WriteFile(filepath.Join(lower, "KEPT"), []byte(name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		overlays = append(overlays, docker.Overlay{Target: sandbox.WorkDir + "/" + name, Lower: lower,
+			Upper: ownedDir(t, filepath.Join(tmp, name, "upper")), Work: ownedDir(t, filepath.Join(tmp, name, "work"))})
+	}
+	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Overlays: overlays})
+	res := shell(t, c, `for p in internal/real.go internal/KEPT vendor node_modules/KEPT .venv/KEPT; do if [ -f "$p" ]; then echo "$p: $(cat "$p")"; else echo "$p: none"; fi; done`)
+	want := "internal/real.go: package internal\ninternal/KEPT: none\nvendor: a file\nnode_modules/KEPT: node_modules\n.venv/KEPT: .venv\n"
+	if string(res.Stdout) != want {
+		t.Fatalf("the container sees:\n%s\nwant:\n%s(stderr %q)", res.Stdout, want, res.Stderr)
+	}
+}

@@ -42,10 +42,13 @@ func main() {
 func sandboxExec(ctx context.Context) error {
 	fs := flag.NewFlagSet("sandbox-exec", flag.ExitOnError)
 	contain := fs.Bool("contain", false, "run commands as the sandbox user and kill what they leave behind")
+	opts := sandbox.ExecOptions{Root: sandbox.WorkDir, Env: os.Environ()}
+	opts.RegisterFlags(fs)
 	if len(os.Args) > 1 {
 		fs.Parse(os.Args[2:])
 	}
-	return sandbox.Serve(ctx, os.Stdin, os.Stdout, sandbox.ExecOptions{Root: sandbox.WorkDir, Env: os.Environ(), Contain: *contain})
+	opts.Contain = *contain
+	return sandbox.Serve(ctx, os.Stdin, os.Stdout, opts)
 }
 
 // egressProxy is "agentbot egress-proxy --listen ADDR --allow HOST...
