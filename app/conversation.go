@@ -56,6 +56,12 @@ type Thread struct {
 	Cut    int    // posts cut from the middle to fit the budget
 	// BodyHidden is set when the description itself was not shown.
 	BodyHidden bool
+	// AuthorMayCommand is set when the or pull request's author may
+	// command agentbot: only then is its title as good as an instruction.
+	// An outsider's title, like an outsider's description, is how a prompt
+	// injection would reach the agent; unlike the description it names the
+	// subject, so it is shown, framed as data.
+	AuthorMayCommand bool
 	// Unread is set when the conversation was too long to be read whole
 	// (Conversation.Truncated).
 	Unread bool
@@ -118,6 +124,7 @@ func BuildThread(ctx context.Context, c Conversation, o ThreadOptions) (Thread, 
 			decided[login] = ok
 		}
 		body := strings.TrimSpace(CleanText(p.Body))
+		th.AuthorMayCommand = th.AuthorMayCommand || (ok && p.Kind == PostBody)
 		if !ok {
 			th.Hidden++
 			th.BodyHidden = th.BodyHidden || p.Kind == PostBody

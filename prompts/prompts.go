@@ -12,6 +12,7 @@ package prompts
 import (
 	"embed"
 	"fmt"
+	"regexp"
 	"strings"
 	"text/template"
 
@@ -66,6 +67,20 @@ type TaskData struct {
 
 // Task renders the task message.
 func Task(d TaskData) (string, error) { return render("task.tmpl", d) }
+
+// OutsidersTitle is the title as data, on one line and unable to end its
+// frame, when the thread says its author may not command agentbot; ""
+// when the title is the heading of the task (its author may command, or
+// there is no thread: the title is the local user's own).
+func (d TaskData) OutsidersTitle() string {
+	if d.Thread == nil || d.Thread.AuthorMayCommand || strings.TrimSpace(d.Title) == "" {
+		return ""
+	}
+	return titleTag.ReplaceAllString(strings.Join(strings.Fields(d.Title), " "), "&lt;$1")
+}
+
+// titleTag is the tag that frames an outsider's title, in any case.
+var titleTag = regexp.MustCompile(`(?i)<(/?title)`)
 
 // DigestData is one old tool result to be summarised by the fast model.
 type DigestData struct {

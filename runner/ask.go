@@ -67,7 +67,10 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 		return tk.rep.finish(ctx, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
 	}
 	web := strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git")
-	body := answerText(tk, st, linkCitations(st.Summary, web, tk.prog.Base, ws.Root().FS()), web)
+	// The answer is the model's text, posted in the App's name: inert, so
+	// that it mentions nobody and hides nothing of the page after it.
+	answer := app.Inert(linkCitations(st.Summary, web, tk.prog.Base, ws.Root().FS()), ownIssue(tk))
+	body := answerText(tk, st, answer, web)
 	if err := tk.rep.audit(ctx, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
 		return err
 	}

@@ -1,12 +1,14 @@
 package runner_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -110,5 +112,96 @@ func TestAskWithoutAnAnswerSaysWhy(t *testing.T) {
 	}
 	if prs := w.sim.PullRequests(repo); len(prs) != 0 {
 		t.Errorf("%d pull requests", len(prs))
+	}
+}
+
+// hostileAnswer is an answer that, posted as written, would notify a user
+// and a team in the App's name, and would hide the page after it: a
+// <details> left open, an image fetched from anywhere, and an unclosed
+// comment over the usage line and the quoted request.
+const hostileAnswer = `Ask @grace or @acme/admins. <details><summary>more</summary> <img src=https://evil.example/px.gif> <!-- the rest is hidden`
+
+// assertInert fails unless body, posted by the App, mentions nobody the
+// hostile answer names and holds none of its HTML; the one comment is the
+// hidden marker that starts every post of the App.
+func assertInert(t *testing.T, what, body string) {
+	t.Helper()
+	for _, live := range []string{"@grace", "@acme/admins", "<details", "<img", "<summary"} {
+		if strings.Contains(body, live) {
+			t.Errorf("the %s carries %q live:\n%s", what, live, body)
+		}
+	}
+	if n := strings.Count(body, "<!--"); n != 1 || !strings.HasPrefix(body, "<!-- agentbot:") {
+		t.Errorf("the %s opens %d HTML comments; want only its marker:\n%s", what, n, body)
+	}
+}
+
+func TestAskAnswerIsInert(t *testing.T) {
+	t.Parallel()
+	answer, _ := json.Marshal(map[string]string{"answer": hostileAnswer})
+	w := newWorldWithoutSandboxes(t, quickPolicy, llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: llmtest.Arguments(answer)}}},
+	}})
+	tk := w.askTask(t, "Q1", "who knows Sum?")
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	status := w.status("Q1")
+	assertInert(t, "status comment", status)
+	// The answer reads the same, and the page goes on after it.
+	for _, want := range []string{"Ask @\u200dgrace or @\u200dacme/admins.", "&lt;details>", "&lt;!-- the rest is hidden", "<sub>1 iterations", "> who knows Sum?"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("the status comment lacks %q:\n%s", want, status)
+		}
+	}
+}
+
+func TestAskOnADiffLineRepliesInert(t *testing.T) {
+	t.Parallel()
+	answer, _ := json.Marshal(map[string]string{"answer": hostileAnswer})
+	w := newWorldWithoutSandboxes(t, quickPolicy, llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: llmtest.Arguments(answer)}}},
+	}})
+	main, err := w.sim.BranchSHA(repo, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.sim.CreateBranch(repo, "sum-fix", main); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "ada", Title: "Fix Sum", Head: "sum-fix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := w.sim.AddReviewComment(repo, pr, 0, "ada", "stats.go", 7, "/agent ask who knows this loop?", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := app.Task{ID: "Q1", Delivery: "d-Q1", Event: "pull_request_review_comment", InstallationID: w.inst, Repo: repo,
+		Number: pr, Verb: app.VerbAsk, Instructions: "who knows this loop?", Requester: "ada",
+		ReviewComment: &app.ReviewComment{ID: rc, Path: "stats.go", Line: 7}, ReceivedAt: time.Now().UTC()}
+	w.store.add(tk)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	for _, c := range w.sim.Comments(repo, pr) {
+		if strings.Contains(c.Body, "agentbot:task=Q1") {
+			status = c.Body
+		}
+	}
+	if status == "" {
+		t.Fatal("no status comment on the pull request")
+	}
+	assertInert(t, "status comment", status)
+	replies := 0
+	for _, c := range w.sim.ReviewComments(repo, pr) {
+		if c.InReplyTo == rc {
+			replies++
+			assertInert(t, "thread reply", c.Body)
+		}
+	}
+	if replies != 1 {
+		t.Errorf("%d replies in the thread; want 1", replies)
 	}
 }

@@ -226,7 +226,11 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 		"AGENTBOT_MODEL": o.env.Getenv("AGENTBOT_MODEL"), "AGENTBOT_FAST_MODEL": o.env.Getenv("AGENTBOT_FAST_MODEL")}
 	w.workerArgs = []string{"--redis-url", o.redisURL, "--app-id", strconv.FormatInt(ghApp.ID, 10),
 		"--private-key-file", keyFile, "--github-url", w.sim.APIURL(), "--data-dir", filepath.Join(tmp, "data"),
-		"--bot-name", ghApp.BotLogin, "--sandbox-image", o.image}
+		"--bot-name", ghApp.BotLogin, "--sandbox-image", o.image,
+		// The demo's tasks are its own sample's, on the user's machine:
+		// no tenant's container is kept from the services the machine
+		// listens to, which would otherwise stop the demo from starting.
+		"--skip-reach-probe"}
 	if o.executor != "" {
 		w.workerArgs = append(w.workerArgs, "--sandbox-executor", o.executor)
 	}

@@ -51,6 +51,7 @@ func commands() map[string]subcommand {
 		"cache":        {cmdCache, "list or prune this worker's prepared environments: cache list | cache prune [--repo R] [--all]"},
 		"stats":        {cmdStats, "print task outcomes per repository and model: stats [--by model|repo] [--repo R] [--since 30d] [--json]"},
 		"admin":        {cmdAdmin, "serve the read-only admin pages: task list and traces (--admin-addr, loopback by default)"},
+		"reach-probe":  {cmdReachProbe, "try to reach the given addresses and print those that answer (run by the worker inside its containers at start)"},
 		"sandbox-exec": {cmdSandboxExec, "run commands inside a sandbox container (started by the worker, not by hand)"},
 		"version":      {cmdVersion, "print this binary's version, commit and Go version"},
 		"egress-proxy": {cmdEgressProxy, "the setup phase's forward proxy, in a container beside setup (started by the worker, not by hand)"},

@@ -47,6 +47,7 @@ type workerConfig struct {
 	retention   retention
 	telemetry   telemetryFlags
 	envs        envCacheFlags
+	reach       reachFlags
 	models      app.Models
 	app         *appFlags
 
@@ -75,6 +76,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	c.retention.register(fs)
 	c.telemetry.register(fs)
 	c.envs.register(fs)
+	c.reach.register(fs)
 	c.app = addAppFlags(fs)
 }
 
@@ -204,6 +206,9 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return fmt.Errorf("connect to Docker: %w", err)
 	}
 	defer drv.Close()
+	if err := cfg.reach.proveUnreachable(ctx, env, drv, redisAddr(rdb), cfg.dataDir, log); err != nil {
+		return err
+	}
 	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL})
 	defer ws.Close()
 	orphans := orphanSweeper{drv: drv, ws: ws, alive: leasedWorkerAlive(workerID, deployment, leases), log: log}

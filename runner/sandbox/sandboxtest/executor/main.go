@@ -1,7 +1,7 @@
 // Command executor is the sandbox executor for tests: what "agentbot
-// sandbox-exec" and "agentbot egress-proxy" do, in a binary that depends
-// only on runner/sandbox and runner/egress, so that sandbox tests do not
-// break while cmd/agentbot is being changed. sandboxtest builds it static
+// sandbox-exec", "agentbot egress-proxy" and "agentbot reach-probe" do,
+// in a binary that depends only on runner/sandbox and runner/egress, so
+// that sandbox tests do not break while cmd/agentbot is being changed. sandboxtest builds it static
 // (CGO_ENABLED=0) to run in any image.
 package main
 
@@ -16,19 +16,24 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/sandbox/reach"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "egress-proxy" {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "egress-proxy":
 		err = egressProxy(ctx, os.Args[2:])
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == "reach-probe":
+		err = reachProbe(ctx, os.Args[2:])
+	default:
 		err = sandboxExec(ctx)
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
@@ -83,4 +88,12 @@ func egressProxy(ctx context.Context, args []string) error {
 		return err
 	}
 	return egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)), opts...)
+}
+
+// reachProbe is "agentbot reach-probe [--timeout D] TARGET...".
+func reachProbe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("reach-probe", flag.ExitOnError)
+	timeout := fs.Duration("timeout", 2*time.Second, "")
+	fs.Parse(args)
+	return reach.Probe(ctx, os.Stdout, fs.Args(), os.Getenv("HTTPS_PROXY"), *timeout)
 }
