@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -23,7 +24,12 @@ type ServerConfig struct {
 	// the worker's egress proxy; every other connection is refused and
 	// reported.
 	SetupAllowHosts []AllowHost
-	Max             Caps // bounds on a policy's numbers
+	// SetupInternalRanges are networks, besides the address classes
+	// IsInternalAddr knows, that no allowed name may lead setup to (a
+	// cluster's service range): only an address or CIDR entry of
+	// SetupAllowHosts reaches them.
+	SetupInternalRanges []netip.Prefix
+	Max                 Caps // bounds on a policy's numbers
 	// Policy is the operator's policy layer, merged over the built-in
 	// defaults and under the organisation's and repository's files; nil
 	// when the server config has no policy section.
@@ -76,6 +82,8 @@ type rawServerConfig struct {
 	Setup struct {
 		AllowNetwork *bool    `yaml:"allow_network"`
 		AllowHosts   []string `yaml:"allow_hosts"`
+		// InternalRanges are CIDRs no allowed name may lead to.
+		InternalRanges []string `yaml:"internal_ranges"`
 	} `yaml:"setup"`
 	Max struct {
 		Limits  RawLimits `yaml:"limits"`
@@ -159,6 +167,14 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 			continue
 		}
 		c.SetupAllowHosts = append(c.SetupAllowHosts, a)
+	}
+	for i, r := range raw.Setup.InternalRanges {
+		n, err := netip.ParsePrefix(r)
+		if err != nil {
+			fail(fmt.Sprintf("setup.internal_ranges[%d]", i), "%q is not a network in CIDR form, such as 10.96.0.0/12", r)
+			continue
+		}
+		c.SetupInternalRanges = append(c.SetupInternalRanges, n.Masked())
 	}
 	var problems []fieldError
 	c.Max, problems = parseCaps(name, &raw, lines)

@@ -100,6 +100,7 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s := NewSetup(r.cfg.Sandbox, p, id, dir, cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()))
 	s.Private = tk.issue.Pull != nil
 	s.AllowHosts = r.cfg.Server.SetupAllowHosts
+	s.InternalRanges = r.cfg.Server.SetupInternalRanges
 	s.CABundle = r.cfg.SetupCABundle
 	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }
 	s.Log = tk.log

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -42,7 +43,9 @@ type Setup struct {
 	// setup with network reaches; CABundle, when set, is a PEM file the
 	// setup container trusts besides the image's.
 	AllowHosts []app.AllowHost
-	CABundle   string
+	// InternalRanges are the server config's setup.internal_ranges.
+	InternalRanges []netip.Prefix
+	CABundle       string
 	// Progress, when set, is told what setup does as it does it: whom its
 	// network reaches, and each of the policy's commands as it starts.
 	Progress func(line string)
@@ -170,7 +173,11 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 	for i, a := range s.AllowHosts {
 		allow[i] = a.String()
 	}
-	e, err := s.Sandbox.StartEgress(ctx, docker.EgressSpec{TaskID: s.Spec.TaskID, Allow: allow})
+	internal := make([]string, len(s.InternalRanges))
+	for i, n := range s.InternalRanges {
+		internal[i] = n.String()
+	}
+	e, err := s.Sandbox.StartEgress(ctx, docker.EgressSpec{TaskID: s.Spec.TaskID, Allow: allow, Internal: internal})
 	if err != nil {
 		return nil, fmt.Errorf("start the setup network: %w", err)
 	}

@@ -20,13 +20,10 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("egress-proxy", env)
 	listen := fs.String("listen", ":3128", "the address to accept proxy connections on")
 	var allow allowHostFlags
-	fs.Var(&allow, "allow", "a host (host, host:port, *.domain) connections may go to; repeatable")
-	var from []netip.Prefix
-	fs.Func("accept-from", "a network (CIDR) whose peers are served; repeatable (default: any peer)", func(v string) error {
-		p, err := netip.ParsePrefix(v)
-		from = append(from, p)
-		return err
-	})
+	fs.Var(&allow, "allow", "a host (host, host:port, *.domain, an address or a CIDR network) connections may go to; repeatable")
+	var from, internal []netip.Prefix
+	fs.Func("accept-from", "a network (CIDR) whose peers are served; repeatable (default: any peer)", prefixFlag(&from))
+	fs.Func("internal", "a network (CIDR) no allowed name may lead to, besides the built-in internal classes; repeatable", prefixFlag(&internal))
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
@@ -35,10 +32,20 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("egress-proxy: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
+	cfg := egress.Config{Allow: allow, Internal: internal}
+	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), cfg, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// prefixFlag appends each value, a CIDR network, to list.
+func prefixFlag(list *[]netip.Prefix) func(string) error {
+	return func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		*list = append(*list, p)
+		return err
+	}
 }
 
 // allowHostFlags collects repeated host flags, each checked as an entry of

@@ -56,6 +56,7 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id, repo, image, tree string, p app.Policy, server app.ServerConfig, out io.Writer) (*envcache.Env, error) {
 	s := runner.NewSetup(runner.DockerSandboxes(drv), p, id+"-setup", tree, image)
 	s.AllowHosts = server.SetupAllowHosts
+	s.InternalRanges = server.SetupInternalRanges
 	s.Progress = func(line string) { fmt.Fprintf(out, "setup: %s\n", line) }
 	s.Refused = func(x egress.Refusal) { fmt.Fprintln(out, x) }
 	env, detail, err := s.Prepare(ctx, envs, repo, os.DirFS(tree))

@@ -40,6 +40,9 @@ type EgressSpec struct {
 	// Allow are the setup.allow_hosts entries, already validated
 	// (app.ParseAllowHost), the proxy connects to.
 	Allow []string
+	// Internal are the setup.internal_ranges (CIDR) no allowed name may
+	// lead to.
+	Internal []string
 }
 
 // Egress is a setup phase's only way out: an internal Docker network on
@@ -117,6 +120,9 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 	}
 	for _, a := range spec.Allow {
 		cmd = append(cmd, "--allow", a)
+	}
+	for _, n := range spec.Internal {
+		cmd = append(cmd, "--internal", n)
 	}
 	pids := int64(proxyPids)
 	withInit := true

@@ -58,16 +58,18 @@ func egressProxy(ctx context.Context, args []string) error {
 		allow = append(allow, h)
 		return err
 	})
-	var from []netip.Prefix
-	fs.Func("accept-from", "", func(v string) error {
-		p, err := netip.ParsePrefix(v)
-		from = append(from, p)
-		return err
-	})
+	var from, internal []netip.Prefix
+	for name, list := range map[string]*[]netip.Prefix{"accept-from": &from, "internal": &internal} {
+		fs.Func(name, "", func(v string) error {
+			p, err := netip.ParsePrefix(v)
+			*list = append(*list, p)
+			return err
+		})
+	}
 	fs.Parse(args)
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	return egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	return egress.Serve(ctx, egress.OnlyFrom(ln, from), egress.Config{Allow: allow, Internal: internal}, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 }
