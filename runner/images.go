@@ -30,15 +30,13 @@ var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 var attachmentHosts = []string{"user-images.githubusercontent.com", "private-user-images.githubusercontent.com"}
 
 // images fetches the image attachments of the thread's shown posts when
-// the policy says the model reads images. Every image not passed — not a
+// the policy says the model reads images, for a new transcript and for a
+// resumed one alike: a saved transcript keeps only their digests. Every image not passed — not a
 // GitHub attachment, past the count, too large, of another type, or not
 // fetched — is a refusal in the task's trace; none fails the task.
 func (r *Runner) images(ctx context.Context, tk *task, th *app.Thread) []llm.Image {
 	if !tk.policy.Policy.Model.Vision || th == nil || len(th.Images) == 0 {
 		return nil
-	}
-	if saved, err := r.cfg.Store.LoadState(ctx, tk.ID); err != nil || saved != nil {
-		return nil // a resumed transcript holds its images already
 	}
 	web, err := url.Parse(strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git"))
 	if err != nil {
@@ -102,7 +100,7 @@ func fetchAttachment(ctx context.Context, client *http.Client, web *url.URL, raw
 	if !slices.Contains(imageTypes, typ) {
 		return llm.Image{}, fmt.Errorf("of type %s; PNG, JPEG, GIF and WebP are passed", typ)
 	}
-	return llm.Image{MediaType: typ, Data: data}, nil
+	return llm.NewImage(typ, data), nil
 }
 
 // isAttachment reports whether u is a file people attached on GitHub:
