@@ -45,6 +45,23 @@ type AuditEntry struct {
 	Detail  string `json:"detail,omitempty"` // the reason, the command, the branch and commit
 }
 
+// Bounds on an audit entry, so that no task, whatever its commands write,
+// grows the shared Redis without bound: MaxAuditDetail bytes of Detail,
+// MaxAuditLabel of each other text field.
+const (
+	MaxAuditDetail = 2048
+	MaxAuditLabel  = 256
+)
+
+// Capped returns e with its text fields cut to their bounds.
+func (e AuditEntry) Capped() AuditEntry {
+	e.Detail = FitText(e.Detail, MaxAuditDetail)
+	for _, f := range []*string{&e.Actor, &e.Repo, &e.Task} {
+		*f = FitText(*f, MaxAuditLabel)
+	}
+	return e
+}
+
 // AuditEntryFor returns an entry of kind about t, with t's installation,
 // repository, issue and requester filled in.
 func AuditEntryFor(kind AuditKind, t *Task, detail string) AuditEntry {

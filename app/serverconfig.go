@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,12 @@ type ServerConfig struct {
 	// $HOME and the directories it makes in the tree): a setup that writes
 	// more is stopped, and what it built is not kept.
 	SetupMaxEnvBytes int64
-	Max              Caps // bounds on a policy's numbers
+	// SetupInternalRanges are networks, besides the address classes
+	// IsInternalAddr knows, that no allowed name may lead setup to (a
+	// cluster's service range): only an address or CIDR entry of
+	// SetupAllowHosts reaches them.
+	SetupInternalRanges []netip.Prefix
+	Max                 Caps // bounds on a policy's numbers
 	// Policy is the operator's policy layer, merged over the built-in
 	// defaults and under the organisation's and repository's files; nil
 	// when the server config has no policy section.
@@ -96,6 +102,8 @@ type rawServerConfig struct {
 		Registries   rawRegistries `yaml:"registries"`
 		CAFile       *string       `yaml:"ca_file"`
 		MaxEnvBytes  *RawSize      `yaml:"max_env_bytes"`
+		// InternalRanges are CIDRs no allowed name may lead to.
+		InternalRanges []string `yaml:"internal_ranges"`
 	} `yaml:"setup"`
 	Max struct {
 		Limits  RawLimits `yaml:"limits"`
@@ -204,6 +212,14 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 			fail("setup.max_env_bytes", "%s", problem)
 		}
 		c.SetupMaxEnvBytes = n
+	}
+	for i, r := range raw.Setup.InternalRanges {
+		n, err := netip.ParsePrefix(r)
+		if err != nil {
+			fail(fmt.Sprintf("setup.internal_ranges[%d]", i), "%q is not a network in CIDR form, such as 10.96.0.0/12", r)
+			continue
+		}
+		c.SetupInternalRanges = append(c.SetupInternalRanges, n.Masked())
 	}
 	var problems []fieldError
 	c.Max, problems = parseCaps(name, &raw, lines)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/netip"
 	"os"
 	"reflect"
 	"slices"
@@ -15,12 +16,13 @@ func TestServerConfigExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ServerConfig{
-		Repos:            []string{"acme/*", "acme-labs/tools"},
-		Images:           []string{"agentbot-sandbox:*", "golang:1.2*"},
-		DefaultImage:     "agentbot-sandbox:dev",
-		SetupNetwork:     true,
-		SetupAllowHosts:  []AllowHost{{Host: "10.0.0.5", Port: 8081}},
-		SetupMaxEnvBytes: 8 << 30,
+		Repos:               []string{"acme/*", "acme-labs/tools"},
+		Images:              []string{"agentbot-sandbox:*", "golang:1.2*"},
+		DefaultImage:        "agentbot-sandbox:dev",
+		SetupNetwork:        true,
+		SetupAllowHosts:     []AllowHost{{Host: "10.0.0.5", Port: 8081}},
+		SetupMaxEnvBytes:    8 << 30,
+		SetupInternalRanges: []netip.Prefix{netip.MustParsePrefix("34.118.224.0/20")},
 		Max: Caps{
 			Limits:  Limits{Iterations: 50, DiffLines: 2000, FilesChanged: 100, Tokens: 5000000, CostUSD: 20, WallClock: 2 * time.Hour, ContextTokens: 50000, Attempts: 3},
 			Sandbox: SandboxSpec{CPUs: 4, Memory: 8 << 30, Pids: 1024, Timeout: 90 * time.Minute, Disk: 4 << 30},
@@ -137,6 +139,8 @@ func TestParseServerConfigErrors(t *testing.T) {
 			"server.yaml:3: setup.allow_hosts[0]: \"https://pypi.org/simple\" is not a host: write only the host and an optional port (proxy.golang.org, pypi.org:443)\n" +
 				"server.yaml:4: setup.allow_hosts[1]: \"169.254.169.254\" is a link-local (cloud metadata) address, which setup may never reach\n" +
 				`server.yaml:5: setup.allow_hosts[2]: "pypi.org:http": port "http" is not a number from 1 to 65535`},
+		{"bad internal_ranges", "setup:\n  internal_ranges: [10.96.0.0/12, 10.96.0.1]\n",
+			`server.yaml:2: setup.internal_ranges[1]: "10.96.0.1" is not a network in CIDR form, such as 10.96.0.0/12`},
 		{"unknown lock", "locked: [paths, path.deny]\n", `server.yaml:1: locked[1]: "path.deny" is not a policy setting (did you mean "paths.deny"?)`},
 		{"policy above its own caps", "max: {limits: {iterations: 5}}\npolicy:\n  limits: {iterations: 10}\n",
 			`server.yaml:3: policy.limits.iterations: 10 is above this server's cap of 5`},

@@ -18,21 +18,32 @@ const (
 	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent (attempts), gate, verification, push
 	TraceIncident  TraceKind = "incident"   // a safety incident: the final verification contradicts the loop
 	TraceAttempt   TraceKind = "attempt"    // one of limits.attempts ended: its verdict, and its diff in Result
+	TraceCut       TraceKind = "cut"        // the trace reached MaxTraceBytes: later events were dropped
 )
 
 // Valid reports whether k is one of the kinds above.
 func (k TraceKind) Valid() bool {
 	switch k {
-	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase, TraceIncident, TraceAttempt:
+	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase, TraceIncident, TraceAttempt, TraceCut:
 		return true
 	}
 	return false
 }
 
-// MaxTraceField is how many bytes of a tool call's arguments or result a
-// trace keeps: enough to see what happened, while the full output stays in
-// the transcript.
-const MaxTraceField = 4096
+// Bounds on what a trace keeps, so that no task, whatever its commands or
+// its model write, grows the shared Redis without bound.
+const (
+	// MaxTraceField is how many bytes of an event's arguments, result or
+	// detail a trace keeps: enough to see what happened, while the full
+	// output stays in the transcript.
+	MaxTraceField = 4096
+	// MaxTraceLabel is how many bytes of an event's name or outcome it
+	// keeps.
+	MaxTraceLabel = 256
+	// MaxTraceBytes is how many bytes of events one task's trace keeps;
+	// past it a TraceCut event says so and later events are dropped.
+	MaxTraceBytes = 1 << 20
+)
 
 // TraceEvent is one step of a task's trace.
 type TraceEvent struct {
@@ -54,11 +65,21 @@ type TraceEvent struct {
 	Attempt int `json:"attempt,omitempty"`
 }
 
-// Capped returns e with Args and Result cut to MaxTraceField bytes each.
+// Capped returns e with Args, Result and Detail cut to MaxTraceField bytes
+// each, and Name and Outcome to MaxTraceLabel.
 func (e TraceEvent) Capped() TraceEvent {
 	e.Args = FitText(e.Args, MaxTraceField)
 	e.Result = FitText(e.Result, MaxTraceField)
+	e.Detail = FitText(e.Detail, MaxTraceField)
+	e.Name = FitText(e.Name, MaxTraceLabel)
+	e.Outcome = FitText(e.Outcome, MaxTraceLabel)
 	return e
+}
+
+// TraceCutEvent is the event that ends a trace cut at MaxTraceBytes.
+func TraceCutEvent(at time.Time) TraceEvent {
+	return TraceEvent{Time: at, Kind: TraceCut, Name: "trace", Outcome: "cut",
+		Detail: fmt.Sprintf("the trace reached its cap of %d bytes; later events were not kept", MaxTraceBytes)}
 }
 
 // TraceSummary is what a trace adds up to.

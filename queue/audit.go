@@ -51,8 +51,9 @@ func NewAudit(rdb redis.UniversalClient, opts AuditOptions) (*Audit, error) {
 	return &Audit{rdb: rdb, opts: opts}, nil
 }
 
-// Append adds e to its installation's stream, stamping e.Time when it is
-// zero, and applies the retention. An entry of an unknown kind is refused
+// Append adds e to its installation's stream, its text fields capped
+// (app.AuditEntry.Capped), stamping e.Time when it is zero, and applies
+// the retention. An entry of an unknown kind is refused
 // with an *app.Error and nothing is written.
 func (a *Audit) Append(ctx context.Context, e app.AuditEntry) error {
 	if !e.Kind.Valid() {
@@ -62,7 +63,7 @@ func (a *Audit) Append(ctx context.Context, e app.AuditEntry) error {
 		e.Time = time.Now().UTC()
 	}
 	e.ID = "" // the stream assigns it
-	b, err := json.Marshal(e)
+	b, err := json.Marshal(e.Capped())
 	if err != nil {
 		return fmt.Errorf("encode audit entry: %w", err)
 	}

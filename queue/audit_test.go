@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -262,5 +263,30 @@ func BenchmarkAuditQuery(b *testing.B) {
 		if err != nil || len(got) != 5000 {
 			b.Fatalf("%d entries, %v", len(got), err)
 		}
+	}
+}
+
+// An entry's text, whoever wrote it, is capped before it is stored.
+func TestAuditCapsEntries(t *testing.T) {
+	t.Parallel()
+	a := newAudit(t, AuditOptions{})
+	huge := strings.Repeat("h", 512<<10)
+	appendAll(t, a, app.AuditEntry{Kind: app.AuditBlocked, Installation: 1, Actor: huge, Repo: "octo/" + huge, Task: huge, Detail: "setup tried to reach " + huge})
+	got, err := a.Query(context.Background(), AuditQuery{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d entries, %v; want 1", len(got), err)
+	}
+	e := got[0]
+	if len(e.Detail) > app.MaxAuditDetail || !strings.HasPrefix(e.Detail, "setup tried to reach hhh") {
+		t.Errorf("detail of %d bytes; want the head of it, at most %d", len(e.Detail), app.MaxAuditDetail)
+	}
+	for _, f := range []string{e.Actor, e.Repo, e.Task} {
+		if len(f) > app.MaxAuditLabel {
+			t.Errorf("a field of %d bytes; want at most %d", len(f), app.MaxAuditLabel)
+		}
+	}
+	mem, err := a.rdb.MemoryUsage(context.Background(), auditKey(1)).Result()
+	if err != nil || mem > 16<<10 {
+		t.Errorf("the stream takes %d bytes of Redis memory (%v); want a few KiB", mem, err)
 	}
 }

@@ -25,7 +25,8 @@
 //	agentbot:task:{id}:progress         string  retention  the runner's own progress (opaque bytes)
 //	agentbot:task:{id}:stop             string  retention  the login that asked the running task to stop
 //	agentbot:task:{id}:decision         string  retention  an approver's decision on the paused task (opaque bytes)
-//	agentbot:task:{id}:trace            list    trace      JSON app.TraceEvent, oldest first; TTL after the last append
+//	agentbot:task:{id}:trace            list    trace      JSON app.TraceEvent, oldest first; TTL after the last append; at most app.MaxTraceBytes and a cut event
+//	agentbot:task:{id}:trace:bytes      string  trace      the bytes of events the trace holds, past app.MaxTraceBytes once cut; expires with it
 //	agentbot:tasks                      zset    trimmed    task ids by received time (ms); tasks older than the retention leave it
 //	agentbot:issue:{repo}#{n}           zset    retention  ids of the tasks asked on one issue or pull request, by received time
 //	agentbot:delivery:{id}              string  72h        a webhook delivery already answered (DeliveryTTL)

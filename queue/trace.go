@@ -13,9 +13,10 @@ import (
 )
 
 // Traces keeps each task's trace: a Redis list of JSON app.TraceEvent
-// under agentbot:task:{id}:trace, in the order the steps ended. The list
-// expires TTL after its last append, so traces of old tasks go away on
-// their own while the audit log and the outcome stay.
+// under agentbot:task:{id}:trace, in the order the steps ended, and the
+// bytes it holds under agentbot:task:{id}:trace:bytes, which bound it to
+// app.MaxTraceBytes. Both expire TTL after the last append, so traces of
+// old tasks go away on their own while the audit log and the outcome stay.
 type Traces struct {
 	rdb redis.UniversalClient
 	ttl time.Duration
@@ -33,11 +34,38 @@ func NewTraces(rdb redis.UniversalClient, ttl time.Duration) *Traces {
 	return &Traces{rdb: rdb, ttl: ttl}
 }
 
-func traceKey(id string) string { return "agentbot:task:" + id + ":trace" }
+func traceKey(id string) string      { return "agentbot:task:" + id + ":trace" }
+func traceBytesKey(id string) string { return "agentbot:task:" + id + ":trace:bytes" }
 
-// Append adds e to the trace of the task id, with its arguments and result
-// capped (app.MaxTraceField) and e.Time stamped when zero. An event without
-// a task or of an unknown kind is refused with an *app.Error.
+// appendTraceScript appends an event unless the trace would pass its cap;
+// the first event that would appends the cut marker instead, and marks
+// the count past the cap so that nothing more is appended. One script, so
+// that workers appending at once never pass the cap together.
+//
+//	KEYS: trace, its byte count
+//	ARGV: event JSON, cut marker JSON, cap, ttl in milliseconds
+//	returns 1 when the event was appended, 0 when not
+var appendTraceScript = redis.NewScript(`
+local used = tonumber(redis.call('GET', KEYS[2]) or '0')
+local cap = tonumber(ARGV[3])
+local kept = 0
+if used + #ARGV[1] <= cap then
+	redis.call('RPUSH', KEYS[1], ARGV[1])
+	redis.call('INCRBY', KEYS[2], #ARGV[1])
+	kept = 1
+elseif used <= cap then
+	redis.call('RPUSH', KEYS[1], ARGV[2])
+	redis.call('SET', KEYS[2], cap + 1)
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return kept`)
+
+// Append adds e to the trace of the task id, with its fields capped
+// (app.TraceEvent.Capped) and e.Time stamped when zero. Once the trace
+// holds app.MaxTraceBytes, a cut event ends it and later events are
+// dropped without error. An event without a task or of an unknown kind is
+// refused with an *app.Error.
 func (tr *Traces) Append(ctx context.Context, id string, e app.TraceEvent) error {
 	if id == "" {
 		return app.Errorf(app.EInvalid, "A trace event needs a task id.")
@@ -52,11 +80,12 @@ func (tr *Traces) Append(ctx context.Context, id string, e app.TraceEvent) error
 	if err != nil {
 		return fmt.Errorf("encode trace event of task %s: %w", id, err)
 	}
-	_, err = tr.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.RPush(ctx, traceKey(id), b)
-		p.Expire(ctx, traceKey(id), tr.ttl)
-		return nil
-	})
+	cut, err := json.Marshal(app.TraceCutEvent(e.Time))
+	if err != nil {
+		return fmt.Errorf("encode trace event of task %s: %w", id, err)
+	}
+	err = appendTraceScript.Run(ctx, tr.rdb, []string{traceKey(id), traceBytesKey(id)},
+		b, cut, app.MaxTraceBytes, tr.ttl.Milliseconds()).Err()
 	if err != nil {
 		return fmt.Errorf("append %s to the trace of task %s: %w", e.Kind, id, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,5 +103,56 @@ func BenchmarkTracesAppend(b *testing.B) {
 		if err := tr.Append(ctx, "t1", e); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A flood of large events, from workers appending at once, stops at the
+// trace's cap: one cut event says so, and the trace's memory stays within
+// the cap.
+func TestTracesStopAtTheirCap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := connect(t, redistest.Start(t))
+	tr := NewTraces(rdb, time.Hour)
+	huge := strings.Repeat("x", 512<<10)
+	flood := app.TraceEvent{Kind: app.TraceRefusal, Name: huge, Outcome: huge, Args: huge, Result: huge, Detail: huge}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 150 {
+				if err := tr.Append(ctx, "t1", flood); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, err := tr.Trace(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cuts int
+	for i, e := range got {
+		if len(e.Detail) > app.MaxTraceField || len(e.Name) > app.MaxTraceLabel || len(e.Outcome) > app.MaxTraceLabel {
+			t.Fatalf("event %d keeps %d bytes of detail, %d of name: want them capped", i, len(e.Detail), len(e.Name))
+		}
+		if e.Kind == app.TraceCut {
+			cuts++
+		}
+	}
+	if cuts != 1 || got[len(got)-1].Kind != app.TraceCut {
+		t.Errorf("%d cut events, last event %s; want one, last", cuts, got[len(got)-1].Kind)
+	}
+	mem, err := rdb.MemoryUsage(ctx, traceKey("t1")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d events kept of 600 appended, %d bytes of Redis memory", len(got), mem)
+	if mem > app.MaxTraceBytes*5/4 {
+		t.Errorf("the trace takes %d bytes of Redis memory; want about its cap of %d", mem, app.MaxTraceBytes)
+	}
+	if ttl := rdb.TTL(ctx, traceBytesKey("t1")).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("the trace's byte count expires in %s; want with the trace", ttl)
 	}
 }

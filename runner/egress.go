@@ -11,8 +11,12 @@ import (
 )
 
 // refused records a connection setup's egress proxy refused in the trace,
-// the audit log and, through tk.refused, the status comment.
+// the audit log and, through tk.refused, the status comment: the first
+// egress.MaxRefusals of the task, of which the first maxRefusalsLogged
+// are logged too, so that no setup, however many setups a task runs,
+// floods the worker's log, the trace or the audit log.
 func refused(ctx context.Context, tk *task, x egress.Refusal) {
+	x.Host = egress.CutHost(x.Host)
 	// The verification's setup on the base runs the same commands again;
 	// what they tried is reported once.
 	if slices.ContainsFunc(tk.refused, func(y egress.Refusal) bool {
@@ -20,8 +24,18 @@ func refused(ctx context.Context, tk *task, x egress.Refusal) {
 	}) {
 		return
 	}
+	if len(tk.refused) == egress.MaxRefusals {
+		tk.refusedMore++
+		return
+	}
 	tk.refused = append(tk.refused, x)
-	tk.log.Info("setup egress refused", "host", x.Host, "port", x.Port, "reason", x.Reason)
+	switch n := len(tk.refused); {
+	case n < maxRefusalsLogged:
+		tk.log.Info("setup egress refused", "host", x.Host, "port", x.Port, "reason", x.Reason)
+	case n == maxRefusalsLogged:
+		tk.log.Info("setup egress refused; the task's further refusals are in its trace and status comment only",
+			"host", x.Host, "port", x.Port, "reason", x.Reason, "logged", n)
+	}
 	tk.rep.trace(ctx, app.TraceEvent{Time: x.Time, Kind: app.TraceRefusal, Name: "egress", Outcome: "refused", Detail: x.String()})
 	if err := tk.rep.audit(ctx, app.AuditBlocked, x.String()); err != nil {
 		tk.log.Warn("audit a refused connection", "err", err)
@@ -44,9 +58,16 @@ func egressText(tk *task) string {
 		}
 		b.WriteString("- " + app.Inert(x.String(), app.IssueRef{}) + "\n")
 	}
+	if tk.refusedMore > 0 {
+		fmt.Fprintf(&b, "- … and %d more, past the %d a task records\n", tk.refusedMore, egress.MaxRefusals)
+	}
 	return b.String()
 }
 
 // maxRefusalsShown bounds the list in the status comment; the trace has
-// every refusal.
-const maxRefusalsShown = 20
+// the task's first egress.MaxRefusals. maxRefusalsLogged bounds the
+// worker's log lines about them.
+const (
+	maxRefusalsShown  = 20
+	maxRefusalsLogged = 10
+)

@@ -104,6 +104,7 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.Private = tk.issue.Pull != nil
 	s.AllowHosts = r.cfg.Server.SetupAllowHosts
 	s.Registries = r.cfg.Server.SetupRegistries
+	s.InternalRanges = r.cfg.Server.SetupInternalRanges
 	s.CABundle = r.cfg.SetupCABundle
 	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
 	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }

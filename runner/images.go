@@ -5,10 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
@@ -29,30 +33,28 @@ var imageTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 // attachmentHosts serve github.com's older user attachments.
 var attachmentHosts = []string{"user-images.githubusercontent.com", "private-user-images.githubusercontent.com"}
 
+// GitHub's storage buckets for attachments' bytes, which its attachment
+// hosts redirect to: github-production-user-asset-*.s3.amazonaws.com.
+const (
+	attachmentStoragePrefix = "github-production-user-asset-"
+	attachmentStorageSuffix = ".s3.amazonaws.com"
+)
+
 // images fetches the image attachments of the thread's shown posts when
-// the policy says the model reads images. Every image not passed — not a
+// the policy says the model reads images, for a new transcript and for a
+// resumed one alike: a saved transcript keeps only their digests. Every image not passed — not a
 // GitHub attachment, past the count, too large, of another type, or not
 // fetched — is a refusal in the task's trace; none fails the task.
 func (r *Runner) images(ctx context.Context, tk *task, th *app.Thread) []llm.Image {
 	if !tk.policy.Policy.Model.Vision || th == nil || len(th.Images) == 0 {
 		return nil
 	}
-	if saved, err := r.cfg.Store.LoadState(ctx, tk.ID); err != nil || saved != nil {
-		return nil // a resumed transcript holds its images already
-	}
 	web, err := url.Parse(strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git"))
 	if err != nil {
 		tk.log.Warn("no web address to tell attachments by", "err", err)
 		return nil
 	}
-	client := &http.Client{Timeout: imageTimeout, CheckRedirect: func(req *http.Request, via []*http.Request) error {
-		// GitHub sends an attachment's bytes from its storage hosts;
-		// a redirect is followed only over https, and not far.
-		if req.URL.Scheme != "https" || len(via) >= 3 {
-			return fmt.Errorf("redirected to %s", req.URL.Redacted())
-		}
-		return nil
-	}}
+	client := imageClient(web)
 	var out []llm.Image
 	for _, u := range th.Images {
 		var im llm.Image
@@ -68,6 +70,70 @@ func (r *Runner) images(ctx context.Context, tk *task, th *app.Thread) []llm.Ima
 		out = append(out, im)
 	}
 	return out
+}
+
+// imageClient fetches attachments of the GitHub at web. A redirect is
+// followed only over https, not far, and only to GitHub or its attachment
+// and storage hosts; and every connection to a host other than web's own
+// (which the operator configured, and may be internal) is checked on the
+// address actually dialled, so that no redirect or DNS answer leads the
+// worker to its own or its cluster's internal addresses.
+func imageClient(web *url.URL) *http.Client {
+	var proxies sync.Map // the hosts of the worker's own proxies, which connect onwards
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.Proxy = func(r *http.Request) (*url.URL, error) {
+		u, err := http.ProxyFromEnvironment(r)
+		if u != nil {
+			proxies.Store(u.Hostname(), true)
+		}
+		return u, err
+	}
+	transport.DialContext = attachmentDialer(web, func(host string) bool {
+		_, ok := proxies.Load(host)
+		return ok
+	})
+	return &http.Client{Timeout: imageTimeout, Transport: transport, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" || len(via) >= 3 || !redirectAllowed(req.URL, web) {
+			return fmt.Errorf("redirected to %s", req.URL.Redacted())
+		}
+		return nil
+	}}
+}
+
+// attachmentDialer dials web's host, and a host trusted says is the
+// worker's own proxy, as they are; any other only at an Internet address
+// (app.IsInternalAddr), checked on the address dialled.
+func attachmentDialer(web *url.URL, trusted func(host string) bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	direct := &net.Dialer{Timeout: imageTimeout}
+	checked := &net.Dialer{Timeout: imageTimeout, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("dial %s: %w", address, err)
+		}
+		if app.IsInternalAddr(ap.Addr(), nil) {
+			return fmt.Errorf("%s is an internal address", ap.Addr())
+		}
+		return nil
+	}}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(addr)
+		if err == nil && (strings.EqualFold(host, web.Hostname()) || trusted(host)) {
+			return direct.DialContext(ctx, network, addr)
+		}
+		return checked.DialContext(ctx, network, addr)
+	}
+}
+
+// redirectAllowed reports whether a redirect to u stays with GitHub: its
+// web host, its attachment hosts, or the storage GitHub serves
+// attachments' bytes from.
+func redirectAllowed(u, web *url.URL) bool {
+	if u.User != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	return u.Host == web.Host || slices.Contains(attachmentHosts, u.Host) ||
+		strings.HasPrefix(host, attachmentStoragePrefix) && strings.HasSuffix(host, attachmentStorageSuffix)
 }
 
 // fetchAttachment reads one GitHub user attachment, within the limits.
@@ -102,7 +168,7 @@ func fetchAttachment(ctx context.Context, client *http.Client, web *url.URL, raw
 	if !slices.Contains(imageTypes, typ) {
 		return llm.Image{}, fmt.Errorf("of type %s; PNG, JPEG, GIF and WebP are passed", typ)
 	}
-	return llm.Image{MediaType: typ, Data: data}, nil
+	return llm.NewImage(typ, data), nil
 }
 
 // isAttachment reports whether u is a file people attached on GitHub:

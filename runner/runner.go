@@ -235,7 +235,10 @@ type task struct {
 	env    *prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
 	refused []egress.Refusal
-	log     *slog.Logger
+	// refusedMore counts the refusals past egress.MaxRefusals, which are
+	// neither traced, audited nor logged one by one.
+	refusedMore int
+	log         *slog.Logger
 }
 
 // ProcessTask runs t to its end. An error means the task should be tried

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -51,6 +52,8 @@ type Setup struct {
 	// zero): its commands are stopped once the tree and $HOME grow past
 	// it, and an environment over it is refused, never kept.
 	MaxEnvBytes int64
+	// InternalRanges are the server config's setup.internal_ranges.
+	InternalRanges []netip.Prefix
 	// Progress, when set, is told what setup does as it does it: whom its
 	// network reaches, and each of the policy's commands as it starts.
 	Progress func(line string)
@@ -186,6 +189,9 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 		allow = append(allow, a.String())
 	}
 	spec := docker.EgressSpec{TaskID: s.Spec.TaskID, CABundle: s.CABundle}
+	for _, n := range s.InternalRanges {
+		spec.Internal = append(spec.Internal, n.String())
+	}
 	env := slices.Clip(s.Spec.Env)
 	for _, r := range s.Registries {
 		for _, a := range r.AllowedHosts() {

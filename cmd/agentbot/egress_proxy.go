@@ -20,34 +20,40 @@ func cmdEgressProxy(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("egress-proxy", env)
 	listen := fs.String("listen", ":3128", "the address to accept proxy connections on")
 	var allow allowHostFlags
-	fs.Var(&allow, "allow", "a host (host, host:port, *.domain) connections may go to; repeatable")
-	var from []netip.Prefix
-	fs.Func("accept-from", "a network (CIDR) whose peers are served; repeatable (default: any peer)", func(v string) error {
-		p, err := netip.ParsePrefix(v)
-		from = append(from, p)
-		return err
-	})
+	fs.Var(&allow, "allow", "a host (host, host:port, *.domain, an address or a CIDR network) connections may go to; repeatable")
+	var from, internal []netip.Prefix
+	fs.Func("accept-from", "a network (CIDR) whose peers are served; repeatable (default: any peer)", prefixFlag(&from))
+	fs.Func("internal", "a network (CIDR) no allowed name may lead to, besides the built-in internal classes; repeatable", prefixFlag(&internal))
 	upstream := fs.Bool("upstream-stdin", false, "read the registries' credentials and upstream CA certificates (egress.Upstream, JSON) from stdin")
 	if err := parseFlags(fs, args, env); err != nil {
 		return err
 	}
-	var opts []egress.Option
+	cfg := egress.Config{Allow: allow, Internal: internal}
 	if *upstream {
-		o, err := egress.ReadUpstream(env.Stdin)
+		in, err := egress.ReadUpstream(env.Stdin)
 		if err != nil {
 			return fmt.Errorf("egress-proxy: %w", err)
 		}
-		opts = append(opts, o)
+		cfg.Inject = in
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("egress-proxy: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(env.Stderr, nil))
-	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, env.Stdout, log, opts...); err != nil && !errors.Is(err, context.Canceled) {
+	if err := egress.Serve(ctx, egress.OnlyFrom(ln, from), cfg, env.Stdout, log); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// prefixFlag appends each value, a CIDR network, to list.
+func prefixFlag(list *[]netip.Prefix) func(string) error {
+	return func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		*list = append(*list, p)
+		return err
+	}
 }
 
 // allowHostFlags collects repeated host flags, each checked as an entry of

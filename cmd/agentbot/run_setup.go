@@ -63,6 +63,7 @@ func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id,
 	s := runner.NewSetup(runner.DockerSandboxes(drv), p, id+"-setup", tree, image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.MaxEnvBytes = server.SetupMaxEnvBytes
+	s.InternalRanges = server.SetupInternalRanges
 	s.Progress = func(line string) { fmt.Fprintf(out, "setup: %s\n", line) }
 	s.Refused = func(x egress.Refusal) { fmt.Fprintln(out, x) }
 	env, detail, err := s.Prepare(ctx, envs, owner, filepath.Base(src), os.DirFS(tree))

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
@@ -73,7 +74,10 @@ type Config struct {
 	Store     StateStore
 	System    string
 	Task      string
-	// Images go with the task message, for a model that reads images.
+	// Images go with the task message, for a model that reads images. The
+	// saved transcript keeps their digests only: a resumed task is given
+	// them again, and an image whose digest none of them has is no longer
+	// sent.
 	Images []llm.Image
 	// ContextWindow is the edit model's window in tokens; zero means 128k.
 	// Old tool results are digested when the transcript passes three
@@ -254,6 +258,35 @@ func (a *Agent) Decide(ctx context.Context, approve bool, by string) (*State, er
 	return a.Run(ctx)
 }
 
+// withImages returns msgs with their images' bytes, from cfg.Images by
+// digest, since the transcript holds digests only; an image the task was
+// not given is left out, with a warning.
+func (a *Agent) withImages(msgs []llm.Message) []llm.Message {
+	var out []llm.Message
+	for i, m := range msgs {
+		if len(m.Images) == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		var ims []llm.Image
+		for _, im := range m.Images {
+			k := slices.IndexFunc(a.cfg.Images, func(g llm.Image) bool { return g.Digest == im.Digest })
+			if k < 0 {
+				a.log.Warn("an image of the transcript is no longer available; the model is not sent it", "digest", im.Digest)
+				continue
+			}
+			ims = append(ims, a.cfg.Images[k])
+		}
+		out[i].Images = ims
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
 // ask sends the transcript to the edit model and records its answer.
 func (a *Agent) ask(ctx context.Context) error {
 	callCtx := ctx
@@ -262,7 +295,7 @@ func (a *Agent) ask(ctx context.Context) error {
 		callCtx, cancel = context.WithTimeout(ctx, wc-a.elapsed())
 		defer cancel()
 	}
-	req := llm.Request{Model: a.cfg.Policy.Model.Edit, Messages: a.st.Messages, Tools: a.tools.Defs(), Temperature: a.cfg.Policy.Model.Temperature}
+	req := llm.Request{Model: a.cfg.Policy.Model.Edit, Messages: a.withImages(a.st.Messages), Tools: a.tools.Defs(), Temperature: a.cfg.Policy.Model.Temperature}
 	start := time.Now()
 	resp, err := a.cfg.Model.Complete(callCtx, req)
 	a.observeModel(ModelCall{Step: a.st.Step + 1, Model: cmp.Or(resp.Model, req.Model), Usage: resp.Usage, Took: time.Since(start), Err: err})

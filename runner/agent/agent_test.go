@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -63,7 +64,8 @@ type harness struct {
 	store  agent.StateStore
 	policy app.Policy
 	events []agent.Event
-	ran    []string // commands that reached the runner
+	ran    []string    // commands that reached the runner
+	images []llm.Image // given with the task
 }
 
 func newHarness(t *testing.T, script llmtest.Script, policy app.Policy) *harness {
@@ -82,7 +84,7 @@ func (h *harness) agent(tree *agenttest.Tree) *agent.Agent {
 	a, err := agent.New(context.Background(), agent.Config{
 		TaskID: "task-1", Policy: h.policy, Model: h.client, Workspace: tree, Store: h.store,
 		Runner: toolstest.HostRunner{Dir: tree.Dir, OnRun: func(c sandbox.Cmd) { h.ran = append(h.ran, c.Shell) }},
-		System: "You fix bugs.", Task: "Fix Add.",
+		System: "You fix bugs.", Task: "Fix Add.", Images: h.images,
 		Observe: func(e agent.Event) { h.events = append(h.events, e) },
 		Logger:  quiet,
 	})
@@ -380,6 +382,39 @@ func TestHumanApproval(t *testing.T) {
 				t.Errorf("second decision: %v", err)
 			}
 		})
+	}
+}
+
+// The transcript saved after every step keeps an image's digest, not its
+// bytes; a task resumed by another worker, given the images again, sends
+// them to the model again.
+func TestSavedTranscriptKeepsImageDigestsOnly(t *testing.T) {
+	p := testPolicy()
+	p.Tools.Write.Policy = app.ApprovalHuman
+	h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
+		step(llmtest.Call{ID: "edit", Name: "edit_file", Arguments: fixArgs}),
+		step(call("finish", finishArg)),
+	}}, p)
+	shot := bytes.Repeat([]byte("\x89PNG\r\n\x1a\n screenshot "), 4096)
+	h.images = []llm.Image{llm.NewImage("image/png", shot)}
+	if st := h.run(); st.Status != app.StateAwaitingApproval {
+		t.Fatalf("status %s; want paused for approval", st.Status)
+	}
+	saved, err := h.store.LoadState(t.Context(), "task-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved) > len(shot)/4 || !bytes.Contains(saved, []byte(llm.ImageDigest(shot))) {
+		t.Fatalf("the saved transcript is %d bytes for an image of %d; want its digest, not its bytes", len(saved), len(shot))
+	}
+	a := h.agent(h.tree.Clone(t))
+	if _, err := a.Decide(t.Context(), true, "octocat"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := h.srv.Requests()
+	last := reqs[len(reqs)-1].Messages[1]
+	if len(reqs) != 2 || len(last.Images) != 1 || !bytes.Equal(last.Images[0].Data, shot) {
+		t.Errorf("%d requests; the resumed task's request carries %d images; want the screenshot again", len(reqs), len(last.Images))
 	}
 }
 

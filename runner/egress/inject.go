@@ -127,29 +127,14 @@ func (in *Injector) intercepts(host string, port int) bool {
 }
 
 // ReadUpstream reads the Upstream the worker writes on the proxy's stdin
-// (egress-proxy --upstream-stdin) and returns the option that injects it.
-func ReadUpstream(r io.Reader) (Option, error) {
+// (egress-proxy --upstream-stdin) and returns its injector.
+func ReadUpstream(r io.Reader) (*Injector, error) {
 	var up Upstream
 	if err := json.NewDecoder(r).Decode(&up); err != nil {
 		return nil, fmt.Errorf("read the egress proxy's upstream: %w", err)
 	}
-	in, err := NewInjector(up)
-	if err != nil {
-		return nil, err
-	}
-	return Inject(in), nil
+	return NewInjector(up)
 }
-
-// Inject makes the proxy add in's credentials.
-func Inject(in *Injector) Option {
-	return func(p *Proxy) {
-		p.inject = in
-		p.fwd.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: in.roots, MinVersion: tls.VersionTLS12}
-	}
-}
-
-// Option configures a Proxy.
-type Option func(*Proxy)
 
 // intercept answers a CONNECT to a registry with credentials: it ends the
 // client's TLS and forwards each request in it to host:port with the

@@ -83,7 +83,7 @@ func TestProxyAddsRegistryCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	allow := []app.AllowHost{allowOf(t, tlsReg.URL), allowOf(t, plainReg.URL), allowOf(t, other.URL)}
-	client := startProxy(t, New(allow, (&recorder{}).add, quiet, Inject(in)), nil)
+	client := startProxy(t, New(Config{Allow: allow, Inject: in}, (&recorder{}).add, quiet), nil)
 	// The client trusts the proxy's authority for the intercepted
 	// registry, and the registry's own CA for the tunnelled host.
 	roots := x509.NewCertPool()
@@ -131,7 +131,7 @@ func TestProxySendsCredentialsOnlyToTheirRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := startProxy(t, New([]app.AllowHost{allowOf(t, reg.URL)}, (&recorder{}).add, quiet, Inject(in)), nil)
+	client := startProxy(t, New(Config{Allow: []app.AllowHost{allowOf(t, reg.URL)}, Inject: in}, (&recorder{}).add, quiet), nil)
 	resp, err := client.Get(reg.URL)
 	if err != nil {
 		t.Fatal(err)

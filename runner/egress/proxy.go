@@ -1,7 +1,10 @@
 // Package egress is the forward proxy through which the setup phase
 // reaches the network: it connects only to the hosts of the server
 // config's setup.allow_hosts, never to a link-local (cloud metadata)
-// address, and records every connection it refuses.
+// address, never through a name to an internal address (loopback,
+// private, CGNAT, a cluster's ranges: app.IsInternalAddr) unless
+// setup.allow_hosts names that address or its network, and records every
+// connection it refuses.
 //
 // The proxy speaks plain HTTP forwarding and HTTPS CONNECT tunnels, as the
 // HTTP_PROXY and HTTPS_PROXY variables of go, pip, npm, git and curl
@@ -17,6 +20,7 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +43,13 @@ import (
 const (
 	ReasonNotAllowed = "not in setup.allow_hosts"
 	ReasonMetadata   = "a link-local (cloud metadata) address, never reachable"
+	ReasonInternal   = "resolves to an internal address, which setup.allow_hosts must name as an address or network"
 )
+
+// MaxHost is the longest host a refusal keeps, DNS's longest name: what
+// setup asked for beyond it goes no further than the proxy, so that no
+// command can fill the trace, the audit log or the worker's log with it.
+const MaxHost = 253
 
 // Timeouts of the proxy's own connections.
 const (
@@ -67,9 +77,22 @@ type Event struct {
 	Refused *Refusal `json:"refused,omitempty"`
 }
 
+// Config is what the proxy lets through.
+type Config struct {
+	// Allow are the setup.allow_hosts entries: the hosts, addresses and
+	// networks connections may go to.
+	Allow []app.AllowHost
+	// Internal are more networks no name may lead to (setup.internal_ranges:
+	// a cluster's service range), besides app.IsInternalAddr's own.
+	Internal []netip.Prefix
+	// Inject, when set, adds private registries' credentials to their
+	// requests (nil: no registry has credentials).
+	Inject *Injector
+}
+
 // Proxy is the forward proxy's handler.
 type Proxy struct {
-	allow   []app.AllowHost
+	cfg     Config
 	refused func(Refusal)
 	dialer  *net.Dialer
 	fwd     *httputil.ReverseProxy
@@ -78,26 +101,26 @@ type Proxy struct {
 	inject  *Injector // nil: no registry has credentials
 }
 
-// errMetadata is what the dialer's Control returns for a link-local
-// address: the name resolved there, whatever it was.
-var errMetadata = errors.New("link-local address")
+// addrRefused is what the dialer's Control returns for an address the
+// proxy never connects to, with the refusal's reason.
+type addrRefused struct{ reason string }
 
-// New returns a proxy that connects only to hosts allow covers and calls
+func (e *addrRefused) Error() string { return e.reason }
+
+// New returns a proxy that connects only where cfg allows and calls
 // refused, which must be safe for concurrent use, for every connection it
 // refuses.
-func New(allow []app.AllowHost, refused func(Refusal), log *slog.Logger, opts ...Option) *Proxy {
-	p := &Proxy{allow: allow, refused: refused, log: log, now: time.Now}
+func New(cfg Config, refused func(Refusal), log *slog.Logger) *Proxy {
+	p := &Proxy{cfg: cfg, refused: refused, log: log, now: time.Now, inject: cfg.Inject}
 	// The check runs on the address actually dialled, after name
-	// resolution, so no DNS name can lead to the metadata address.
+	// resolution, so no DNS name, whatever it resolves to at that moment,
+	// leads to the metadata address or an internal one.
 	p.dialer = &net.Dialer{Timeout: dialTimeout, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("dial %s: %w", address, err)
 		}
-		if app.IsMetadataAddr(ap.Addr()) {
-			return errMetadata
-		}
-		return nil
+		return p.dialable(ap)
 	}}
 	transport := &http.Transport{
 		Proxy:                 nil, // never chain to the worker's own proxy
@@ -113,16 +136,16 @@ func New(allow []app.AllowHost, refused func(Refusal), log *slog.Logger, opts ..
 		Rewrite:   func(*httputil.ProxyRequest) {},
 		Transport: transport,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if errors.Is(err, errMetadata) {
+			if refusal, ok := errors.AsType[*addrRefused](err); ok {
 				host, port := hostPort(r.URL.Host, r.URL.Scheme)
-				p.refuse(w, host, port, ReasonMetadata)
+				p.refuse(w, host, port, refusal.reason)
 				return
 			}
 			http.Error(w, "agentbot egress proxy: "+err.Error(), http.StatusBadGateway)
 		},
 	}
-	for _, o := range opts {
-		o(p)
+	if in := cfg.Inject; in != nil {
+		p.fwd.Transport.(*http.Transport).TLSClientConfig = &tls.Config{RootCAs: in.roots, MinVersion: tls.VersionTLS12}
 	}
 	return p
 }
@@ -151,14 +174,27 @@ func (p *Proxy) check(w http.ResponseWriter, host string, port int) bool {
 		p.refuse(w, host, port, ReasonMetadata)
 		return false
 	}
-	if !app.HostAllowed(p.allow, host, port) {
+	if !app.HostAllowed(p.cfg.Allow, host, port) {
 		p.refuse(w, host, port, ReasonNotAllowed)
 		return false
 	}
 	return true
 }
 
+// dialable is the check on the address a connection is about to be made
+// to, whatever name led there.
+func (p *Proxy) dialable(ap netip.AddrPort) error {
+	switch {
+	case app.IsMetadataAddr(ap.Addr()):
+		return &addrRefused{ReasonMetadata}
+	case !app.AddrAllowed(p.cfg.Allow, ap.Addr(), int(ap.Port()), p.cfg.Internal):
+		return &addrRefused{ReasonInternal}
+	}
+	return nil
+}
+
 func (p *Proxy) refuse(w http.ResponseWriter, host string, port int, reason string) {
+	host = CutHost(host)
 	r := Refusal{Host: host, Port: port, Time: p.now().UTC(), Reason: reason}
 	p.refused(r)
 	p.log.Info("egress refused", "host", host, "port", port, "reason", reason)
@@ -180,8 +216,8 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	upstream, err := p.dialer.DialContext(r.Context(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if errors.Is(err, errMetadata) {
-		p.refuse(w, host, port, ReasonMetadata)
+	if refusal, ok := errors.AsType[*addrRefused](err); ok {
+		p.refuse(w, host, port, refusal.reason)
 		return
 	}
 	if err != nil {
@@ -220,6 +256,14 @@ func closeWrite(c net.Conn) {
 	c.Close()
 }
 
+// CutHost returns host cut to MaxHost bytes, marked when cut.
+func CutHost(host string) string {
+	if len(host) <= MaxHost {
+		return host
+	}
+	return strings.ToValidUTF8(host[:MaxHost], "") + "…"
+}
+
 // hostPort splits authority into host and port, the scheme's default port
 // when it names none; port 0 when the port is not a number.
 func hostPort(authority, scheme string) (string, int) {
@@ -241,7 +285,7 @@ const MaxRefusals = 100
 // Serve runs the proxy on ln until ctx ends, writing one JSON Event per
 // line to out: Ready once it accepts connections, then each refusal of a
 // host, port and reason not refused before, up to MaxRefusals.
-func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.Writer, log *slog.Logger, opts ...Option) error {
+func Serve(ctx context.Context, ln net.Listener, cfg Config, out io.Writer, log *slog.Logger) error {
 	var mu sync.Mutex
 	enc := json.NewEncoder(out)
 	seen := map[Refusal]bool{}
@@ -259,7 +303,7 @@ func Serve(ctx context.Context, ln net.Listener, allow []app.AllowHost, out io.W
 			log.Warn("egress proxy: write event", "err", err)
 		}
 	}
-	p := New(allow, func(r Refusal) { emit(Event{Refused: &r}) }, log, opts...)
+	p := New(cfg, func(r Refusal) { emit(Event{Refused: &r}) }, log)
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: readHeaderTimeout,

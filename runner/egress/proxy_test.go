@@ -13,8 +13,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,7 +84,7 @@ func TestProxyForwardsToAllowedHosts(t *testing.T) {
 	secure := httptest.NewTLSServer(hello)
 	defer secure.Close()
 	var rec recorder
-	p := New([]app.AllowHost{allowOf(t, plain.URL), allowOf(t, secure.URL)}, rec.add, quiet)
+	p := New(Config{Allow: []app.AllowHost{allowOf(t, plain.URL), allowOf(t, secure.URL)}}, rec.add, quiet)
 	client := startProxy(t, p, secure)
 	for _, u := range []string{plain.URL + "/plain", secure.URL + "/tunnel"} {
 		resp, err := client.Get(u)
@@ -109,7 +111,7 @@ func TestProxyRefusesAndRecords(t *testing.T) {
 	// The metadata address is refused even when the list names it (the
 	// server config refuses such an entry; the proxy does not rely on it).
 	allow := []app.AllowHost{{Host: "169.254.169.254", Port: 80}, {Host: "fd00:ec2::254"}}
-	p := New(allow, rec.add, quiet)
+	p := New(Config{Allow: allow}, rec.add, quiet)
 	p.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	client := startProxy(t, p, nil)
 
@@ -150,7 +152,7 @@ func TestProxyRefusesAndRecords(t *testing.T) {
 // even when the list allows the name.
 func TestProxyRefusesNamesResolvingToMetadata(t *testing.T) {
 	var rec recorder
-	p := New([]app.AllowHost{{Host: "metadata.test"}}, rec.add, quiet)
+	p := New(Config{Allow: []app.AllowHost{{Host: "metadata.test"}}}, rec.add, quiet)
 	p.dialer.Resolver = fakeDNS(t, "169.254.169.254")
 	client := startProxy(t, p, nil)
 	for _, u := range []string{"http://metadata.test/latest/meta-data/", "https://metadata.test/"} {
@@ -169,9 +171,131 @@ func TestProxyRefusesNamesResolvingToMetadata(t *testing.T) {
 	}
 }
 
+// An allowed name that resolves to an internal address — loopback, where
+// the worker's own services listen, or a private one, where Docker's
+// bridges and a cluster's services are — is refused at dial time; the
+// same address is reached once setup.allow_hosts names it as an address
+// or a network.
+func TestProxyRefusesNamesResolvingToInternalAddresses(t *testing.T) {
+	var served atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		io.WriteString(w, "internal")
+	}))
+	defer target.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(target.URL, "http://"))
+	get := func(client *http.Client, u string) int {
+		t.Helper()
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	names := []app.AllowHost{{Host: "registry.test", Port: atoi(t, port)}, {Host: "localhost", Port: atoi(t, port)}, {Host: "cluster.test"}}
+
+	var rec recorder
+	p := New(Config{Allow: names}, rec.add, quiet)
+	p.dialer.Resolver = fakeDNS(t, "127.0.0.1")
+	client := startProxy(t, p, nil)
+	for _, u := range []string{"http://registry.test:" + port + "/", "http://localhost:" + port + "/"} {
+		if code := get(client, u); code != http.StatusForbidden {
+			t.Errorf("GET %s: %d, want 403", u, code)
+		}
+	}
+	want := "setup tried to reach registry.test:" + port + " — " + ReasonInternal + "\n" +
+		"setup tried to reach localhost:" + port + " — " + ReasonInternal
+	if got := strings.Join(rec.strings(), "\n"); got != want {
+		t.Errorf("refusals:\n%s\nwant:\n%s", got, want)
+	}
+	for _, ip := range []string{"10.96.0.1", "172.17.0.1", "100.64.0.1", "192.168.1.1"} {
+		var rec recorder
+		p := New(Config{Allow: names}, rec.add, quiet)
+		p.dialer.Resolver = fakeDNS(t, ip)
+		if code := get(startProxy(t, p, nil), "http://cluster.test/"); code != http.StatusForbidden || len(rec.list) != 1 || rec.list[0].Reason != ReasonInternal {
+			t.Errorf("cluster.test at %s: %d, refusals %q; want 403 as internal", ip, code, rec.strings())
+		}
+	}
+	if served.Load() != 0 {
+		t.Fatalf("the internal server answered %d requests through names", served.Load())
+	}
+
+	// The operator names the address, or its network: it is reached, by
+	// address and through a name that resolves inside it.
+	for _, entry := range []string{"127.0.0.1:" + port, "127.0.0.0/8:" + port} {
+		a, err := app.ParseAllowHost(entry)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec recorder
+		p := New(Config{Allow: append(names, a)}, rec.add, quiet)
+		p.dialer.Resolver = fakeDNS(t, "127.0.0.1")
+		client := startProxy(t, p, nil)
+		for _, u := range []string{"http://127.0.0.1:" + port + "/", "http://registry.test:" + port + "/"} {
+			if code := get(client, u); code != http.StatusOK {
+				t.Errorf("with %s allowed, GET %s: %d, want 200 (refusals %q)", entry, u, code, rec.strings())
+			}
+		}
+	}
+	// A configured cluster range is internal too, whatever its addresses.
+	var crec recorder
+	p = New(Config{Allow: names, Internal: []netip.Prefix{netip.MustParsePrefix("34.118.224.0/20")}}, crec.add, quiet)
+	p.dialer.Resolver = fakeDNS(t, "34.118.230.7")
+	get(startProxy(t, p, nil), "http://cluster.test/")
+	if len(crec.list) != 1 || crec.list[0].Reason != ReasonInternal {
+		t.Errorf("a name in the configured internal range: refusals %q; want it refused as internal", crec.strings())
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A refused host is cut before it is reported or logged, however long a
+// name the request carried.
+func TestProxyCutsTheHostsItRefuses(t *testing.T) {
+	var rec recorder
+	var logged strings.Builder
+	p := New(Config{}, rec.add, slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil)))
+	client := startProxy(t, p, nil)
+	long := strings.Repeat("a", 60) + "." + strings.Repeat("b", 200<<10) + ".example"
+	resp, err := client.Get("http://" + long + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if len(rec.list) != 1 {
+		t.Fatalf("%d refusals; want 1", len(rec.list))
+	}
+	if h := rec.list[0].Host; len(h) > MaxHost+len("…") || !strings.HasPrefix(long, strings.TrimSuffix(h, "…")) {
+		t.Errorf("refused host of %d bytes; want the name's first %d", len(h), MaxHost)
+	}
+	if logged.Len() > 2048 || len(body) > 2048 {
+		t.Errorf("the refusal took %d bytes of log and %d of answer; want the host cut in both", logged.Len(), len(body))
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
 func TestProxyRejectsWhatIsNotAProxyRequest(t *testing.T) {
 	var rec recorder
-	srv := httptest.NewServer(New(nil, rec.add, quiet))
+	srv := httptest.NewServer(New(Config{}, rec.add, quiet))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/origin-form")
 	if err != nil {
@@ -202,7 +326,7 @@ func TestServeReportsReadyAndRefusals(t *testing.T) {
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, nil, pw, quiet) }()
+	go func() { done <- Serve(ctx, ln, Config{}, pw, quiet) }()
 	dec := json.NewDecoder(pr)
 	var ready Event
 	if err := dec.Decode(&ready); err != nil || ready.Ready != ln.Addr().String() {

@@ -1,7 +1,9 @@
 package llm
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 )
 
@@ -25,9 +27,24 @@ type Message struct {
 }
 
 // Image is an image input, sent after the message's text as a data URL.
+// Encoded as JSON it is its type and digest only: a transcript saved after
+// every step carries no image's bytes, which whoever resumes it fetches
+// again and finds by their digest.
 type Image struct {
 	MediaType string `json:"media_type"` // image/png, image/jpeg, image/gif or image/webp
-	Data      []byte `json:"data"`
+	Digest    string `json:"digest"`     // "sha256:" and the hex SHA-256 of Data
+	Data      []byte `json:"-"`
+}
+
+// NewImage returns the image data of type mediaType, with its digest.
+func NewImage(mediaType string, data []byte) Image {
+	return Image{MediaType: mediaType, Digest: ImageDigest(data), Data: data}
+}
+
+// ImageDigest is the digest of an image's bytes, as Image.Digest holds it.
+func ImageDigest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // DataURL is the image as a data: URL, as the wire carries it.

@@ -49,6 +49,9 @@ type EgressSpec struct {
 	// CABundle is the setup container's Spec.CABundle, if any: the proxy
 	// trusts it too when it connects to a registry itself.
 	CABundle string
+	// Internal are the setup.internal_ranges (CIDR) no allowed name may
+	// lead to.
+	Internal []string
 }
 
 // Egress is a setup phase's only way out: an internal Docker network on
@@ -133,6 +136,9 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 	}
 	for _, a := range spec.Allow {
 		cmd = append(cmd, "--allow", a)
+	}
+	for _, n := range spec.Internal {
+		cmd = append(cmd, "--internal", n)
 	}
 	upstream, err := upstreamOf(spec)
 	if err != nil {

@@ -67,27 +67,29 @@ func egressProxy(ctx context.Context, args []string) error {
 		allow = append(allow, h)
 		return err
 	})
-	var from []netip.Prefix
-	fs.Func("accept-from", "", func(v string) error {
-		p, err := netip.ParsePrefix(v)
-		from = append(from, p)
-		return err
-	})
+	var from, internal []netip.Prefix
+	for name, list := range map[string]*[]netip.Prefix{"accept-from": &from, "internal": &internal} {
+		fs.Func(name, "", func(v string) error {
+			p, err := netip.ParsePrefix(v)
+			*list = append(*list, p)
+			return err
+		})
+	}
 	upstream := fs.Bool("upstream-stdin", false, "")
 	fs.Parse(args)
-	var opts []egress.Option
+	cfg := egress.Config{Allow: allow, Internal: internal}
 	if *upstream {
-		o, err := egress.ReadUpstream(os.Stdin)
+		in, err := egress.ReadUpstream(os.Stdin)
 		if err != nil {
 			return err
 		}
-		opts = append(opts, o)
+		cfg.Inject = in
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
-	return egress.Serve(ctx, egress.OnlyFrom(ln, from), allow, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)), opts...)
+	return egress.Serve(ctx, egress.OnlyFrom(ln, from), cfg, os.Stdout, slog.New(slog.NewJSONHandler(os.Stderr, nil)))
 }
 
 // reachProbe is "agentbot reach-probe [--timeout D] TARGET...".
