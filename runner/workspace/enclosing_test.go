@@ -76,6 +76,10 @@ func TestChangedTestsAreTheFunctionsTheLinesLieIn(t *testing.T) {
 			unsure: "pipe_test.go: it does not parse as Go",
 		},
 		{
+			name: "go: a fixture under testdata is no test", file: "testdata/broken.go",
+			before: "package x\n", after: "package x\n\nfunc {\n",
+		},
+		{
 			name: "python: a method of a test class, below a helper the header would name", file: "tests/test_pipe.py",
 			before: "import pytest\n\n\nclass TestPipe:\n    def helper(self):\n        return 1\n\n    @pytest.mark.parametrize('x', [1])\n    def test_empty(self, x):\n        assert x\n\n\ndef test_top():\n    assert True\n",
 			after:  "import pytest\n\n\nclass TestPipe:\n    def helper(self):\n        return 1\n\n    @pytest.mark.parametrize('x', [1])\n    def test_empty(self, x):\n        assert x\n        assert x == 1\n\n\ndef test_top():\n    assert True\n",

@@ -46,7 +46,8 @@ func ChangedTestsOf(diff string, read func(paths []string) (map[string]string, e
 			continue
 		}
 		ct.Files = append(ct.Files, f.NewName)
-		if language(f.NewName) != langOther && !f.IsBinary {
+		// A Go file under testdata is a fixture, not a test the checks run.
+		if l := language(f.NewName); l != langOther && !f.IsBinary && (l != langGo || strings.HasSuffix(f.NewName, "_test.go")) {
 			code = append(code, f)
 		}
 	}
