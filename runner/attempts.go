@@ -108,6 +108,9 @@ func (r *Runner) bestOf(ctx context.Context, tk *task, tg target, ws *workspace.
 	if err := r.setup(ctx, tk, ws); err != nil {
 		return err
 	}
+	if err := r.checkBase(ctx, tk, ws); err != nil {
+		return err
+	}
 	ats, err := r.attempts(ctx, tk, ws, remote)
 	defer func() {
 		for _, at := range ats {

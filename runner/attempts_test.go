@@ -105,8 +105,8 @@ func TestBestOfThreeProposesTheSmallestChangeThatPasses(t *testing.T) {
 	if want := wonByAttempt3; !strings.Contains(body, want) {
 		t.Errorf("the pull request does not say %q:\n%s", want, body)
 	}
-	for _, row := range []string{"| 1 | `a` at temperature 0 | not proposed: same_failure: ", "| 2 | `b` at temperature 0.7 | passed: 40 lines in 2 files",
-		"| 3 | `c` at temperature 0 | passed: 3 lines in 1 file,"} {
+	for _, row := range []string{"| 1 | `a` at temperature 0 | not proposed: same_failure: ", "| 2 | `b` at temperature 0.7 | passed, reproduced: 40 lines in 2 files",
+		"| 3 | `c` at temperature 0 | passed, reproduced: 3 lines in 1 file,"} {
 		if !strings.Contains(body, row) {
 			t.Errorf("the pull request's table has no row %q:\n%s", row, body)
 		}

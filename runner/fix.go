@@ -97,11 +97,16 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	return tk.rep.fail(ctx, st, f)
 }
 
-// setupFailed reports err when it is a setup command's failure, which
-// ends the task, and returns any other error as it is.
+// setupFailed reports err when it ends the task before the agent starts —
+// a setup command that failed, or checks that cannot run on the base —
+// and returns any other error as it is.
 func (r *Runner) setupFailed(ctx context.Context, tk *task, err error) error {
+	none := &agent.State{TaskID: tk.ID, Status: app.StateFailed}
 	if sf, ok := errors.AsType[*SetupFailure](err); ok {
-		return tk.rep.fail(ctx, &agent.State{TaskID: tk.ID, Status: app.StateFailed}, failure{setup: sf})
+		return tk.rep.fail(ctx, none, failure{setup: sf})
+	}
+	if cr, ok := errors.AsType[*CannotRun](err); ok {
+		return tk.rep.fail(ctx, none, failure{cannotRun: cr})
 	}
 	return err
 }
@@ -160,11 +165,14 @@ func (r *Runner) target(tk *task) (target, error) {
 	return target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, slug(tk.issue.Title)), base: def, prBase: def}, nil
 }
 
-// loop runs the agent in a network-less sandbox over ws, after setup.
-// When "/agent stop" ends it, the state so far is returned with who
-// stopped it, once the sandbox is removed.
+// loop runs the agent in a network-less sandbox over ws, after setup and
+// the checks' run on the base. When "/agent stop" ends it, the state so
+// far is returned with who stopped it, once the sandbox is removed.
 func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_ *agent.State, stoppedBy string, err error) {
 	if err := r.setup(ctx, tk, ws); err != nil {
+		return nil, "", err
+	}
+	if err := r.checkBase(ctx, tk, ws); err != nil {
 		return nil, "", err
 	}
 	return r.runLoop(ctx, tk, onlyAttempt(ctx, tk, ws))
@@ -383,14 +391,13 @@ func nothingChanged() error {
 // open on it: a draft when failed is set.
 func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent.State, failed *failure, tamper app.Tampering) (app.PullRequest, error) {
 	spec := tk.policy.Policy.PullRequest
-	title, body := prTitle(tk, st), prBody(tk, st)
+	title, body := prTitle(tk, st), prBody(tk, st, tamper)
 	if failed != nil {
 		spec.Draft = true
 		title = shortTitle("Draft: " + app.InertPlain(tk.issue.Title, ownIssue(tk)))
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
-	body += reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk)
 	if err := tk.rep.auditPush(ctx); err != nil {
 		return app.PullRequest{}, err
 	}
@@ -419,6 +426,7 @@ type failure struct {
 	gate      error
 	diff      string        // the gate's diff, when the gate refused
 	setup     *SetupFailure // a setup command failed before the agent ran
+	cannotRun *CannotRun    // the checks cannot run on the base, so the agent did not start
 	verify    *Verification // the checks failed in the final verification
 }
 

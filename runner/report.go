@@ -96,6 +96,8 @@ func reasonLine(st *agent.State, f failure) string {
 		return "stopped by @" + f.stoppedBy
 	case f.setup != nil:
 		return app.Inert(f.setup.Error(), app.IssueRef{})
+	case f.cannotRun != nil:
+		return app.Inert("the checks cannot run: "+f.cannotRun.Cause, app.IssueRef{})
 	case f.gate != nil:
 		return app.Inert(firstLine(app.ErrorMessage(f.gate)), app.IssueRef{})
 	case f.verify != nil:
@@ -119,6 +121,9 @@ func failureText(tk *task, st *agent.State, f failure) string {
 	if f.setup != nil {
 		fmt.Fprintf(&b, "The repository's setup (`setup.run` in the policy) failed, so the agent did not start:\n\n%s\n",
 			app.CodeBlock(tail(f.setup.Output, outputExcerpt), "", ownIssue(tk)))
+	}
+	if f.cannotRun != nil {
+		b.WriteString(cannotRunText(tk, f.cannotRun))
 	}
 	if f.gate != nil {
 		fmt.Fprintf(&b, "The host's check of the change against the policy refused it:\n\n%s\n", app.CodeBlock(app.ErrorMessage(f.gate), "", ownIssue(tk)))
@@ -264,10 +269,12 @@ func commitMessage(tk *task, st *agent.State) string {
 }
 
 // prBody is the pull request's description, in the order a reviewer
-// reads it: what changed and why, the checks with their results, the
-// usage, who asked (the request quoted only when it says more than the
-// bare verb), the issue link, and the trace folded away.
-func prBody(tk *task, st *agent.State) string {
+// reads it: what changed and why, the checks with their results, then
+// what a reviewer acts on — the reproduction, the tests and checks the
+// change touches (tamper), the attempts — then the usage, who asked (the
+// request quoted only when it says more than the bare verb), the issue
+// link, and last the trace folded away.
+func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
 	var b strings.Builder
 	b.WriteString("## What changed and why\n\n")
 	if s := summaryBody(st); s != "" {
@@ -276,6 +283,7 @@ func prBody(tk *task, st *agent.State) string {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
 	b.WriteString("\n## Checks\n\n" + checksSection(tk, st))
+	b.WriteString(reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk))
 	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
 	fmt.Fprintf(&b, "\nAsked by @%s on #%d", tk.Requester, tk.Number)
 	if what := strings.TrimSpace(tk.Instructions); what != "" {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -11,27 +12,36 @@ import (
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// Reproduction is the host's proof that a change fixes something: the tests
-// it adds or changes fail on the base commit without the rest of the
-// change, and pass with it.
+// Reproduction is the host's proof that a change fixes something: a test
+// fails on the base commit without the change, and passes with it.
 //
-// The tests are the change's test files and fixtures, found by the naming
-// conventions the tampering report uses (workspace.ChangedTestsOf). They
-// are laid over the base commit's tree alone (workspace.Overlay), and the
-// policy's checks run over that tree as the final verification runs them:
-// in a fresh sandbox, after the policy's setup, in order, stopping at the
-// first failure. A check that is a plain "go test" line is narrowed to the
-// Go tests the change defines or edits (-run '^(TestA|TestB)$'); any other
-// check runs whole. The change is reproduced when a check fails there; that
-// the tests pass with the change is the final verification's verdict,
-// which runs before.
+// When the change adds or changes tests (the change's test files and
+// fixtures, found by the naming conventions the tampering report uses),
+// they are laid over the base commit's tree alone (workspace.Overlay), and
+// the policy's checks run over that tree as the final verification runs
+// them: in a fresh sandbox, after the policy's setup, in order, stopping
+// at the first failure. A check that is a plain "go test" line is narrowed
+// to the Go tests the changed lines lie in (-run '^(TestA|TestB)$', found
+// by parsing, see workspace.ChangedTests); any other check runs whole. The
+// change is reproduced when a check fails there.
+//
+// When the change touches no test, the checks' run on the base before the
+// loop (progress.BaseChecks) is the proof: an existing test that failed
+// there is reproduced by the change. Either way, that the tests pass with
+// the change is the final verification's verdict, which runs before.
 type Reproduction struct {
 	Mode app.Reproduce `json:"mode"`
 	Base string        `json:"base"` // the commit the tests ran on
 	// Files are the new and changed test files laid over the base.
 	Files []string `json:"files,omitempty"`
-	// Tests are the Go test functions the change defines or edits.
+	// Tests are the tests the change's lines lie in, or, for an existing
+	// test, those that failed on the base.
 	Tests []string `json:"tests,omitempty"`
+	// Unsure says, per file, why Tests may not be all the change touches.
+	Unsure []string `json:"unsure,omitempty"`
+	// Existing is set when the change touches no test and the proof is
+	// an existing test that failed on the base before the loop.
+	Existing bool `json:"existing,omitempty"`
 	// Run is the checks' run on the base with the tests; nil when there
 	// was nothing to run.
 	Run        *Verification `json:"run,omitempty"`
@@ -62,7 +72,7 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 	if err != nil {
 		return err
 	}
-	if rp.Run != nil {
+	if rp.Run != nil && !rp.Existing {
 		// A phase only when tests ran: without them it took no time.
 		tk.rep.phase(ctx, "reproduction")
 	}
@@ -75,13 +85,21 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 // through rep.
 func (r *Runner) reproduction(ctx context.Context, tk *task, rep *reporter, ws *workspace.Workspace, gate workspace.GateReport, id string) (*Reproduction, error) {
 	mode := reproduceMode(tk)
-	ct, err := workspace.ChangedTestsOf(gate.Diff)
+	ct, err := ws.ChangedTests(ctx, gate)
 	if err != nil {
 		return nil, err
 	}
-	rp := Reproduction{Mode: mode, Base: ws.Base(), Files: ct.Files, Tests: ct.GoTests}
-	if len(ct.Files) == 0 {
-		rp.Why = "the change adds or changes no test"
+	rp := Reproduction{Mode: mode, Base: ws.Base(), Files: ct.Files, Tests: ct.Tests, Unsure: ct.Unsure}
+	if b := tk.prog.BaseChecks; len(ct.Files) == 0 && b != nil && !b.Passed && len(b.Checks) > 0 {
+		// No test changed, and the checks failed on the base before the
+		// agent acted: the tests that failed there pass with the change.
+		rp.Run, rp.Reproduced, rp.Existing = b, true, true
+		rp.Tests = failedTests(b.Checks[len(b.Checks)-1].Output)
+	} else if len(ct.Files) == 0 {
+		rp.Why = "the change adds or changes no test, and the checks passed on " + shortSHA(rp.Base) + " before it"
+		if b == nil {
+			rp.Why = "the change adds or changes no test"
+		}
 	} else {
 		tree, err := ws.Overlay(ctx, gate.Tree, ct.Files)
 		if err != nil {
@@ -149,6 +167,7 @@ func reproductionSection(tk *task) string {
 	if !rp.Reproduced {
 		fmt.Fprintf(&b, "⚠️ **Not reproduced: the fix is unproven.** %s. The checks pass with the change, "+
 			"but no test shows that it fixes the problem; check that by hand before merging.\n", capitalize(rp.Why))
+		b.WriteString(unsureText(rp))
 		return b.String()
 	}
 	c := rp.Run.Checks[len(rp.Run.Checks)-1]
@@ -156,22 +175,69 @@ func reproductionSection(tk *task) string {
 	if tk.prog.Pushed != "" {
 		head = "`" + shortSHA(tk.prog.Pushed) + "`"
 	}
-	fmt.Fprintf(&b, "✅ **Reproduced:** %s %s on `%s` (check **%s**, %s: %s; output below), and %s on %s in the final verification.\n\n",
-		testList(rp), plural(rp, "fails", "fail"), shortSHA(rp.Base), c.Name, app.CodeSpan(c.Run, app.IssueRef{}), strings.TrimPrefix(resultText(c), "❌ "),
-		plural(rp, "passes", "pass"), head)
-	fmt.Fprintf(&b, "The tests ran on the base commit's tree with only the new and changed test files laid over it (%s), in a fresh sandbox.\n\n",
-		codeList(rp.Files))
+	result := strings.TrimPrefix(resultText(c), "❌ ")
+	if rp.Existing {
+		fmt.Fprintf(&b, "✅ **Reproduced by an existing test:** %s %s on `%s` before any change (check **%s**, %s: %s), and %s on %s in the final verification.\n\n",
+			testList(rp), plural(rp, "fails", "fail"), shortSHA(rp.Base), c.Name, app.CodeSpan(c.Run, app.IssueRef{}), result,
+			plural(rp, "passes", "pass"), head)
+		b.WriteString("The change adds or changes no test. The checks ran on the base commit before the agent started, in a sandbox of its own.\n\n")
+	} else {
+		fmt.Fprintf(&b, "✅ **Reproduced:** %s %s on `%s` (check **%s**, %s: %s; output below), and %s on %s in the final verification.\n\n",
+			testList(rp), plural(rp, "fails", "fail"), shortSHA(rp.Base), c.Name, app.CodeSpan(c.Run, app.IssueRef{}), strings.TrimPrefix(resultText(c), "❌ "),
+			plural(rp, "passes", "pass"), head)
+		fmt.Fprintf(&b, "The tests ran on the base commit's tree with only the new and changed test files laid over it (%s), in a fresh sandbox.\n\n",
+			codeList(rp.Files))
+	}
+	b.WriteString(unsureText(rp))
+	if strings.TrimSpace(c.Output) == "" {
+		fmt.Fprintf(&b, "**%s** printed nothing on %s.\n", c.Name, shortSHA(rp.Base))
+		return b.String()
+	}
 	fmt.Fprintf(&b, "<details><summary>%s on %s</summary>\n\n%s\n</details>\n",
 		c.Name, shortSHA(rp.Base), app.CodeBlock(tail(c.Output, reproductionExcerpt), "", ownIssue(tk)))
 	return b.String()
 }
 
-// testList names what reproduces: the Go tests, or else the test files.
-func testList(rp *Reproduction) string {
-	if len(rp.Tests) > 0 {
-		return codeList(rp.Tests)
+// unsureText says which files leave the changed tests unsure, and why,
+// as a paragraph, or "".
+func unsureText(rp *Reproduction) string {
+	if len(rp.Unsure) == 0 {
+		return ""
 	}
-	return "the tests in " + codeList(rp.Files)
+	return "Which tests the change touches is not certain: " + app.InertPlain(strings.Join(rp.Unsure, "; "), app.IssueRef{}) + ".\n\n"
+}
+
+// failedTestRE finds the tests a check's output says failed: Go's
+// "--- FAIL: TestX", pytest's "FAILED path::test", TAP's "not ok 1 - name"
+// (node --test), Jest's "● suite › name".
+var failedTestRE = regexp.MustCompile(`(?m)^\s*(?:--- FAIL: (\S+)|FAILED (\S+)|not ok \d+ - (.+?)$|● (.+?)$)`)
+
+// failedTests names the tests output says failed, top-level ones first
+// seen, or none when it names none.
+func failedTests(output string) []string {
+	var names []string
+	for _, m := range failedTestRE.FindAllStringSubmatch(output, -1) {
+		name := strings.TrimSpace(m[1] + m[2] + m[3] + m[4])
+		if m[1] != "" {
+			name, _, _ = strings.Cut(name, "/") // a subtest fails its test
+		}
+		if name != "" && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// testList names what reproduces: the tests, or else the test files, or
+// else the tests of an existing check whose output names none.
+func testList(rp *Reproduction) string {
+	switch {
+	case len(rp.Tests) > 0:
+		return codeList(rp.Tests)
+	case len(rp.Files) > 0:
+		return "the tests in " + codeList(rp.Files)
+	}
+	return "the existing tests"
 }
 
 // plural picks the verb for testList's subject.

@@ -195,6 +195,9 @@ type progress struct {
 	Replied bool      `json:"replied,omitempty"`
 	Final   app.State `json:"final,omitempty"` // set once the task's report is complete
 
+	// BaseChecks are the checks' run on the base commit before the loop:
+	// the proof of a change that touches no test, when one failed there.
+	BaseChecks *Verification `json:"base_checks,omitempty"`
 	// Verified is the final verification of the tree pushed, which the
 	// reports show once it is pushed.
 	Verified *Verification `json:"verified,omitempty"`

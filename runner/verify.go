@@ -214,21 +214,31 @@ func countVerification(tk *task, o *app.TaskOutcome) {
 // loop's when the change never reached verification.
 func checksSection(tk *task, st *agent.State) string {
 	v := tk.prog.Verified
+	if base := tk.prog.BaseChecks; v == nil && len(st.Checks) == 0 && base != nil {
+		return fmt.Sprintf("The agent ran no check. On the base commit `%s`, before it started:\n\n%s", shortSHA(tk.prog.Base), runsTable(base))
+	}
 	if v == nil {
 		return checksTable(st)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Verified in a fresh sandbox (`%s`, in which no agent command ran), on the tree that is committed:\n\n", shortID(v.Container))
+	b.WriteString(runsTable(v))
+	if v.Incident() {
+		b.WriteString("\n⚠️ **The agent's sandbox said the checks pass**, and they do not in a fresh one: " +
+			"something the agent left in its sandbox made them pass. The agent's last run of the checks:\n\n" + checksTable(st))
+	}
+	return b.String()
+}
+
+// runsTable is a run of the checks as a table, with those it did not run.
+func runsTable(v *Verification) string {
+	var b strings.Builder
 	b.WriteString("| check | command | result | time |\n| --- | --- | --- | --- |\n")
 	for _, c := range v.Checks {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, resultText(c), float64(c.Millis)/1000)
 	}
 	for _, c := range v.NotRun {
 		fmt.Fprintf(&b, "| %s | `%s` | ⏭ not run | |\n", c.Name, c.Run)
-	}
-	if v.Incident() {
-		b.WriteString("\n⚠️ **The agent's sandbox said the checks pass**, and they do not in a fresh one: " +
-			"something the agent left in its sandbox made them pass. The agent's last run of the checks:\n\n" + checksTable(st))
 	}
 	return b.String()
 }

@@ -129,7 +129,7 @@ func TestFixIsVerifiedInAFreshSandbox(t *testing.T) {
 	for _, e := range rec.trace("V1", app.TracePhase) {
 		phases = append(phases, e.Name)
 	}
-	if want := []string{"admission", "workspace", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
+	if want := []string{"admission", "workspace", "base checks", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
 		t.Errorf("phases %v; want %v", phases, want)
 	}
 	var verified []string

@@ -26,6 +26,8 @@ func TestDemo(t *testing.T) {
 		"started a private redis-server", "model: scripted", "running   step 1: read_file",
 		"succeeded pull request #2", "pull request #2: http://127.0.0.1:", "agent/1-sum-drops-the-first-sample → main",
 		"Fixes #1", "-\tfor i := 1; i < len(xs); i++ {\n+\tfor i := 0; i < len(xs); i++ {", "agentbot: completed success",
+		// TestSum fails on the base and passes with the fix, which adds no test.
+		"✅ **Reproduced by an existing test:** `TestSum`, `TestMean` fail on", "--- FAIL: TestSum",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)

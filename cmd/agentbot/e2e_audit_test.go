@@ -71,10 +71,11 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := app.SummarizeTrace(events)
-	// The sample's script: two reads, the checks, an edit, finish; then
-	// the final verification's run of the check.
-	if s.ModelCalls != 4 || s.ToolCalls != 5 || s.ChecksFailed != 1 || s.ChecksPassed != 2 || s.Steps != 4 || s.PromptTokens == 0 || s.Refusals != 0 {
-		t.Errorf("trace adds up to %+v; want 4 model calls, 5 tool calls, the check failed, passed, then passed in verification", s)
+	// The check's run on the base; the sample's script: two reads, the
+	// checks, an edit, finish; then the final verification's run of the
+	// check.
+	if s.ModelCalls != 4 || s.ToolCalls != 5 || s.ChecksFailed != 2 || s.ChecksPassed != 2 || s.Steps != 4 || s.PromptTokens == 0 || s.Refusals != 0 {
+		t.Errorf("trace adds up to %+v; want 4 model calls, 5 tool calls, the check failed on the base and in the loop, passed, then passed in verification", s)
 	}
 	var phases, tools []string
 	for _, e := range events {
@@ -84,12 +85,12 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 		case app.TraceToolCall:
 			tools = append(tools, e.Name)
 		case app.TraceCheck:
-			if (e.Name != "fixed" && e.Name != "verify fixed") || !strings.Contains(e.Detail, "grep") {
+			if (e.Name != "base fixed" && e.Name != "fixed" && e.Name != "verify fixed") || !strings.Contains(e.Detail, "grep") {
 				t.Errorf("check event %+v", e)
 			}
 		}
 	}
-	if want := []string{"admission", "workspace", "setup", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
+	if want := []string{"admission", "workspace", "setup", "base checks", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
 		t.Errorf("phases %v; want %v", phases, want)
 	}
 	if want := []string{"read_file", "read_file", "run_checks", "edit_file", "finish"}; !slices.Equal(tools, want) {
@@ -101,7 +102,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 	if len(runs) != 1 {
 		t.Fatalf("check runs %+v; want one", runs)
 	}
-	for _, want := range []string{"### Trace of task `" + id + "`", "| model calls | 4 ", "| checks | 2 passed, 1 failed |", "`tool_call` **edit\\_file**", "**Phases:** admission"} {
+	for _, want := range []string{"### Trace of task `" + id + "`", "| model calls | 4 ", "| checks | 2 passed, 2 failed |", "`tool_call` **edit\\_file**", "**Phases:** admission"} {
 		if !strings.Contains(runs[0].Text, want) {
 			t.Errorf("check run text lacks %q:\n%s", want, runs[0].Text)
 		}
@@ -111,7 +112,7 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 	if err := run(ctx, []string{"tasks", "trace", id}, env); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"4 model calls", "5 tool calls", "checks 2 passed 1 failed", "model_call", "tool_call", "edit_file", "check", "phase", "push"} {
+	for _, want := range []string{"4 model calls", "5 tool calls", "checks 2 passed 2 failed", "model_call", "tool_call", "edit_file", "check", "phase", "push"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("agentbot tasks trace %s lacks %q:\n%s", id, want, out)
 		}
@@ -193,7 +194,7 @@ func assertApprovalAudited(t *testing.T, w *demoWorld, fix, approve string) {
 			phases = append(phases, e.Name)
 		}
 	}
-	if want := []string{"admission", "workspace", "setup", "agent", "workspace", "setup", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
+	if want := []string{"admission", "workspace", "setup", "base checks", "agent", "workspace", "setup", "agent", "gate", "verification", "push", "report"}; !slices.Equal(phases, want) {
 		t.Errorf("phases of the approved fix %v; want %v", phases, want)
 	}
 }

@@ -5,7 +5,8 @@
 // A step is one model answer and the tool calls it contains. The loop stops
 // when finish is accepted (the checks pass), when the same check failure
 // comes back after a correction, when the model repeats an identical call,
-// when a budget runs out (iterations, wall clock, tokens, cost), or when an
+// when the model answers three times in a row without a tool call, when a
+// budget runs out (iterations, wall clock, tokens, cost), or when an
 // approver denies a call. Malformed calls, unknown tools and refused writes
 // are results the model reads, never errors of the loop.
 //
@@ -319,12 +320,23 @@ func (a *Agent) ask(ctx context.Context) error {
 	if msg.Content != "" {
 		a.st.Plan = msg.Content
 	}
-	if len(msg.ToolCalls) == 0 {
-		a.st.Messages = append(a.st.Messages, llm.Message{Role: llm.RoleUser, Content: a.nudge()})
-		a.emit(Event{Step: a.st.Step})
+	if len(msg.ToolCalls) > 0 {
+		a.st.TextOnly = 0
+		return a.save(ctx)
 	}
+	a.st.TextOnly++
+	a.emit(Event{Step: a.st.Step})
+	if a.st.TextOnly >= textOnlyAnswers {
+		return a.stop(ctx, StopTextOnly, fmt.Sprintf("the model answered %d times in a row with text and no tool call", a.st.TextOnly))
+	}
+	a.st.Messages = append(a.st.Messages, llm.Message{Role: llm.RoleUser, Content: a.nudge()})
 	return a.save(ctx)
 }
+
+// textOnlyAnswers is how many answers in a row without a tool call end
+// the loop: a model that keeps writing prose after being nudged twice
+// would spend the rest of the budget the same way.
+const textOnlyAnswers = 3
 
 // nudge answers a reply without a tool call: the loop only advances through
 // tools, and finish (answer, for a question) is how the model says it is

@@ -242,6 +242,27 @@ func TestRepeatedCallLoopStops(t *testing.T) {
 	}
 }
 
+// TestTextOnlyAnswersStop ends the loop on the third answer in a row with
+// text and no tool call, before the step budget is spent; a tool call in
+// between starts the count again.
+func TestTextOnlyAnswersStop(t *testing.T) {
+	text := llmtest.Step{Text: "I would change calc.go so that Add adds."}
+	read := step(call("read_file", `{"path":"calc.go"}`))
+	var steps []llmtest.Step
+	steps = append(steps, text, text, read, text, text, text)
+	for range 20 {
+		steps = append(steps, read)
+	}
+	p := testPolicy()
+	p.Limits.Iterations = 30
+	h := newHarness(t, llmtest.Script{Steps: steps}, p)
+	st := h.run()
+	wantStop(t, st, agent.StopTextOnly, app.StateFailed)
+	if st.Step != 6 || !strings.Contains(st.Stop.Detail, "3 times in a row with text and no tool call") {
+		t.Errorf("stopped at step %d: %s", st.Step, st.Stop.Detail)
+	}
+}
+
 func TestBudgets(t *testing.T) {
 	reads := func(n int) []llmtest.Step {
 		var s []llmtest.Step

@@ -40,6 +40,7 @@ type State struct {
 	// The stop rules' memory.
 	Recent      []string `json:"recent,omitempty"`       // signatures of the last calls
 	LastFailure string   `json:"last_failure,omitempty"` // signature of the last failing check
+	TextOnly    int      `json:"text_only,omitempty"`    // answers in a row without a tool call
 	Corrected   bool     `json:"corrected,omitempty"`    // the tree changed since LastFailure
 }
 
@@ -77,6 +78,7 @@ const (
 	StopDone        StopReason = "done"         // finish accepted on green checks
 	StopSameFailure StopReason = "same_failure" // a failure came back after its correction
 	StopLoop        StopReason = "loop"         // identical calls with identical results
+	StopTextOnly    StopReason = "text_only"    // answers in a row with text and no tool call
 	StopIterations  StopReason = "iterations"
 	StopWallClock   StopReason = "wall_clock"
 	StopTokens      StopReason = "tokens"

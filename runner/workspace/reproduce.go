@@ -20,48 +20,131 @@ type ChangedTests struct {
 	// modifies (by the conventions TamperingOf uses), as they are after
 	// the change. Deleted files are not among them.
 	Files []string
-	// GoTests names the Go test functions the change defines or edits:
-	// those defined on added lines, and those a changed hunk lies in by
-	// its header (git names the enclosing func in the hunk header).
+	// Tests name the tests the changed lines lie in, found from the code
+	// (see enclosingTests): Go's TestX, Python's test_x or TestX::test_y,
+	// JavaScript's "suite › case", each in the file's own terms.
+	Tests []string
+	// GoTests are the Go test functions among Tests, when every changed
+	// line of the Go test files lies in one: a check narrowed to them
+	// runs all the change touches. Nil when a Go file leaves that unsure.
 	GoTests []string
+	// Unsure says, per file, why Tests may not be all the change touches.
+	Unsure []string
 }
 
-// ChangedTestsOf lists the tests a diff made by Diff adds or changes.
-func ChangedTestsOf(diff string) (ChangedTests, error) {
+// ChangedTestsOf lists the tests a diff made by Diff adds or changes; read
+// returns the content after the change of the paths it is given.
+func ChangedTestsOf(diff string, read func(paths []string) (map[string]string, error)) (ChangedTests, error) {
 	files, _, err := gitdiff.Parse(strings.NewReader(diff))
 	if err != nil {
 		return ChangedTests{}, fmt.Errorf("parse the diff for its tests: %w", err)
 	}
 	var ct ChangedTests
+	var code []*gitdiff.File // the changed test files in a language whose tests are named
 	for _, f := range files {
 		if f.IsDelete || !slices.Contains(sensitiveKinds(f.NewName, nil), app.TamperTest) {
 			continue
 		}
 		ct.Files = append(ct.Files, f.NewName)
-		if language(f.NewName) != langGo {
-			continue
+		// A Go file under testdata is a fixture, not a test the checks run.
+		if l := language(f.NewName); l != langOther && !f.IsBinary && (l != langGo || strings.HasSuffix(f.NewName, "_test.go")) {
+			code = append(code, f)
 		}
-		for _, fr := range f.TextFragments {
-			if fr.LinesAdded == 0 {
-				continue
-			}
-			ct.GoTests = addName(ct.GoTests, testName(langGo, fr.Comment))
-			for _, l := range fr.Lines {
-				if l.Op == gitdiff.OpAdd {
-					ct.GoTests = addName(ct.GoTests, testName(langGo, l.Line))
-				}
-			}
+	}
+	if len(code) == 0 {
+		return ct, nil
+	}
+	paths := make([]string, len(code))
+	for i, f := range code {
+		paths[i] = f.NewName
+	}
+	content, err := read(paths)
+	if err != nil {
+		return ChangedTests{}, fmt.Errorf("read the changed tests: %w", err)
+	}
+	goSure := true
+	for _, f := range code {
+		added, deleted := changedLines(f)
+		tests, unsure := enclosingTests(f.NewName, content[f.NewName], added, deleted)
+		for _, t := range tests {
+			ct.Tests = addName(ct.Tests, t)
 		}
+		switch l := language(f.NewName); {
+		case l == langGo && unsure != "":
+			goSure = false
+		case l == langGo:
+			for _, t := range tests {
+				ct.GoTests = addName(ct.GoTests, t)
+			}
+		case l == langPython && unsure == "":
+			unsure = "its tests are found by indentation, not by parsing"
+		}
+		if unsure != "" {
+			ct.Unsure = append(ct.Unsure, f.NewName+": "+unsure)
+		}
+	}
+	if !goSure {
+		ct.GoTests = nil
 	}
 	return ct, nil
 }
 
-// addName appends name when it is a test's and not yet listed.
+// changedLines are the lines of f after the change that its hunks add,
+// and those before which they delete lines, from 1.
+func changedLines(f *gitdiff.File) (added, deleted []int) {
+	for _, fr := range f.TextFragments {
+		n := int(fr.NewPosition)
+		if fr.NewLines == 0 {
+			n++ // git numbers an empty side by the line before it
+		}
+		for _, l := range fr.Lines {
+			switch l.Op {
+			case gitdiff.OpAdd:
+				added = append(added, n)
+				n++
+			case gitdiff.OpDelete:
+				deleted = append(deleted, n)
+			default:
+				n++
+			}
+		}
+	}
+	return added, deleted
+}
+
+// addName appends name when it is not yet listed.
 func addName(names []string, name string) []string {
 	if name == "" || slices.Contains(names, name) {
 		return names
 	}
 	return append(names, name)
+}
+
+// ChangedTests lists the tests the change gate checked adds or changes,
+// reading the test files from the tree it checked.
+func (w *Workspace) ChangedTests(ctx context.Context, gate GateReport) (ChangedTests, error) {
+	return ChangedTestsOf(gate.Diff, func(paths []string) (map[string]string, error) {
+		return w.treeFiles(ctx, gate.Tree, paths)
+	})
+}
+
+// treeFiles returns the content of paths, files of tree.
+func (w *Workspace) treeFiles(ctx context.Context, tree string, paths []string) (map[string]string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out, err := w.git(ctx, gitCall{env: []string{"GIT_LITERAL_PATHSPECS=1"},
+		args: append([]string{"ls-tree", "-z", "--full-tree", "--end-of-options", tree, "--"}, paths...)})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", tree, err)
+	}
+	var names, oids []string
+	for entry := range strings.SplitSeq(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		meta, name, ok := strings.Cut(entry, "\t")
+		if fields := strings.Fields(meta); ok && len(fields) == 3 && fields[1] == "blob" {
+			names, oids = append(names, name), append(oids, fields[2])
+		}
+	}
+	return w.readBlobs(ctx, names, oids)
 }
 
 // Overlay returns a tree object holding the base commit's files, except

@@ -33,11 +33,11 @@ func TestChangedTestsOf(t *testing.T) {
 	if err := os.Remove(filepath.Join(w.Dir(), "old_test.go")); err != nil {
 		t.Fatal(err)
 	}
-	diff, err := w.Diff(t.Context())
+	rep, err := w.Gate(t.Context(), allowAll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ct, err := workspace.ChangedTestsOf(diff)
+	ct, err := w.ChangedTests(t.Context(), rep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,10 @@ func TestChangedTestsOf(t *testing.T) {
 	if want := []string{"TestNew", "TestSum"}; !slices.Equal(ct.GoTests, want) {
 		t.Errorf("Go tests %q; want %q", ct.GoTests, want)
 	}
-	if _, err := workspace.ChangedTestsOf("diff --git a/x b/x\n@@ -1 +1 @@\n"); err == nil {
+	if want := []string{"TestSum", "TestNew", "x"}; !slices.Equal(ct.Tests, want) {
+		t.Errorf("tests %q; want %q", ct.Tests, want)
+	}
+	if _, err := workspace.ChangedTestsOf("diff --git a/x b/x\n@@ -1 +1 @@\n", nil); err == nil {
 		t.Error("a broken diff was read")
 	}
 }

@@ -182,7 +182,7 @@ func language(name string) lang {
 var testDefRE = map[lang]*regexp.Regexp{
 	langGo:     regexp.MustCompile(`^\s*func\s+((?:Test|Fuzz|Benchmark|Example)\w*)\s*\(`),
 	langPython: regexp.MustCompile(`^\s*(?:async\s+)?(?:def\s+(test\w*)\s*\(|class\s+(Test\w*)\b)`),
-	langJS:     regexp.MustCompile(`(?:^|[^\w.$])[xf]?(?:it|test|describe)(?:\.(?:only|skip|todo|concurrent)|\.each\(.*?\))?\s*\(\s*(?:'([^']*)'|"([^"]*)"|` + "`([^`]*)`" + `)`),
+	langJS:     jsTestCall,
 }
 
 // skipRE finds a line that skips tests, or focuses on some and so skips
