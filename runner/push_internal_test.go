@@ -68,9 +68,8 @@ func (w *pushWorld) commit(t *testing.T, base string, edit func(r *workspaceRoot
 	if _, err := ws.Gate(t.Context(), app.Policy{Paths: app.Paths{Allow: []string{"**"}}}); err != nil {
 		t.Fatal(err)
 	}
-	tk := &app.Task{Requester: "ada", RequesterID: 583231}
 	if _, err := ws.Commit(t.Context(), workspace.CommitOptions{Message: "Fix the thing\n", Author: workspace.Signature{Name: "agentbot[bot]", Email: "bot@example.com"},
-		CoAuthors: []workspace.Signature{coAuthor(tk)}}); err != nil {
+		CoAuthors: []workspace.Signature{coAuthor("ada", 583231)}}); err != nil {
 		t.Fatal(err)
 	}
 	return ws
