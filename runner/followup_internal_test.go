@@ -57,6 +57,31 @@ func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
 	}
 }
 
+func TestCIAnswersAreTheirOwnersOnly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := redisStore(t)
+	r := &Runner{cfg: Config{Pulls: store}}
+	tk := ciTask("agentbot[bot]", 0)
+	answer := func(owner app.RecordOwner, check string) app.CIAnswer {
+		return app.CIAnswer{Owner: owner, Head: "abc", AppID: 15368, Check: check, Task: "t1", Decision: app.CIFailsOnBase}
+	}
+	mine := answer(app.RecordOwner{InstallationID: 7, RepoID: 70}, "Test")
+	if _, err := store.AnswerCI(ctx, "octo/hello", 2, []app.CIAnswer{mine,
+		answer(app.RecordOwner{InstallationID: 7, RepoID: 71}, "Vet"), answer(app.RecordOwner{}, "Lint")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ciAnswers(ctx, tk)
+	if err != nil || len(got) != 1 || got[0] != mine {
+		t.Errorf("answers %+v, %v; want only %+v, of the task's own installation and repository", got, err, mine)
+	}
+	// A person's /agent fix-ci is answered whatever came before.
+	tk.CI = nil
+	if got, err := r.ciAnswers(ctx, tk); len(got) != 0 || err != nil {
+		t.Errorf("a person's fix-ci goes by the answers %+v, %v; want none", got, err)
+	}
+}
+
 func TestTaskTextAddsTheFollowUp(t *testing.T) {
 	t.Parallel()
 	tk := followUpTask()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -192,17 +193,7 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 	again := run
 	again.Actions = false
 	dup := deliverCIRun(t, w, again)
-	// Either may run first; one follows up, the other ends without a word.
-	first, second := waitFinal(t, w, id), waitFinal(t, w, dup)
-	if first.State == app.StateRefused {
-		first, second = second, first
-	}
-	if first.State != app.StateSucceeded {
-		t.Fatalf("CI follow-up ended %s (%s)", first.State, first.Step)
-	}
-	if second.State != app.StateRefused || statusOf(w, second.ID) != "" {
-		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", second.State, second.Step, statusOf(w, second.ID))
-	}
+	oneFollowsUp(t, w, id, dup)
 	task := firstRequestAfter(t, w, before)
 	for _, want := range []string{"doc_test.go:9: Sum's doc comment must say what Sum of no samples is", "stats.go:4 failure: doc comment incomplete", "Process completed with exit code 1"} {
 		if !strings.Contains(task, want) {
@@ -341,16 +332,7 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 		run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: name, Conclusion: "failure", Actions: true, Actor: bot, Log: log})
 		ids = append(ids, deliverCIRun(t, w, run))
 	}
-	one, other := waitFinal(t, w, ids[0]), waitFinal(t, w, ids[1])
-	if one.State == app.StateRefused {
-		one, other = other, one
-	}
-	if one.State != app.StateSucceeded {
-		t.Fatalf("the follow-up ended %s (%s)", one.State, one.Step)
-	}
-	if other.State != app.StateRefused || statusOf(w, other.ID) != "" {
-		t.Errorf("the other failure's task ended %s (%s), status %q; want it ended without a word", other.State, other.Step, statusOf(w, other.ID))
-	}
+	one := oneFollowsUp(t, w, ids[0], ids[1])
 	task := firstRequestAfter(t, w, before)
 	for _, want := range []string{"### Doc (github-actions, failure)", "Sum's doc must say what no samples give", "### Vet (github-actions, failure)", "Mean's doc comment is too long"} {
 		if !strings.Contains(task, want) {
@@ -366,6 +348,24 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Document Sum and Mean") {
 		t.Errorf("branch commits %q; want the fix and one follow-up", log)
 	}
+}
+
+// oneFollowsUp waits for CI tasks a and b, started by failures on one
+// head: either may run first, and one follows up on them, which it
+// returns; the other ends without a word.
+func oneFollowsUp(t *testing.T, w *demoWorld, a, b string) queue.Record {
+	t.Helper()
+	one, other := waitFinal(t, w, a), waitFinal(t, w, b)
+	if one.State == app.StateRefused {
+		one, other = other, one
+	}
+	if one.State != app.StateSucceeded {
+		t.Fatalf("CI follow-up ended %s (%s)", one.State, one.Step)
+	}
+	if other.State != app.StateRefused || statusOf(w, other.ID) != "" {
+		t.Errorf("the other task on the same failures ended %s (%s), status %q; want it ended without a word", other.State, other.Step, statusOf(w, other.ID))
+	}
+	return one
 }
 
 // coAuthorsOf are the Co-authored-by trailers of the commit ref names.
