@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,9 +20,11 @@ func pullKey(repo string, number int) string { return "agentbot:pull:" + issueRe
 func ciAnswersKey(repo string, number int) string { return pullKey(repo, number) + ":ci" }
 
 // ciField names one failing check on one head commit in a pull request's
-// answers: the check's name comes last, as it may hold spaces.
+// answers, for one owner: a repository made again under the same name
+// answers its own checks. The check's name comes last, as it may hold
+// spaces.
 func ciField(a app.CIAnswer) string {
-	return a.Head + " " + strconv.FormatInt(a.AppID, 10) + " " + a.Check
+	return fmt.Sprintf("%d %d %s %d %s", a.Owner.InstallationID, a.Owner.RepoID, a.Head, a.AppID, a.Check)
 }
 
 // SavePull keeps p with its pull request, replacing what was kept. It is

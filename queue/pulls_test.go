@@ -43,18 +43,19 @@ func TestEachFailingCheckOnAHeadIsAnsweredOnce(t *testing.T) {
 		t.Fatalf("first answer: %+v, %v", got, err)
 	}
 	// A second task on the same head: the check answered before keeps its
-	// answer; the other check, and the same check on another head or by
-	// another App, are new.
+	// answer; the other check, and the same check on another head, by
+	// another App or of a repository made again under the same name, are
+	// new.
 	vet := app.CIAnswer{Owner: owner, Head: "h1", AppID: 15368, Check: "Vet lint", Task: "t2", Decision: app.CIFollowUp}
 	again := test
 	again.Task, again.Decision = "t2", app.CIFollowUp
-	otherHead, otherApp := again, again
-	otherHead.Head, otherApp.AppID = "h2", 9191
-	got, err = store.AnswerCI(ctx, "Octo/Hello", 4, []app.CIAnswer{again, vet, otherHead, otherApp})
+	otherHead, otherApp, otherRepo := again, again, again
+	otherHead.Head, otherApp.AppID, otherRepo.Owner.RepoID = "h2", 9191, 71
+	got, err = store.AnswerCI(ctx, "Octo/Hello", 4, []app.CIAnswer{again, vet, otherHead, otherApp, otherRepo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []app.CIAnswer{test, vet, otherHead, otherApp}
+	want := []app.CIAnswer{test, vet, otherHead, otherApp, otherRepo}
 	if len(got) != len(want) {
 		t.Fatalf("answers %+v; want %+v", got, want)
 	}
@@ -64,8 +65,8 @@ func TestEachFailingCheckOnAHeadIsAnsweredOnce(t *testing.T) {
 		}
 	}
 	all, err := store.CIAnswers(ctx, "octo/hello", 4)
-	if err != nil || len(all) != 4 {
-		t.Errorf("CIAnswers = %+v, %v; want the 4 answers", all, err)
+	if err != nil || len(all) != len(want) {
+		t.Errorf("CIAnswers = %+v, %v; want the %d answers", all, err, len(want))
 	}
 	if _, err := store.AnswerCI(ctx, "octo/hello", 4, []app.CIAnswer{{Head: "h1", Check: "Test", Task: "t3"}}); app.ErrorCode(err) != app.EInvalid {
 		t.Errorf("an answer without a decision: %v; want an invalid-input error", err)

@@ -298,7 +298,7 @@ func TestSecondWorkflowFailingOnAHeadGetsItsFollowUp(t *testing.T) {
 		t.Errorf("the model's task holds the log of Test, which fails on main too:\n%s", task)
 	}
 	s := statusOf(w, second)
-	for _, want := range []string{"- `Vet`: a follow-up addresses it\n",
+	for _, want := range []string{"- `Vet`: a follow-up addresses it",
 		"- `Test`: this check fails on main too ([its latest run there](", "/runs/" + strconv.FormatInt(onMain.RunID, 10), "as task `" + first + "` answered"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("status lacks %q:\n%s", want, s)
@@ -340,7 +340,7 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 		}
 	}
 	s := statusOf(w, one.ID)
-	for _, want := range []string{"- `Doc`: a follow-up addresses it\n", "- `Vet`: a follow-up addresses it"} {
+	for _, want := range []string{"- `Doc`: a follow-up addresses it", "- `Vet`: a follow-up addresses it"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("status lacks %q:\n%s", want, s)
 		}
