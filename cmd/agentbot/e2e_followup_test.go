@@ -175,10 +175,7 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum of no samples for the doc check"}`}}},
 	)
 	policy := quickPolicy + "pull_request: {ci_followups: 1}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
-	fixTo(t, w, app.StateSucceeded)
-	before := len(w.llm.Requests())
-	w.issue = 2
+	w, before := agentPull(t, policy, script)
 
 	// The check passes on main, so the pull request broke it. The
 	// App pushed the failing head, so it is the events' sender.
@@ -268,10 +265,7 @@ func TestSecondWorkflowFailingOnAHeadGetsItsFollowUp(t *testing.T) {
 		llmtest.Step{ToolCalls: []llmtest.Call{edit("stats.go", "// Mean returns the arithmetic mean of xs, or 0 for no samples.", "// Mean returns the arithmetic mean of xs; 0 for none.")}},
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Shorten Mean's doc for the vet check"}`}}},
 	)
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: script}, nil)
-	fixTo(t, w, app.StateSucceeded)
-	before := len(w.llm.Requests())
-	w.issue = 2
+	w, before := agentPull(t, quickPolicy, script)
 	bot := w.sim.App().BotLogin
 
 	// "Test" fails on the head and on main: not the pull request's doing.
@@ -318,10 +312,7 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 		}},
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum and Mean for the doc and vet checks"}`}}},
 	)
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: script}, nil)
-	fixTo(t, w, app.StateSucceeded)
-	before := len(w.llm.Requests())
-	w.issue = 2
+	w, before := agentPull(t, quickPolicy, script)
 	bot := w.sim.App().BotLogin
 
 	// Two workflows fail on the head, and pass on main, before either
@@ -348,6 +339,18 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Document Sum and Mean") {
 		t.Errorf("branch commits %q; want the fix and one follow-up", log)
 	}
+}
+
+// agentPull starts the world with policy and script, whose first task
+// fixes the sample, and waits for the fix's pull request #2, the world's
+// issue from then on. It returns the number of model requests the fix
+// made.
+func agentPull(t *testing.T, policy string, script *llmtest.Script) (*demoWorld, int) {
+	t.Helper()
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
+	fixTo(t, w, app.StateSucceeded)
+	w.issue = 2
+	return w, len(w.llm.Requests())
 }
 
 // oneFollowsUp waits for CI tasks a and b, started by failures on one
