@@ -60,3 +60,42 @@ func CIFailed(conclusion string) bool {
 	}
 	return false
 }
+
+// CIDecision is what became of one failing check on a head commit of one
+// of agentbot's pull requests.
+type CIDecision string
+
+// Each failing check on a head is judged once: a follow-up addresses it,
+// or it fails on the base too and is not the pull request's to fix, or
+// the follow-ups that failing CI may start by itself are used.
+const (
+	CIFollowUp      CIDecision = "follow-up"
+	CIFailsOnBase   CIDecision = "fails on base"
+	CIFollowUpsUsed CIDecision = "follow-ups used"
+)
+
+// CIAnswer is how task answered the failing check Check, by the App
+// AppID, on the pull request's head commit Head.
+type CIAnswer struct {
+	Owner    RecordOwner `json:"owner"`
+	Head     string      `json:"head"`
+	AppID    int64       `json:"app_id"`
+	Check    string      `json:"check"`
+	Task     string      `json:"task"`
+	Decision CIDecision  `json:"decision"`
+	// BaseRun links the check's failing run on the base, for
+	// CIFailsOnBase.
+	BaseRun string `json:"base_run,omitempty"`
+}
+
+// AgentPull is what is kept with a pull request agentbot opened: the task
+// that opened it and the person who asked for that task, whom the commits
+// of follow-ups that failing CI starts credit.
+type AgentPull struct {
+	Owner       RecordOwner `json:"owner"`
+	Repo        string      `json:"repo"` // owner/name
+	Number      int         `json:"number"`
+	Task        string      `json:"task"`
+	Requester   string      `json:"requester"`
+	RequesterID int64       `json:"requester_id,omitempty"`
+}

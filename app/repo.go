@@ -14,6 +14,23 @@ type RepoInfo struct {
 	DefaultBranch string
 	CloneURL      string // from the API, never built by hand
 	Private       bool
+	// ID is GitHub's id of the repository, which a rename or a transfer
+	// keeps and a new repository of the same name does not have.
+	ID int64
+}
+
+// RecordOwner is whose a record is that one task leaves for another: the
+// installation and the repository, by id. A task uses such a record only
+// when it is its own installation's and repository's.
+type RecordOwner struct {
+	InstallationID int64 `json:"installation_id"`
+	RepoID         int64 `json:"repo_id"`
+}
+
+// Owns reports whether a record of o is one a task of t may use; a record
+// whose owner is not known is nobody's.
+func (o RecordOwner) Owns(t RecordOwner) bool {
+	return o.InstallationID != 0 && o.RepoID != 0 && o == t
 }
 
 // IssueInfo is what a task reads of the issue or pull request it was asked

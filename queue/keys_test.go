@@ -111,6 +111,9 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	must(audit.Append(ctx, app.AuditEntryFor(app.AuditCommand, &task, "/agent fix")))
 	must(NewTraces(rdb, ttl).Append(ctx, task.ID, app.TraceEvent{Kind: app.TracePhase, Name: "admission"}))
 	must(NewOutcomes(rdb).Save(ctx, app.TaskOutcome{Task: task.ID, Repo: task.Repo, PR: 4, State: app.StateSucceeded}))
+	must(store.SavePull(ctx, app.AgentPull{Repo: task.Repo, Number: 4, Task: task.ID, Requester: "alice"}))
+	_, err = store.AnswerCI(ctx, task.Repo, 4, []app.CIAnswer{{Head: "abc", Check: "vet", Task: task.ID, Decision: app.CIFollowUp}})
+	must(err)
 
 	documented := documentedKeys(t)
 	seen := map[string]bool{}
@@ -158,6 +161,8 @@ func TestDocumentedKeysAreFoundByTheirPatterns(t *testing.T) {
 		"agentbot:audit:installations":      "agentbot:audit:installations",
 		"agentbot:outcome:t1":               "agentbot:outcome:{task}",
 		"agentbot:outcome:pr:octo/hello#3":  "agentbot:outcome:pr:{repo}#{n}",
+		"agentbot:pull:octo/hello#3":        "agentbot:pull:{repo}#{n}",
+		"agentbot:pull:octo/hello#3:ci":     "agentbot:pull:{repo}#{n}:ci",
 		"agentbot:refusal:octo/hello#3:eve": "agentbot:refusal:{repo}#{n}:{who}",
 		"asynq:{default}:pending":           "asynq:*",
 	} {

@@ -3,7 +3,8 @@
 // tasks" and their per-issue index, the delivery de-duplication of the
 // webhook, the per-task state a worker resumes from (the loop's and the
 // runner's progress), stop requests, approval decisions, refusal limits,
-// the per-issue locks, traces, the audit log and outcomes.
+// the per-issue locks, traces, the audit log, outcomes, and what is kept
+// with agentbot's own pull requests.
 //
 // The webhook side uses a Client: Enqueue stores a task's record, then
 // queues it under the task's ID, so a redelivered webhook finds its task
@@ -32,6 +33,8 @@
 //	agentbot:delivery:{id}              string  72h        a webhook delivery already answered (DeliveryTTL)
 //	agentbot:body:{digest}              string  72h        the delivery that first carried a queued webhook body (its hex SHA-256), for DeliveryTTL
 //	agentbot:refusal:{repo}#{n}:{who}   string  1h         the one task that answers who a refusal on the issue (RefusalWindow)
+//	agentbot:pull:{repo}#{n}            string  kept       JSON app.AgentPull: who asked for the task that opened agentbot's pull request repo#n
+//	agentbot:pull:{repo}#{n}:ci         hash    retention  how each failing check on each head of the pull request was answered: field "{installation} {repo id} {head} {app} {check}", JSON app.CIAnswer
 //	agentbot:lock:{key}                 string  lock       the task holding key (an issue); the TTL its owner renews
 //	agentbot:installation:{id}:running  zset    slot       ids of an installation's running tasks by lease expiry (ms); expires with the last lease (Slots)
 //	agentbot:worker:{id}:lease          string  lease      a running worker's holder (WorkerLeases); DefaultLeaseTTL after its last refresh

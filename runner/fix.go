@@ -354,10 +354,14 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 			return false, err
 		}
 	}
+	credit, err := r.coAuthors(ctx, tk)
+	if err != nil {
+		return false, err
+	}
 	_, err = ws.Commit(ctx, workspace.CommitOptions{
 		Message:   commitMessage(tk, st),
 		Author:    r.cfg.Bot,
-		CoAuthors: []workspace.Signature{coAuthor(tk.Task)},
+		CoAuthors: credit,
 		Date:      tk.prog.CommitDate,
 	})
 	if errors.Is(err, workspace.ErrNoChanges) {
@@ -410,6 +414,14 @@ func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent
 	tk.prog.PR = &pr
 	if err := tk.rep.save(ctx); err != nil {
 		return app.PullRequest{}, err
+	}
+	if !tg.existing {
+		// The pull request's own task: its follow-ups that failing CI
+		// starts credit who asked for it.
+		if err := r.cfg.Pulls.SavePull(ctx, app.AgentPull{Owner: recordOwner(tk), Repo: tk.Repo, Number: pr.Number,
+			Task: tk.ID, Requester: tk.Requester, RequesterID: tk.RequesterID}); err != nil {
+			return app.PullRequest{}, err
+		}
 	}
 	if err := tk.rep.auditPullRequest(ctx, tg, pr); err != nil {
 		return app.PullRequest{}, err

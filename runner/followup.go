@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
@@ -16,6 +17,7 @@ type followUp struct {
 	text     string              // for the model, after the instructions
 	comments []app.InlineComment // answered in their threads when the task ends
 	refused  []refusedComment    // outside the allowed paths: answered with the refusal
+	ci       []ciFailure         // the failing checks, each with how it is answered
 }
 
 type refusedComment struct {
@@ -150,10 +152,12 @@ func changedPaths(tk *task) map[string]bool {
 	return out
 }
 
-// ciFollowUp finds the pull request's failing checks and what they said;
-// it ends the task when there is nothing for it to fix: the head moved
-// on, the checks fail on the base too, or the automatic follow-ups are
-// used up.
+// ciFollowUp finds the pull request's failing checks and what they said,
+// and judges each failing check on the head once: a follow-up, "fails on
+// the base too", or "the follow-ups are used". It ends the task when
+// there is nothing for it to fix: the head moved on, every failing check
+// was answered before, fails on the base too, or the automatic
+// follow-ups are used up.
 func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 	pull := tk.issue.Pull
 	if pull == nil {
@@ -167,46 +171,158 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 		if ci.HeadSHA != head {
 			return false, tk.rep.ignore(ctx, fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
 		}
-		if ok, err := r.ciBudget(ctx, tk, head); !ok || err != nil {
-			return false, err
+		if tk.policy.Policy.PullRequest.CIFollowups == 0 {
+			return false, tk.rep.ignore(ctx, "pull_request.ci_followups is 0")
 		}
 	}
 	checks, err := tk.inst.CIChecks(ctx, tk.Repo, head, "", 0)
 	if err != nil {
 		return false, err
 	}
-	var failing, onBase []ciFailure
+	answers, err := r.ciAnswers(ctx, tk)
+	if err != nil {
+		return false, err
+	}
+	earlier := map[string]app.CIAnswer{}
+	for _, a := range answers {
+		if a.Head == head && a.Task != tk.ID {
+			earlier[ciKey(a)] = a
+		}
+	}
+	var all []ciFailure
 	for _, c := range checks {
-		if !app.CIFailed(c.Conclusion) || len(failing)+len(onBase) == app.CIChecksShown {
+		if !app.CIFailed(c.Conclusion) || len(all) == app.CIChecksShown {
 			continue
 		}
-		f := ciFailure{check: c}
+		f := ciFailure{check: c, answer: app.CIAnswer{Owner: recordOwner(tk), Head: head, AppID: c.AppID, Check: c.Name, Task: tk.ID}}
+		if a, ok := earlier[ciKey(f.answer)]; ok {
+			f.answer = a
+			all = append(all, f)
+			continue
+		}
 		if f.base, err = r.baseRun(ctx, tk, c); err != nil {
 			return false, err
 		}
+		f.answer.Decision = app.CIFollowUp
 		if f.base != nil && app.CIFailed(f.base.Conclusion) {
-			onBase = append(onBase, f)
-		} else {
-			failing = append(failing, f)
+			f.answer.Decision, f.answer.BaseRun = app.CIFailsOnBase, f.base.HTMLURL
 		}
+		all = append(all, f)
 	}
-	if len(failing) == 0 && len(onBase) == 0 {
+	if len(all) == 0 {
 		if tk.CI != nil {
 			return false, tk.rep.ignore(ctx, "no check of another App fails on "+head)
 		}
 		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No check fails on the head of #%d (%s); nothing to fix.", tk.Number, head), "")
 	}
-	if len(failing) == 0 {
-		return false, tk.rep.finish(ctx, app.StateRefused, failsOnBaseText(tk, onBase), failsOnBaseStep(tk))
+	if tk.CI != nil {
+		if all, err = r.answerCI(ctx, tk, all, answers); err != nil {
+			return false, err
+		}
 	}
-	tk.follow = &followUp{text: ciText(tk, head, failing, onBase)}
-	return true, nil
+	tk.follow = &followUp{ci: all}
+	switch ciDecided(tk, all) {
+	case app.CIFollowUp:
+		tk.follow.text = ciText(tk, head, all)
+		return true, nil
+	case app.CIFollowUpsUsed:
+		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf(
+			"CI fails on #%d again, and the %d follow-ups that failing CI may start by itself (`pull_request.ci_followups`) are used. `%s fix-ci` asks for another.",
+			tk.Number, tk.policy.Policy.PullRequest.CIFollowups, app.DefaultCommand), "follow-ups for CI used up")
+	case app.CIFailsOnBase:
+		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf(
+			"**No follow-up:** the failing checks fail on %s too, so #%d did not break them.", pull.Base, tk.Number), failsOnBaseStep(tk))
+	}
+	return false, tk.rep.ignore(ctx, "every check failing on "+head+" was answered before")
 }
 
-// ciFailure is a failing check, and its latest finished run on the base.
+// ciFailure is a failing check, its latest finished run on the base, and
+// how it is answered: by this task, or by the earlier one that answered
+// it on the same head.
 type ciFailure struct {
-	check app.CICheck
-	base  *app.CICheck
+	check  app.CICheck
+	base   *app.CICheck
+	answer app.CIAnswer
+}
+
+// earlier reports whether another task answered f.
+func (f ciFailure) earlier(tk *task) bool { return f.answer.Task != tk.ID }
+
+// ciKey names a check on a head among a pull request's answers.
+func ciKey(a app.CIAnswer) string { return fmt.Sprintf("%s %d %s", a.Head, a.AppID, a.Check) }
+
+// recordOwner is whose the records tk leaves for other tasks are.
+func recordOwner(tk *task) app.RecordOwner {
+	return app.RecordOwner{InstallationID: tk.InstallationID, RepoID: tk.policy.Repo.ID}
+}
+
+// ciDecided is what tk does about failing CI: a follow-up when one check
+// it answers calls for one; else it says the follow-ups are used, or
+// that the checks fail on the base too; "" when every check was
+// answered before.
+func ciDecided(tk *task, all []ciFailure) app.CIDecision {
+	var decided app.CIDecision
+	for _, f := range all {
+		switch d := f.answer.Decision; {
+		case f.earlier(tk):
+		case d == app.CIFollowUp:
+			return d
+		case d == app.CIFollowUpsUsed || decided == "":
+			decided = d
+		}
+	}
+	return decided
+}
+
+// ciAnswers are the answers to failing CI on tk's pull request that tk
+// may go by: none for a follow-up a person asked for, who is answered
+// whatever came before; else those its own installation and repository
+// recorded.
+func (r *Runner) ciAnswers(ctx context.Context, tk *task) ([]app.CIAnswer, error) {
+	if tk.CI == nil {
+		return nil, nil
+	}
+	all, err := r.cfg.Pulls.CIAnswers(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return nil, err
+	}
+	owner := recordOwner(tk)
+	return slices.DeleteFunc(all, func(a app.CIAnswer) bool { return !a.Owner.Owns(owner) }), nil
+}
+
+// answerCI bounds the follow-ups of a CI follow-up's checks that call for
+// one: pull_request.ci_followups per pull request, counted over the
+// tasks that followed up before. It then records the answers to the checks
+// not answered before and returns all with the answers that stand. Tasks
+// on a pull request run one at a time, so the count is not raced; the
+// record settles the rest.
+func (r *Runner) answerCI(ctx context.Context, tk *task, all []ciFailure, answers []app.CIAnswer) ([]ciFailure, error) {
+	followed := map[string]bool{}
+	for _, a := range answers {
+		if a.Decision == app.CIFollowUp && a.Task != tk.ID {
+			followed[a.Task] = true
+		}
+	}
+	used := len(followed) >= tk.policy.Policy.PullRequest.CIFollowups
+	var mine []app.CIAnswer
+	var at []int
+	for i, f := range all {
+		if f.earlier(tk) {
+			continue
+		}
+		if used && f.answer.Decision == app.CIFollowUp && tk.prog.Base == "" {
+			all[i].answer.Decision = app.CIFollowUpsUsed
+		}
+		mine, at = append(mine, all[i].answer), append(at, i)
+	}
+	stood, err := r.cfg.Pulls.AnswerCI(ctx, tk.Repo, tk.Number, mine)
+	if err != nil {
+		return nil, err
+	}
+	for k, a := range stood {
+		all[at[k]].answer = a
+	}
+	return all, nil
 }
 
 // baseRun is the latest finished run of check c on the pull request's
@@ -223,65 +339,45 @@ func (r *Runner) baseRun(ctx context.Context, tk *task, c app.CICheck) (*app.CIC
 	return &runs[0], nil // newest first
 }
 
-// ciBudget decides whether failing CI on head may start a follow-up by
-// itself: one per head commit, and pull_request.ci_followups per pull
-// request. Tasks on a pull request run one at a time, so the count is
-// not raced.
-func (r *Runner) ciBudget(ctx context.Context, tk *task, head string) (bool, error) {
-	limit := tk.policy.Policy.PullRequest.CIFollowups
-	if limit == 0 {
-		return false, tk.rep.ignore(ctx, "pull_request.ci_followups is 0")
-	}
-	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
-	if err != nil {
-		return false, err
-	}
-	used := 0
-	for _, t := range all {
-		if t.ID == tk.ID || t.Verb != app.VerbFixCI || t.CI == nil {
-			continue
-		}
-		// A task still queued has not looked yet, and one refused did not
-		// follow up; but one that said the checks fail on the base too
-		// answered for the head.
-		took := t.State != app.StateRefused && t.State != app.StateQueued
-		answered := t.State == app.StateRefused && t.Step == failsOnBaseStep(tk)
-		if t.CI.HeadSHA == head && (took || answered) {
-			return false, tk.rep.ignore(ctx, fmt.Sprintf("task %s already answered failing CI on %s", t.ID, head))
-		}
-		if took {
-			used++
-		}
-	}
-	if used < limit {
-		return true, nil
-	}
-	return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf(
-		"CI fails on #%d again, and the %d follow-ups that failing CI may start by itself (`pull_request.ci_followups`) are used. `%s fix-ci` asks for another.",
-		tk.Number, limit, app.DefaultCommand), "follow-ups for CI used up")
-}
-
 // failsOnBaseStep is the step of a task that found every failing check
 // failing on the base too.
 func failsOnBaseStep(tk *task) string { return "fails on " + tk.issue.Pull.Base + " too" }
 
-// failsOnBaseText is the status when every failing check fails on the
-// base commit too: the failure is not the pull request's.
-func failsOnBaseText(tk *task, onBase []ciFailure) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "**No follow-up:** the failing checks fail on %s too, so #%d did not break them.\n\n", tk.issue.Pull.Base, tk.Number)
-	for _, f := range onBase {
-		fmt.Fprintf(&b, "- `%s`: this check fails on %s too ([its latest run there](%s))\n",
-			app.InertPlain(f.check.Name, ownIssue(tk)), tk.issue.Pull.Base, f.base.HTMLURL)
+// ciSection lists, in a CI follow-up's status, each failing check with
+// what was decided about it.
+func ciSection(tk *task) string {
+	if tk.follow == nil || len(tk.follow.ci) == 0 {
+		return ""
 	}
-	return b.String()
+	var b strings.Builder
+	b.WriteString("\n\n**Failing checks:**\n\n")
+	for _, f := range tk.follow.ci {
+		fmt.Fprintf(&b, "- `%s`: ", app.InertPlain(f.check.Name, ownIssue(tk)))
+		switch a := f.answer; a.Decision {
+		case app.CIFollowUp:
+			b.WriteString("a follow-up addresses it")
+		case app.CIFailsOnBase:
+			fmt.Fprintf(&b, "this check fails on %s too ([its latest run there](%s))", tk.issue.Pull.Base, a.BaseRun)
+		case app.CIFollowUpsUsed:
+			b.WriteString("no follow-up, the automatic follow-ups are used")
+		}
+		if f.earlier(tk) {
+			fmt.Fprintf(&b, ", as task `%s` answered", f.answer.Task)
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
 }
 
-// ciText is what the model reads of the failing checks.
-func ciText(tk *task, head string, failing, onBase []ciFailure) string {
+// ciText is what the model reads of the failing checks: those the
+// follow-up addresses, with their output, and the others to leave.
+func ciText(tk *task, head string, all []ciFailure) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Failing CI on the pull request's head (%s)\n\nThe repository's CI fails on this pull request. Make these checks pass; their output follows.\n", head)
-	for _, f := range failing {
+	for _, f := range all {
+		if f.earlier(tk) || f.answer.Decision != app.CIFollowUp {
+			continue
+		}
 		c := f.check
 		fmt.Fprintf(&b, "\n### %s (%s, %s)\n", c.Name, c.AppSlug, c.Conclusion)
 		if c.Title != "" {
@@ -304,8 +400,13 @@ func ciText(tk *task, head string, failing, onBase []ciFailure) string {
 			fmt.Fprintf(&b, "\nThe job's log%s:\n\n%s\n", cut, fence(c.Log, "text"))
 		}
 	}
-	for _, f := range onBase {
-		fmt.Fprintf(&b, "\n(%s fails on %s too; it is not this pull request's to fix: leave it.)\n", f.check.Name, tk.issue.Pull.Base)
+	for _, f := range all {
+		switch {
+		case f.answer.Decision == app.CIFailsOnBase:
+			fmt.Fprintf(&b, "\n(%s fails on %s too; it is not this pull request's to fix: leave it.)\n", f.check.Name, tk.issue.Pull.Base)
+		case f.earlier(tk):
+			fmt.Fprintf(&b, "\n(%s was answered by an earlier follow-up: leave it.)\n", f.check.Name)
+		}
 	}
 	return b.String()
 }

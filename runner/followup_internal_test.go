@@ -20,22 +20,65 @@ func followUpTask() *task {
 func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
 	t.Parallel()
 	tk := followUpTask()
-	failing := []ciFailure{{check: app.CICheck{Name: "test", AppSlug: "github-actions", Conclusion: "failure",
+	answer := func(d app.CIDecision, task string) app.CIAnswer { return app.CIAnswer{Decision: d, Task: task} }
+	all := []ciFailure{{check: app.CICheck{Name: "test", AppSlug: "github-actions", Conclusion: "failure",
 		Title: "1 failing", Summary: "exit code 1",
 		Annotations: []app.CIAnnotation{{Path: "a.go", StartLine: 3, Level: "failure", Message: "undefined: x"}},
-		Log:         "ok\n```\n--- FAIL: TestA\n", LogCut: true}}}
-	onBase := []ciFailure{{check: app.CICheck{Name: "lint"}, base: &app.CICheck{Conclusion: "failure", HTMLURL: "https://x/runs/9"}}}
-	text := ciText(tk, "abc123", failing, onBase)
+		Log:         "ok\n```\n--- FAIL: TestA\n", LogCut: true}, answer: answer(app.CIFollowUp, "t1")},
+		{check: app.CICheck{Name: "lint"}, base: &app.CICheck{Conclusion: "failure", HTMLURL: "https://x/runs/9"},
+			answer: app.CIAnswer{Decision: app.CIFailsOnBase, Task: "t0", BaseRun: "https://x/runs/9"}},
+		{check: app.CICheck{Name: "vet", Summary: "vet output"}, answer: answer(app.CIFollowUp, "t0")},
+		{check: app.CICheck{Name: "race"}, answer: answer(app.CIFollowUpsUsed, "t1")},
+	}
+	text := ciText(tk, "abc123", all)
 	for _, want := range []string{"(abc123)", "### test (github-actions, failure)", "1 failing", "exit code 1",
 		"- a.go:3 failure: undefined: x", "The job's log, its end:", "````text\nok\n```\n--- FAIL: TestA\n````",
-		"lint fails on main too", "leave it"} {
+		"lint fails on main too", "leave it", "vet was answered by an earlier follow-up"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("CI text lacks %q:\n%s", want, text)
 		}
 	}
-	status := failsOnBaseText(tk, onBase)
-	if !strings.Contains(status, "`lint`: this check fails on main too ([its latest run there](https://x/runs/9))") {
-		t.Errorf("status:\n%s", status)
+	for _, not := range []string{"### vet", "vet output", "### race"} {
+		if strings.Contains(text, not) {
+			t.Errorf("CI text holds %q, which this follow-up does not address:\n%s", not, text)
+		}
+	}
+	tk.follow = &followUp{ci: all}
+	status := ciSection(tk)
+	for _, want := range []string{
+		"- `test`: a follow-up addresses it\n",
+		"- `lint`: this check fails on main too ([its latest run there](https://x/runs/9)), as task `t0` answered\n",
+		"- `vet`: a follow-up addresses it, as task `t0` answered\n",
+		"- `race`: no follow-up, the automatic follow-ups are used",
+	} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q:\n%s", want, status)
+		}
+	}
+}
+
+func TestCIAnswersAreTheirOwnersOnly(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := redisStore(t)
+	r := &Runner{cfg: Config{Pulls: store}}
+	tk := ciTask("agentbot[bot]", 0)
+	answer := func(owner app.RecordOwner, check string) app.CIAnswer {
+		return app.CIAnswer{Owner: owner, Head: "abc", AppID: 15368, Check: check, Task: "t1", Decision: app.CIFailsOnBase}
+	}
+	mine := answer(app.RecordOwner{InstallationID: 7, RepoID: 70}, "Test")
+	if _, err := store.AnswerCI(ctx, "octo/hello", 2, []app.CIAnswer{mine,
+		answer(app.RecordOwner{InstallationID: 7, RepoID: 71}, "Vet"), answer(app.RecordOwner{}, "Lint")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.ciAnswers(ctx, tk)
+	if err != nil || len(got) != 1 || got[0] != mine {
+		t.Errorf("answers %+v, %v; want only %+v, of the task's own installation and repository", got, err, mine)
+	}
+	// A person's /agent fix-ci is answered whatever came before.
+	tk.CI = nil
+	if got, err := r.ciAnswers(ctx, tk); len(got) != 0 || err != nil {
+		t.Errorf("a person's fix-ci goes by the answers %+v, %v; want none", got, err)
 	}
 }
 

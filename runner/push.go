@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -86,14 +87,39 @@ func pushThroughAPI(ctx context.Context, inst Committer, ws *workspace.Workspace
 	return c.SHA, nil
 }
 
-// coAuthor is the requester as a commit trailer names them: the address
+// coAuthors are whom a commit of tk credits: the requester, or for a
+// follow-up that failing CI started, the person who asked for the task
+// that opened the pull request, as kept with it. An App is credited by no
+// trailer: its bot is the commits' author already, and GitHub attributes
+// no address to it. A pull request whose record is not its
+// installation's and repository's credits nobody.
+func (r *Runner) coAuthors(ctx context.Context, tk *task) ([]workspace.Signature, error) {
+	login, id := tk.Requester, tk.RequesterID
+	if tk.CI != nil {
+		p, ok, err := r.cfg.Pulls.Pull(ctx, tk.Repo, tk.Number)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !p.Owner.Owns(recordOwner(tk)) {
+			tk.log.Warn("no record of who asked for the pull request; its CI follow-up credits nobody", "kept", ok)
+			return nil, nil
+		}
+		login, id = p.Requester, p.RequesterID
+	}
+	if login == "" || strings.HasSuffix(login, "[bot]") || strings.EqualFold(login, r.cfg.Bot.Name) {
+		return nil, nil
+	}
+	return []workspace.Signature{coAuthor(login, id)}, nil
+}
+
+// coAuthor is a person as a commit trailer names them: the address
 // GitHub attributes to their account by id, and by login for a task that
 // was queued without the id.
-func coAuthor(t *app.Task) workspace.Signature {
-	if t.RequesterID > 0 {
-		return workspace.Signature{Name: t.Requester, Email: fmt.Sprintf("%d+%s@users.noreply.github.com", t.RequesterID, t.Requester)}
+func coAuthor(login string, id int64) workspace.Signature {
+	if id > 0 {
+		return workspace.Signature{Name: login, Email: fmt.Sprintf("%d+%s@users.noreply.github.com", id, login)}
 	}
-	return workspace.Signature{Name: t.Requester, Email: t.Requester + "@users.noreply.github.com"}
+	return workspace.Signature{Name: login, Email: login + "@users.noreply.github.com"}
 }
 
 func orNoBranch(sha string) string {

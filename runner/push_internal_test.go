@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
 	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/queue"
+	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -68,9 +71,8 @@ func (w *pushWorld) commit(t *testing.T, base string, edit func(r *workspaceRoot
 	if _, err := ws.Gate(t.Context(), app.Policy{Paths: app.Paths{Allow: []string{"**"}}}); err != nil {
 		t.Fatal(err)
 	}
-	tk := &app.Task{Requester: "ada", RequesterID: 583231}
 	if _, err := ws.Commit(t.Context(), workspace.CommitOptions{Message: "Fix the thing\n", Author: workspace.Signature{Name: "agentbot[bot]", Email: "bot@example.com"},
-		CoAuthors: []workspace.Signature{coAuthor(tk)}}); err != nil {
+		CoAuthors: []workspace.Signature{coAuthor("ada", 583231)}}); err != nil {
 		t.Fatal(err)
 	}
 	return ws
@@ -298,4 +300,79 @@ func TestUnsignedPushGoesOverGit(t *testing.T) {
 	if ok, _, _ := w.sim.CommitVerification(pushRepo, signed); !ok || signed == ws.Head() {
 		t.Errorf("default push made %s (local %s), want a verified commit made by GitHub", signed, ws.Head())
 	}
+}
+
+func TestCommitsCreditAPersonNeverAnApp(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	store := redisStore(t)
+	r := &Runner{cfg: Config{Pulls: store, Bot: workspace.Signature{Name: "agentbot[bot]", Email: "bot@example.com"}}}
+	taskOf := func(requester string, id int64, ci bool) *task {
+		tk := ciTask(requester, id)
+		if !ci {
+			tk.CI = nil
+		}
+		return tk
+	}
+	credited := func(tk *task) string {
+		t.Helper()
+		sigs, err := r.coAuthors(ctx, tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range sigs {
+			out = append(out, s.Name+" <"+s.Email+">")
+		}
+		return strings.Join(out, ", ")
+	}
+	keep := func(owner app.RecordOwner) {
+		t.Helper()
+		if err := store.SavePull(ctx, app.AgentPull{Owner: owner, Repo: "octo/hello", Number: 2, Task: "t1", Requester: "ada", RequesterID: 583231}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The App pushed the failing head: the event's sender is its bot.
+	fromCI := taskOf("agentbot[bot]", 0, true)
+	if got := credited(fromCI); got != "" {
+		t.Errorf("a CI follow-up on a pull request with no record credits %q; want nobody", got)
+	}
+	for _, other := range []app.RecordOwner{
+		{},                              // kept before records had owners
+		{InstallationID: 7, RepoID: 71}, // a repository of the same name, made again
+		{InstallationID: 8, RepoID: 70}, // the repository, moved to another installation
+	} {
+		keep(other)
+		if got := credited(fromCI); got != "" {
+			t.Errorf("a CI follow-up credits %q from a record of %+v; want nobody", got, other)
+		}
+	}
+	keep(app.RecordOwner{InstallationID: 7, RepoID: 70})
+	if got, want := credited(fromCI), "ada <583231+ada@users.noreply.github.com>"; got != want {
+		t.Errorf("a CI follow-up credits %q; want %q", got, want)
+	}
+	for requester, want := range map[string]string{"grace": "grace <5+grace@users.noreply.github.com>", "agentbot[bot]": "", "renovate[bot]": ""} {
+		if got := credited(taskOf(requester, 5, false)); got != want {
+			t.Errorf("a command of %s credits %q; want %q", requester, got, want)
+		}
+	}
+}
+
+// redisStore is the queue's store over a Redis of the test's own.
+func redisStore(t *testing.T) *queue.Store {
+	t.Helper()
+	rdb, err := queue.Connect(redistest.Start(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return queue.NewStore(rdb)
+}
+
+// ciTask is a follow-up that failing CI started on octo/hello#2
+// (installation 7, repository 70), its event sent by requester.
+func ciTask(requester string, id int64) *task {
+	return &task{Task: &app.Task{ID: "t2", Repo: "octo/hello", Number: 2, InstallationID: 7, Requester: requester, RequesterID: id,
+		CI: &app.CIEvent{Kind: "workflow_run", HeadSHA: "abc"}},
+		policy: app.LoadedPolicy{Repo: app.RepoInfo{ID: 70}}, log: slog.New(slog.DiscardHandler)}
 }

@@ -265,6 +265,10 @@ func commitMessage(tk *task, st *agent.State) string {
 	if s := summaryBody(&agent.State{Summary: st.Summary, Title: subject}); s != "" {
 		msg += "\n" + app.InertPlain(s, ownIssue(tk)) + "\n"
 	}
+	if tk.CI != nil {
+		// The event's sender pushed the failing head: most often the App.
+		return msg + fmt.Sprintf("\nFollows up on failing CI on #%d.\n", tk.Number)
+	}
 	return msg + fmt.Sprintf("\nAsked by @%s on #%d.\n", tk.Requester, tk.Number)
 }
 

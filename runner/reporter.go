@@ -327,7 +327,7 @@ func (rp *reporter) refuse(ctx context.Context, err error) error {
 // final so a redelivery does nothing.
 func (rp *reporter) finish(ctx context.Context, st app.State, body, step string) error {
 	tk := rp.tk
-	body += egressText(tk)
+	body += ciSection(tk) + egressText(tk)
 	if err := tk.status.Set(ctx, body); err != nil {
 		return err
 	}

@@ -98,6 +98,21 @@ type TaskState struct {
 	Step  string
 }
 
+// Pulls keeps what is known of agentbot's own pull requests beyond any
+// one task; queue.Store satisfies it.
+type Pulls interface {
+	// SavePull keeps who asked for the task that opened a pull request;
+	// Pull returns it, ok false when nothing is kept.
+	SavePull(ctx context.Context, p app.AgentPull) error
+	Pull(ctx context.Context, repo string, number int) (p app.AgentPull, ok bool, err error)
+	// CIAnswers are how failing checks on the pull request's heads were
+	// answered. AnswerCI records answers unless their check on their
+	// head was answered before, and returns the answer that stands for
+	// each.
+	CIAnswers(ctx context.Context, repo string, number int) ([]app.CIAnswer, error)
+	AnswerCI(ctx context.Context, repo string, number int, answers []app.CIAnswer) ([]app.CIAnswer, error)
+}
+
 // Outcomes records finished tasks' outcomes.
 type Outcomes interface {
 	Save(ctx context.Context, o app.TaskOutcome) error
@@ -130,6 +145,9 @@ type Config struct {
 	Tasks Tasks
 	// Locks keep one task at a time on an issue or pull request.
 	Locks Locks
+	// Pulls keeps who asked for each pull request agentbot opened, and
+	// how failing CI on each was answered.
+	Pulls Pulls
 	// Outcomes, when set, keeps what became of each finished fix, for
 	// "agentbot stats" and the metrics; queue.Outcomes satisfies it.
 	Outcomes Outcomes
@@ -157,8 +175,8 @@ type Runner struct {
 
 // New checks cfg and returns a Runner.
 func New(cfg Config) (*Runner, error) {
-	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil || cfg.Tasks == nil || cfg.Locks == nil {
-		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model, Store, Tasks and Locks are required")
+	if cfg.GitHub == nil || cfg.Workspaces == nil || cfg.Sandbox == nil || cfg.Model == nil || cfg.Store == nil || cfg.Tasks == nil || cfg.Locks == nil || cfg.Pulls == nil {
+		return nil, errors.New("runner: GitHub, Workspaces, Sandbox, Model, Store, Tasks, Locks and Pulls are required")
 	}
 	if cfg.Bot.Name == "" || cfg.Bot.Email == "" {
 		return nil, errors.New("runner: the bot's commit identity is required")

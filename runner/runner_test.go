@@ -163,7 +163,7 @@ func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes ru
 	w.cfg = runner.Config{
 		GitHub: githubapp.New(gh), Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
 		Sandbox: sandboxes, Model: client, Models: app.Models{Edit: "m", Fast: "m"},
-		Store: w.store, Tasks: w.store, Locks: w.locks, Traces: w.traces,
+		Store: w.store, Tasks: w.store, Pulls: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}
 	configure(&w.cfg)
@@ -263,10 +263,12 @@ func (s noSandboxes) asked(what string) error {
 // memStore is the queue's store, task list and state in memory. fail,
 // when set, may refuse a save, as a worker that dies before it would.
 type memStore struct {
-	mu    sync.Mutex
-	state map[string][]byte
-	recs  []runner.TaskState // oldest first
-	fail  func(key string, state []byte) bool
+	mu      sync.Mutex
+	state   map[string][]byte
+	recs    []runner.TaskState // oldest first
+	pulls   map[string]app.AgentPull
+	answers map[string]map[string]app.CIAnswer // by pull request, then head, App and check
+	fail    func(key string, state []byte) bool
 }
 
 func newMemStore() *memStore { return &memStore{state: map[string][]byte{}} }
@@ -353,6 +355,52 @@ func (s *memStore) OnIssue(_ context.Context, repo string, number int) ([]runner
 		if r.Repo == repo && r.Number == number {
 			out = append(out, r)
 		}
+	}
+	return out, nil
+}
+
+// The runner's records of its pull requests, as queue.Store keeps them.
+
+func (s *memStore) SavePull(_ context.Context, p app.AgentPull) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pulls == nil {
+		s.pulls = map[string]app.AgentPull{}
+	}
+	s.pulls[fmt.Sprintf("%s#%d", p.Repo, p.Number)] = p
+	return nil
+}
+
+func (s *memStore) Pull(_ context.Context, repo string, number int) (app.AgentPull, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pulls[fmt.Sprintf("%s#%d", repo, number)]
+	return p, ok, nil
+}
+
+func (s *memStore) CIAnswers(_ context.Context, repo string, number int) ([]app.CIAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Values(s.answers[fmt.Sprintf("%s#%d", repo, number)])), nil
+}
+
+func (s *memStore) AnswerCI(_ context.Context, repo string, number int, answers []app.CIAnswer) ([]app.CIAnswer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.answers == nil {
+		s.answers = map[string]map[string]app.CIAnswer{}
+	}
+	pr := fmt.Sprintf("%s#%d", repo, number)
+	if s.answers[pr] == nil {
+		s.answers[pr] = map[string]app.CIAnswer{}
+	}
+	out := make([]app.CIAnswer, len(answers))
+	for i, a := range answers {
+		key := fmt.Sprintf("%s %d %s", a.Head, a.AppID, a.Check)
+		if _, ok := s.answers[pr][key]; !ok {
+			s.answers[pr][key] = a
+		}
+		out[i] = s.answers[pr][key]
 	}
 	return out, nil
 }

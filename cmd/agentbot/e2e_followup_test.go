@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -173,14 +175,13 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum of no samples for the doc check"}`}}},
 	)
 	policy := quickPolicy + "pull_request: {ci_followups: 1}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
-	fixTo(t, w, app.StateSucceeded)
-	before := len(w.llm.Requests())
-	w.issue = 2
+	w, before := agentPull(t, policy, script)
 
-	// The check passes on main, so the pull request broke it.
+	// The check passes on main, so the pull request broke it. The
+	// App pushed the failing head, so it is the events' sender.
+	bot := w.sim.App().BotLogin
 	addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "test", Conclusion: "success", Actions: true})
-	run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true,
+	run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Actor: bot,
 		Title: "Process completed with exit code 1", Log: actionsFailure(),
 		Annotations: []githubsim.Annotation{{Path: "stats.go", StartLine: 4, Message: "doc comment incomplete"}}})
 	id := deliverCIRun(t, w, run)
@@ -189,17 +190,7 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 	again := run
 	again.Actions = false
 	dup := deliverCIRun(t, w, again)
-	// Either may run first; one follows up, the other ends without a word.
-	first, second := waitFinal(t, w, id), waitFinal(t, w, dup)
-	if first.State == app.StateRefused {
-		first, second = second, first
-	}
-	if first.State != app.StateSucceeded {
-		t.Fatalf("CI follow-up ended %s (%s)", first.State, first.Step)
-	}
-	if second.State != app.StateRefused || statusOf(w, second.ID) != "" {
-		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", second.State, second.Step, statusOf(w, second.ID))
-	}
+	oneFollowsUp(t, w, id, dup)
 	task := firstRequestAfter(t, w, before)
 	for _, want := range []string{"doc_test.go:9: Sum's doc comment must say what Sum of no samples is", "stats.go:4 failure: doc comment incomplete", "Process completed with exit code 1"} {
 		if !strings.Contains(task, want) {
@@ -212,10 +203,17 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Document Sum of no samples") {
 		t.Errorf("branch commits %q; want the fix and the CI follow-up", log)
 	}
+	// The follow-up credits who asked for the pull request, by the
+	// address GitHub attributes to their account; never the App.
+	adaID, _ := w.sim.UserID(demoRequester)
+	want := fmt.Sprintf("Co-authored-by: %s <%d+%s@users.noreply.github.com>", demoRequester, adaID, demoRequester)
+	if trailers := coAuthorsOf(t, w, sampleBranch); len(trailers) != 1 || trailers[0] != want {
+		t.Errorf("the CI follow-up's co-authors %q; want %q", trailers, want)
+	}
 
 	// CI fails on the follow-up's commit too: the one follow-up the
 	// policy allows is used.
-	next := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Log: "FAIL\n"})
+	next := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Actor: bot, Log: "FAIL\n"})
 	capped := deliverCIRun(t, w, next)
 	if rec := waitFinal(t, w, capped); rec.State != app.StateRefused {
 		t.Errorf("the follow-up past the cap ended %s (%s); want refused", rec.State, rec.Step)
@@ -259,6 +257,128 @@ func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	if log := branchLog(t, w); len(log) != 1 {
 		t.Errorf("branch commits %q; want only the fix", log)
 	}
+}
+
+func TestSecondWorkflowFailingOnAHeadGetsItsFollowUp(t *testing.T) {
+	t.Parallel()
+	script := sampleThen(t,
+		llmtest.Step{ToolCalls: []llmtest.Call{edit("stats.go", "// Mean returns the arithmetic mean of xs, or 0 for no samples.", "// Mean returns the arithmetic mean of xs; 0 for none.")}},
+		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Shorten Mean's doc for the vet check"}`}}},
+	)
+	w, before := agentPull(t, quickPolicy, script)
+	bot := w.sim.App().BotLogin
+
+	// "Test" fails on the head and on main: not the pull request's doing.
+	onMain := addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "Test", Conclusion: "failure", Actions: true})
+	first := deliverCIRun(t, w, addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "Test", Conclusion: "failure", Actions: true, Actor: bot, Log: "FAIL: flaky\n"}))
+	if rec := waitFinal(t, w, first); rec.State != app.StateRefused || !strings.Contains(statusOf(w, first), "this check fails on main too") {
+		t.Fatalf("Test failing on main too ended %s (%s), status:\n%s", rec.State, rec.Step, statusOf(w, first))
+	}
+	// A minute later "Vet" fails on the same head, and not on main: the
+	// pull request broke it, and it is answered in its own right.
+	addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "Vet", Conclusion: "success", Actions: true})
+	second := deliverCIRun(t, w, addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "Vet", Conclusion: "failure", Actions: true, Actor: bot,
+		Log: "stats.go:13: Mean's doc comment is too long\n"}))
+	if rec := waitFinal(t, w, second); rec.State != app.StateSucceeded {
+		t.Fatalf("Vet's follow-up ended %s (%s); status:\n%s", rec.State, rec.Step, statusOf(w, second))
+	}
+	task := firstRequestAfter(t, w, before)
+	for _, want := range []string{"### Vet (github-actions, failure)", "Mean's doc comment is too long", "(Test fails on main too; it is not this pull request's to fix: leave it.)"} {
+		if !strings.Contains(task, want) {
+			t.Errorf("the model's task lacks %q:\n%s", want, task)
+		}
+	}
+	if strings.Contains(task, "FAIL: flaky") {
+		t.Errorf("the model's task holds the log of Test, which fails on main too:\n%s", task)
+	}
+	s := statusOf(w, second)
+	for _, want := range []string{"- `Vet`: a follow-up addresses it",
+		"- `Test`: this check fails on main too ([its latest run there](", "/runs/" + strconv.FormatInt(onMain.RunID, 10), "as task `" + first + "` answered"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("status lacks %q:\n%s", want, s)
+		}
+	}
+	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Shorten Mean's doc") {
+		t.Errorf("branch commits %q; want the fix and Vet's follow-up", log)
+	}
+}
+
+func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
+	t.Parallel()
+	script := sampleThen(t,
+		llmtest.Step{ToolCalls: []llmtest.Call{
+			edit("stats.go", "// Sum returns the sum of xs.", "// Sum returns the sum of xs; 0 for none."),
+			edit("stats.go", "// Mean returns the arithmetic mean of xs, or 0 for no samples.", "// Mean returns the arithmetic mean of xs; 0 for none."),
+		}},
+		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum and Mean for the doc and vet checks"}`}}},
+	)
+	w, before := agentPull(t, quickPolicy, script)
+	bot := w.sim.App().BotLogin
+
+	// Two workflows fail on the head, and pass on main, before either
+	// event is answered.
+	var ids []string
+	for name, log := range map[string]string{"Doc": "stats.go:4: Sum's doc must say what no samples give\n", "Vet": "stats.go:13: Mean's doc comment is too long\n"} {
+		addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: name, Conclusion: "success", Actions: true})
+		run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: name, Conclusion: "failure", Actions: true, Actor: bot, Log: log})
+		ids = append(ids, deliverCIRun(t, w, run))
+	}
+	one := oneFollowsUp(t, w, ids[0], ids[1])
+	task := firstRequestAfter(t, w, before)
+	for _, want := range []string{"### Doc (github-actions, failure)", "Sum's doc must say what no samples give", "### Vet (github-actions, failure)", "Mean's doc comment is too long"} {
+		if !strings.Contains(task, want) {
+			t.Errorf("the model's task lacks %q:\n%s", want, task)
+		}
+	}
+	s := statusOf(w, one.ID)
+	for _, want := range []string{"- `Doc`: a follow-up addresses it", "- `Vet`: a follow-up addresses it"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("status lacks %q:\n%s", want, s)
+		}
+	}
+	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Document Sum and Mean") {
+		t.Errorf("branch commits %q; want the fix and one follow-up", log)
+	}
+}
+
+// agentPull starts the world with policy and script, whose first task
+// fixes the sample, and waits for the fix's pull request #2, the world's
+// issue from then on. It returns the number of model requests the fix
+// made.
+func agentPull(t *testing.T, policy string, script *llmtest.Script) (*demoWorld, int) {
+	t.Helper()
+	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
+	fixTo(t, w, app.StateSucceeded)
+	w.issue = 2
+	return w, len(w.llm.Requests())
+}
+
+// oneFollowsUp waits for CI tasks a and b, started by failures on one
+// head: either may run first, and one follows up on them, which it
+// returns; the other ends without a word.
+func oneFollowsUp(t *testing.T, w *demoWorld, a, b string) queue.Record {
+	t.Helper()
+	one, other := waitFinal(t, w, a), waitFinal(t, w, b)
+	if one.State == app.StateRefused {
+		one, other = other, one
+	}
+	if one.State != app.StateSucceeded {
+		t.Fatalf("CI follow-up ended %s (%s)", one.State, one.Step)
+	}
+	if other.State != app.StateRefused || statusOf(w, other.ID) != "" {
+		t.Errorf("the other task on the same failures ended %s (%s), status %q; want it ended without a word", other.State, other.Step, statusOf(w, other.ID))
+	}
+	return one
+}
+
+// coAuthorsOf are the Co-authored-by trailers of the commit ref names.
+func coAuthorsOf(t *testing.T, w *demoWorld, ref string) []string {
+	t.Helper()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "log", "-1", "--format=%(trailers:key=Co-authored-by)", ref).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.FieldsFunc(string(out), func(r rune) bool { return r == '\n' })
 }
 
 // addCIRun records a CI run on the simulated GitHub.

@@ -29,6 +29,7 @@ type CIRun struct {
 	Annotations   []Annotation
 	Log           string
 	Actions       bool
+	Actor         string // who pushed HeadSHA: the events' sender
 	CompletedAt   time.Time
 	logKey        string // the signed download URL's secret
 }
@@ -55,6 +56,10 @@ type CIRunOptions struct {
 	Annotations []Annotation
 	Log         string
 	Actions     bool
+	// Actor is who pushed the commit the check ran on, whom GitHub
+	// names as the events' sender: the App's bot for its own pushes.
+	// Empty means octocat.
+	Actor string
 }
 
 // The Apps that run the simulated CI: GitHub Actions, with its real id,
@@ -85,7 +90,7 @@ func (s *Server) AddCIRun(repo string, o CIRunOptions) (CIRun, error) {
 	defer s.mu.Unlock()
 	c := &CIRun{Repo: rp.fullName(), SuiteID: s.newID(), RunID: s.newID(), HeadSHA: sha, Name: o.Name,
 		Conclusion: o.Conclusion, Title: o.Title, Summary: o.Summary, Annotations: slices.Clone(o.Annotations),
-		Log: o.Log, Actions: o.Actions, CompletedAt: now(), logKey: hex.EncodeToString(key)}
+		Log: o.Log, Actions: o.Actions, Actor: cmp.Or(o.Actor, "octocat"), CompletedAt: now(), logKey: hex.EncodeToString(key)}
 	if o.Actions {
 		c.WorkflowRunID = s.newID()
 	}
@@ -104,7 +109,7 @@ func (s *Server) DeliverCIRun(ctx context.Context, url string, run CIRun) (*http
 	}
 	heads, _ := s.branches(rp.dir)
 	s.mu.Lock()
-	payload := s.envelopeLocked(rp, "completed", "octocat")
+	payload := s.envelopeLocked(rp, "completed", cmp.Or(run.Actor, "octocat"))
 	c := s.ciCheckRunJSON(rp, &run, heads)
 	event := "check_run"
 	if run.Actions {

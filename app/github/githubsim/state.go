@@ -156,6 +156,18 @@ func (s *Server) userLocked(login, typ string) *user {
 	return u
 }
 
+// UserID is the numeric id GitHub gives login, as the simulator's
+// payloads and answers show it; ok is false for a login it has not met.
+func (s *Server) UserID(login string) (id int64, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.users[strings.ToLower(login)]
+	if !ok {
+		return 0, false
+	}
+	return u.id, true
+}
+
 // repoLocked finds a repository by "owner/name", case-insensitively as
 // GitHub does.
 func (s *Server) repoLocked(fullName string) (*repo, error) {
