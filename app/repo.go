@@ -14,9 +14,6 @@ type RepoInfo struct {
 	DefaultBranch string
 	CloneURL      string // from the API, never built by hand
 	Private       bool
-	// ID is GitHub's id of the repository, which a rename or a transfer
-	// keeps and a new repository of the same name does not have.
-	ID int64
 }
 
 // RecordOwner is whose a record is that one task leaves for another: the

@@ -262,7 +262,6 @@ func (i *Installation) Repository(ctx context.Context, repo string) (app.RepoInf
 		DefaultBranch: r.GetDefaultBranch(),
 		CloneURL:      r.GetCloneURL(),
 		Private:       r.GetPrivate(),
-		ID:            r.GetID(),
 	}, nil
 }
 
