@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -216,4 +217,49 @@ func post(ctx context.Context, c *http.Client, url, delivery string, payload []b
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp, nil
+}
+
+// TestBodiesAreNotWaitedFor sends bodies that stall: one under headers
+// that cannot be a delivery is answered at once and its connection
+// closed, without waiting for the body; a delivery's body that stops
+// arriving is answered 408 and gives its bytes back.
+func TestBodiesAreNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	in := startIntake(t, nil)
+	addr := strings.TrimPrefix(in.url, "http://")
+	for _, c := range []struct {
+		name, headers string
+		want          int
+	}{
+		{"no signature", "X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: d1\r\n", http.StatusUnauthorized},
+		{"no delivery id", "X-GitHub-Event: issue_comment\r\nX-Hub-Signature-256: " + webhooktest.Forged + "\r\n", http.StatusBadRequest},
+		{"stalled", "X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: d2\r\nX-Hub-Signature-256: " + webhooktest.Forged + "\r\n", http.StatusRequestTimeout},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Chunked, so that the server would drain it after the answer.
+			fmt.Fprintf(conn, "POST /webhook HTTP/1.1\r\nHost: intake\r\n%sTransfer-Encoding: chunked\r\n\r\n400\r\n%s",
+				c.headers, strings.Repeat(" ", 1024))
+			// Bounded well past BodyTimeout: a test that waits longer
+			// has its answer.
+			conn.SetDeadline(time.Now().Add(webhook.BodyTimeout + 20*time.Second))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body: %v", err)
+			}
+			answer, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != c.want {
+				t.Errorf("answer %d %s; want %d", resp.StatusCode, answer, c.want)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the answer, the connection gives %v; want it closed (EOF)", err)
+			}
+		})
+	}
 }

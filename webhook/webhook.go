@@ -3,9 +3,12 @@
 // durably and answers within milliseconds.
 //
 // A delivery goes through, in order: a well-formed X-Hub-Signature-256
-// header (401 before a byte of the body is read), a 25 MiB body cap (413),
+// header (401 before a byte of the body is read), the X-GitHub-Event and
+// X-GitHub-Delivery headers (400, also unread), a 25 MiB body cap (413),
 // the budget of body bytes held by all deliveries in flight together (503
-// with Retry-After), the signature check against every configured secret
+// with Retry-After) and the share of it the sender's address may hold
+// (429 with Retry-After, body.go), a body complete within BodyTimeout
+// (408), the signature check against every configured secret
 // as the body streams in (401), parsing (400 with a short reason), the
 // filter that finds a command or the reason there is none, for a command
 // the body de-duplication (the same signed body under a new delivery id is
