@@ -70,25 +70,22 @@ func hold(t testing.TB, base string, from []netip.Addr, conns int, sent func(i i
 	t.Helper()
 	addr := strings.TrimPrefix(base, "http://")
 	var (
-		mu   sync.Mutex
-		open []net.Conn
-		wg   sync.WaitGroup
+		mu      sync.Mutex
+		open    []net.Conn
+		restall []func() (net.Conn, error)
+		wg      sync.WaitGroup
 	)
 	for i, a := range from {
 		wg.Go(func() {
 			for range conns {
 				// An error is a sender the intake refused: holding what
 				// it can is the point.
-				c, err := webhooktest.Stall(t.Context(), addr, a, webhook.MaxBody, sent(i))
-				switch {
-				case err != nil:
-				case again:
-					go stallAgain(t.Context(), c, func() (net.Conn, error) {
-						return webhooktest.Stall(t.Context(), addr, a, webhook.MaxBody, sent(i))
-					})
-				default:
+				if c, err := webhooktest.Stall(t.Context(), addr, a, webhook.MaxBody, sent(i)); err == nil {
 					mu.Lock()
 					open = append(open, c)
+					restall = append(restall, func() (net.Conn, error) {
+						return webhooktest.Stall(t.Context(), addr, a, webhook.MaxBody, sent(i))
+					})
 					mu.Unlock()
 				}
 			}
@@ -102,6 +99,12 @@ func hold(t testing.TB, base string, from []netip.Addr, conns int, sent func(i i
 	})
 	t.Cleanup(closeAll)
 	settled(t, base)
+	if again {
+		// Once settled: those the intake refused at once stay away.
+		for i, c := range open {
+			go stallAgain(t.Context(), c, restall[i])
+		}
+	}
 	return func() {
 		closeAll()
 		if held := settled(t, base); held != 0 {
