@@ -1,11 +1,13 @@
 package webhook_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,19 +21,6 @@ import (
 	"github.com/agentbot/agentbot/webhook"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
 )
-
-// filler is an endless body that costs its sender no memory.
-type filler struct{}
-
-func (filler) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = ' '
-	}
-	return len(p), nil
-}
-
-// forged is a well-formed X-Hub-Signature-256 that signs nothing.
-var forged = "sha256=" + strings.Repeat("0", 64)
 
 // flood posts n bodies of size bytes at once, signed with signature (none
 // when ""); half declare their length and half are chunked. It returns the
@@ -67,7 +56,7 @@ func flood(t testing.TB, client *http.Client, url string, n int, size int64, sig
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, io.LimitReader(filler{}, size))
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, io.LimitReader(webhooktest.Filler{}, size))
 			if err != nil {
 				t.Error(err)
 				return
@@ -103,12 +92,13 @@ func flood(t testing.TB, client *http.Client, url string, n int, size int64, sig
 // TestUnsignedFloodKeepsHeapFlat sends 32 forged 25 MiB bodies at once: the
 // heap may grow by the bodies in flight the budget allows (64 MiB) and some
 // slack, never by 32 bodies (800 MiB), nor by the garbage of bodies read
-// one after another. Each is refused, as forged (401) or over the budget
-// (503, Retry-After); one without a signature is refused unread.
+// one after another. Each is refused, as forged (401) or over the budget or
+// the address's share of it (503 or 429, Retry-After); one without a
+// signature is refused unread.
 func TestUnsignedFloodKeepsHeapFlat(t *testing.T) {
 	in := startIntake(t, nil)
 	const limit = webhook.DefaultBodyBudget + 36<<20
-	for _, sig := range []string{forged, ""} {
+	for _, sig := range []string{webhooktest.Forged, ""} {
 		statuses, retry, peak := flood(t, in.http, in.url+"/webhook", 32, webhook.MaxBody, sig)
 		t.Logf("signature %q: answers %v, %d with Retry-After, heap grew %.1f MiB at its peak", sig, statuses, retry, float64(peak)/(1<<20))
 		if peak > limit {
@@ -116,16 +106,17 @@ func TestUnsignedFloodKeepsHeapFlat(t *testing.T) {
 		}
 		for status, n := range statuses {
 			switch status {
-			case 0, http.StatusUnauthorized, http.StatusServiceUnavailable:
+			case 0, http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable:
 			default:
-				t.Errorf("signature %q: %d answers %d; want 401 or 503", sig, n, status)
+				t.Errorf("signature %q: %d answers %d; want 401, 429 or 503", sig, n, status)
 			}
 		}
-		if statuses[http.StatusServiceUnavailable] != retry {
-			t.Errorf("%d answers 503 but %d carry Retry-After", statuses[http.StatusServiceUnavailable], retry)
+		refused := statuses[http.StatusTooManyRequests] + statuses[http.StatusServiceUnavailable]
+		if refused != retry {
+			t.Errorf("%d answers 429 or 503 but %d carry Retry-After", refused, retry)
 		}
-		if sig == "" && statuses[http.StatusServiceUnavailable] > 0 {
-			t.Errorf("unsigned: %d answers 503; no body without a signature should be read", statuses[http.StatusServiceUnavailable])
+		if sig == "" && refused > 0 {
+			t.Errorf("unsigned: %d answers 429 or 503; no body without a signature should be read", refused)
 		}
 	}
 	if n := len(in.tasks(t)); n != 0 {
@@ -139,33 +130,31 @@ func BenchmarkUnsignedFlood(b *testing.B) {
 	in := startIntake(b, nil)
 	var peak uint64
 	for b.Loop() {
-		_, _, p := flood(b, in.http, in.url+"/webhook", 32, webhook.MaxBody, forged)
+		_, _, p := flood(b, in.http, in.url+"/webhook", 32, webhook.MaxBody, webhooktest.Forged)
 		peak = max(peak, p)
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 }
 
-// TestBodyBudget holds most of the budget with two 25 MiB bodies that
-// stop short of their end: a signed 15 MiB delivery that arrives meanwhile
-// is refused at once with 503 and Retry-After, and accepted when
-// redelivered after they are gone.
+// TestBodyBudget holds half the budget, an address's share, with 25 MiB
+// bodies that stop short of their end: a signed 15 MiB delivery from the
+// same address that arrives meanwhile is refused at once with 429 and
+// Retry-After, and accepted when redelivered after they are gone.
 func TestBodyBudget(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
 	var conns []net.Conn
 	for range 2 {
-		// Written by hand, so that the bytes are on the wire while the
-		// end never comes.
-		conn, err := net.Dial("tcp", strings.TrimPrefix(in.url, "http://"))
-		if err != nil {
-			t.Fatal(err)
+		// The second is refused part way: the address holds its share.
+		conn, err := webhooktest.Stall(t.Context(), strings.TrimPrefix(in.url, "http://"), netip.MustParseAddr("127.0.0.1"),
+			webhook.MaxBody, webhook.MaxBody-1)
+		if err == nil {
+			defer conn.Close()
+			conns = append(conns, conn)
 		}
-		defer conn.Close()
-		conns = append(conns, conn)
-		fmt.Fprintf(conn, "POST /webhook HTTP/1.1\r\nHost: intake\r\nX-Hub-Signature-256: %s\r\nContent-Length: %d\r\n\r\n", forged, webhook.MaxBody)
-		if _, err := io.Copy(conn, io.LimitReader(filler{}, webhook.MaxBody-1)); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if len(conns) == 0 {
+		t.Fatal("no body holds the budget")
 	}
 
 	payload := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) {
@@ -177,8 +166,8 @@ func TestBodyBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Fatalf("with the budget held: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("with the address's share held: %d, Retry-After %q; want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	for _, c := range conns {
 		c.Close()
@@ -193,7 +182,7 @@ func TestBodyBudget(t *testing.T) {
 			break
 		}
 		// The server gives the budget back once it sees the bodies end.
-		if resp.StatusCode != http.StatusServiceUnavailable || time.Now().After(deadline) {
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
 			t.Fatalf("redelivery with the budget free: %d; want 202", resp.StatusCode)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -228,4 +217,49 @@ func post(ctx context.Context, c *http.Client, url, delivery string, payload []b
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp, nil
+}
+
+// TestBodiesAreNotWaitedFor sends bodies that stall: one under headers
+// that cannot be a delivery is answered at once and its connection
+// closed, without waiting for the body; a delivery's body that stops
+// arriving is answered 408 and gives its bytes back.
+func TestBodiesAreNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	in := startIntake(t, nil)
+	addr := strings.TrimPrefix(in.url, "http://")
+	for _, c := range []struct {
+		name, headers string
+		want          int
+	}{
+		{"no signature", "X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: d1\r\n", http.StatusUnauthorized},
+		{"no delivery id", "X-GitHub-Event: issue_comment\r\nX-Hub-Signature-256: " + webhooktest.Forged + "\r\n", http.StatusBadRequest},
+		{"stalled", "X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: d2\r\nX-Hub-Signature-256: " + webhooktest.Forged + "\r\n", http.StatusRequestTimeout},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// Chunked, so that the server would drain it after the answer.
+			fmt.Fprintf(conn, "POST /webhook HTTP/1.1\r\nHost: intake\r\n%sTransfer-Encoding: chunked\r\n\r\n400\r\n%s",
+				c.headers, strings.Repeat(" ", 1024))
+			// Bounded well past BodyTimeout: a test that waits longer
+			// has its answer.
+			conn.SetDeadline(time.Now().Add(webhook.BodyTimeout + 20*time.Second))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer to a stalled body: %v", err)
+			}
+			answer, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != c.want {
+				t.Errorf("answer %d %s; want %d", resp.StatusCode, answer, c.want)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the answer, the connection gives %v; want it closed (EOF)", err)
+			}
+		})
+	}
 }

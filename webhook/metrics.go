@@ -10,6 +10,9 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec
 	ack      prometheus.Histogram
+	// bodyBytes is what the body budget holds: near its limit, deliveries
+	// are being refused.
+	bodyBytes prometheus.Gauge
 }
 
 // NewMetrics creates the series and registers them on reg.
@@ -24,8 +27,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Time from receiving a webhook delivery to answering it.",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}),
+		bodyBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "agentbot_webhook_body_bytes",
+			Help: "Bytes of request bodies held in memory by the deliveries in flight, against the body budget.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.ack} {
+	for _, c := range []prometheus.Collector{m.requests, m.ack, m.bodyBytes} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register webhook metrics: %w", err)
 		}

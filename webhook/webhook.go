@@ -3,9 +3,12 @@
 // durably and answers within milliseconds.
 //
 // A delivery goes through, in order: a well-formed X-Hub-Signature-256
-// header (401 before a byte of the body is read), a 25 MiB body cap (413),
+// header (401 before a byte of the body is read), the X-GitHub-Event and
+// X-GitHub-Delivery headers (400, also unread), a 25 MiB body cap (413),
 // the budget of body bytes held by all deliveries in flight together (503
-// with Retry-After), the signature check against every configured secret
+// with Retry-After) and the share of it the sender's address may hold
+// (429 with Retry-After, body.go), a body complete within BodyTimeout
+// (408), the signature check against every configured secret
 // as the body streams in (401), parsing (400 with a short reason), the
 // filter that finds a command or the reason there is none, for a command
 // the body de-duplication (the same signed body under a new delivery id is
@@ -40,6 +43,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
@@ -47,6 +51,11 @@ import (
 
 // MaxBody is the largest delivery accepted; GitHub caps payloads at 25 MiB.
 const MaxBody = 25 << 20
+
+// BodyTimeout bounds the time a delivery's body may take to arrive, from
+// the handler's start; GitHub itself gives up on a delivery after ten
+// seconds. A body not read to its end is answered 408.
+const BodyTimeout = 10 * time.Second
 
 // DefaultTimeout bounds the Redis work of one delivery, so that the answer
 // comes within two seconds even when Redis does not.
@@ -83,8 +92,8 @@ type Config struct {
 	Timeout    time.Duration // DefaultTimeout when 0
 	// BodyBudget bounds the bytes of request bodies held at once by all
 	// deliveries in flight; DefaultBodyBudget when 0. It must hold the
-	// largest payload twice (read, then in one piece), or that could never
-	// be accepted.
+	// largest payload twice, since one sender's address may hold at most
+	// half of it, or that payload could never be accepted.
 	BodyBudget int64
 }
 
@@ -120,11 +129,13 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.BodyBudget == 0 {
 		cfg.BodyBudget = DefaultBodyBudget
 	}
-	// The largest payload is held twice, read and then in one piece.
-	if least := int64(2*MaxBody + chunkSize); cfg.BodyBudget < least {
+	// One peer holds at most half of the budget, and its largest payload
+	// must fit in that half.
+	if least := int64(2 * (MaxBody + chunkSize)); cfg.BodyBudget < least {
 		return nil, fmt.Errorf("webhook: body budget %d bytes is below the %d the largest payload needs", cfg.BodyBudget, least)
 	}
-	return &Handler{cfg: cfg, budget: &byteBudget{limit: cfg.BodyBudget}}, nil
+	held := func(delta int64) { cfg.Metrics.bodyBytes.Add(float64(delta)) }
+	return &Handler{cfg: cfg, budget: newByteBudget(cfg.BodyBudget, held)}, nil
 }
 
 // TaskID returns the ID of the task made from delivery: the same delivery,
@@ -155,7 +166,17 @@ func fail(status int, outcome, reason string, err error) answer {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	event, delivery := r.Header.Get("X-GitHub-Event"), r.Header.Get("X-GitHub-Delivery")
-	a := h.handle(w, r, event, delivery)
+	in := &body{budget: h.budget, peer: peerOf(r.RemoteAddr)}
+	a := h.handle(w, r, in, event, delivery)
+	if !in.ended {
+		// The rest of a body is not waited for: the server would read up
+		// to 256 KiB of it after the answer, for as long as its sender
+		// stalls, before it lets the connection go.
+		w.Header().Set("Connection", "close")
+		if err := setReadDeadline(w, time.Now()); err != nil {
+			h.cfg.Logger.Warn("webhook: cannot stop reading the body", "err", err)
+		}
+	}
 
 	if a.retry {
 		w.Header().Set("Retry-After", "1")
@@ -187,20 +208,28 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.cfg.Logger.Info("webhook", attrs...)
 }
 
-func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery string) answer {
+func (h *Handler) handle(w http.ResponseWriter, r *http.Request, in *body, event, delivery string) answer {
 	unauthorized := fail(http.StatusUnauthorized, "unauthorized", "missing or invalid X-Hub-Signature-256",
 		errors.New("signature check failed"))
 	v, ok := newVerifier(h.cfg.Secrets, r.Header.Get("X-Hub-Signature-256"))
 	if !ok {
 		return unauthorized // no body can satisfy it: none is read
 	}
+	if event == "" || delivery == "" || len(delivery) > 128 {
+		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
+	}
 	tooLarge := fail(http.StatusRequestEntityTooLarge, "too_large", "payload larger than 25 MiB", nil)
 	if r.ContentLength > MaxBody {
 		tooLarge.err = fmt.Errorf("Content-Length %d", r.ContentLength)
 		return tooLarge
 	}
+	// GitHub gives up on a delivery after ten seconds: a body still
+	// arriving after that is no use to anyone but a sender holding the
+	// budget.
+	if err := setReadDeadline(w, time.Now().Add(BodyTimeout)); err != nil {
+		return fail(http.StatusInternalServerError, "error", "cannot bound the body's read", err)
+	}
 	digest := sha256.New()
-	in := &body{budget: h.budget}
 	// Its pieces, and the copy of an authentic body, are given back to the
 	// budget once the delivery is answered.
 	defer in.release()
@@ -209,24 +238,24 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 		tooLarge.err = err
 		return tooLarge
 	}
-	busy := fail(http.StatusServiceUnavailable, "busy", "too many deliveries in flight, redeliver later", errBusy)
-	busy.retry = true
-	if errors.Is(err, errBusy) {
+	switch {
+	case errors.Is(err, errBusy):
+		busy := fail(http.StatusServiceUnavailable, "busy", "too many deliveries in flight, redeliver later", err)
+		busy.retry = true
 		return busy
-	}
-	if err != nil {
+	case errors.Is(err, errPeerShare):
+		throttled := fail(http.StatusTooManyRequests, "throttled", "too many deliveries in flight from this address, redeliver later", err)
+		throttled.retry = true
+		return throttled
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fail(http.StatusRequestTimeout, "timeout", "the body did not arrive in time", err)
+	case err != nil:
 		return fail(http.StatusBadRequest, "invalid", "cannot read the body", err)
 	}
 	if !v.valid() {
 		return unauthorized
 	}
-	payload, err := in.bytes()
-	if err != nil {
-		return busy
-	}
-	if event == "" || delivery == "" || len(delivery) > 128 {
-		return fail(http.StatusBadRequest, "invalid", "X-GitHub-Event and X-GitHub-Delivery are required", nil)
-	}
+	payload := in.bytes()
 
 	var a answer
 	if isOutcomeEvent(event) {
@@ -277,6 +306,16 @@ func (h *Handler) handle(w http.ResponseWriter, r *http.Request, event, delivery
 		return duplicate
 	}
 	return a
+}
+
+// setReadDeadline bounds the reads of the request w answers. A writer
+// without a connection under it (a test's recorder) has no read to bound.
+func setReadDeadline(w http.ResponseWriter, t time.Time) error {
+	err := http.NewResponseController(w).SetReadDeadline(t)
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return fmt.Errorf("set the read deadline: %w", err)
+	}
+	return nil
 }
 
 // eventLabel bounds the metrics' event label to the events GitHub sends an

@@ -26,7 +26,7 @@ func testEnv(vars map[string]string) (Env, *ostest.SyncBuffer, *ostest.SyncBuffe
 
 // startServe runs "agentbot serve" in-process and waits for /healthz. The
 // returned stop cancels it and returns what run returned.
-func startServe(t *testing.T, vars map[string]string, args ...string) (base string, stop func() error, logs *ostest.SyncBuffer) {
+func startServe(t testing.TB, vars map[string]string, args ...string) (base string, stop func() error, logs *ostest.SyncBuffer) {
 	t.Helper()
 	addr, err := freeAddr()
 	if err != nil {
@@ -212,7 +212,7 @@ func TestWebhookSecrets(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, url string) string {
+func get(t testing.TB, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
