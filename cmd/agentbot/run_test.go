@@ -273,3 +273,61 @@ func TestRunUsesThePolicysImage(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSetupCAFile: setup reaches a registry whose TLS a re-signing
+// egress signed with its own CA only through --setup-ca-file, the
+// worker's flag of the same name; without it, setup trusts the host's
+// store, which lacks that CA.
+func TestRunSetupCAFile(t *testing.T) {
+	t.Parallel()
+	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
+	gw := sandboxtest.BridgeGateway(t)
+	caPEM, cert := sandboxtest.PKI(t, gw)
+	registry := sandboxtest.StartGitServer(t, cert)
+	caFile := filepath.Join(t.TempDir(), "egress-ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: fmt.Sprintf(
+		"version: 1\nsetup:\n  network: true\n  run:\n    - timeout 20 git ls-remote https://%s:%s/deps.git\n", gw, registry.Port)})
+	script := filepath.Join(t.TempDir(), "fix.yaml")
+	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script,
+		"--sandbox-image", image, "--sandbox-executor", executor, "--setup-network", "--allow-host", gw + ":" + registry.Port}
+
+	out, err := runCmd(t, append(args, "--data-dir", t.TempDir())...)
+	if e, ok := errors.AsType[*exitError](err); !ok || !strings.Contains(e.Error(), "the agent did not start") || !strings.Contains(e.Error(), "certificate") {
+		t.Errorf("without --setup-ca-file: %v; want setup to fail on the certificate\n%s", err, out)
+	}
+	out, err = runCmd(t, append(args, "--data-dir", t.TempDir(), "--setup-ca-file", caFile)...)
+	if err != nil {
+		t.Fatalf("with --setup-ca-file: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "setup: built ") || !strings.Contains(out, "check1   pass  exit 0") {
+		t.Errorf("output lacks the built environment and the passing check:\n%s", out)
+	}
+}
+
+// TestRunAndWorkerShareTheirSandboxFlags: every flag of a worker that
+// changes how a change is made is agentbot run's too, by the same name.
+func TestRunAndWorkerShareTheirSandboxFlags(t *testing.T) {
+	t.Parallel()
+	help := func(cmd string) string {
+		var out bytes.Buffer
+		env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
+		run(context.Background(), []string{cmd, "--help"}, env)
+		return out.String()
+	}
+	runHelp, workerHelp := help("run"), help("worker")
+	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "setup-ca-file", "config", "data-dir", "env-cache-dir", "env-cache-max"} {
+		if !strings.Contains(workerHelp, "-"+name+" ") {
+			t.Fatalf("worker has no --%s; is this its help?\n%s", name, workerHelp)
+		}
+		if !strings.Contains(runHelp, "-"+name+" ") {
+			t.Errorf("run has no --%s, which the worker has", name)
+		}
+	}
+}

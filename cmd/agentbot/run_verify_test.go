@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -65,5 +67,44 @@ func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "// Add returns") {
 		t.Errorf("calc.go was changed:\n%s", b)
+	}
+}
+
+// goEnvScript sets GOFLAGS in the agent's own Go configuration, under
+// $HOME, so that go test runs no test, and finishes without a fix.
+const goEnvScript = `steps:
+  - tool_calls:
+      - name: run_command
+        arguments: {command: "go env -w GOFLAGS=-run=NONE"}
+  - tool_calls:
+      - name: finish
+        arguments: {summary: "TestAdd passes."}
+`
+
+// TestRunVerifiesOverAFreshEnvironment: what the agent writes over the
+// prepared environment ($HOME's go env) is its own sandbox's, and the
+// verification's sandbox does not see it: the failing test fails there,
+// the run fails and --apply writes nothing.
+func TestRunVerifiesOverAFreshEnvironment(t *testing.T) {
+	t.Parallel()
+	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
+	script := filepath.Join(t.TempDir(), "goenv.yaml")
+	if err := os.WriteFile(script, []byte(goEnvScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", "go test ./...", "--model-script", script,
+		"--sandbox-image", image, "--sandbox-executor", executor, "--apply")
+	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
+		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)
+	}
+	for _, want := range []string{"succeeded after 2 steps", "check1   pass  exit 0", "SAFETY INCIDENT", "Add(2, 2) = 5, want 4"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "applied") {
+		t.Errorf("the change was applied:\n%s", out)
 	}
 }

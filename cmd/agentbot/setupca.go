@@ -18,34 +18,51 @@ var systemBundles = []string{
 	"/etc/ssl/cert.pem",
 }
 
-// setupCABundle writes into dir the trust store of setup containers for
-// --setup-ca-file: the operator's CA certificates followed by the host's
+// setupCABundle writes into dir the trust store of setup containers: the
+// CA certificates of caFile (--setup-ca-file) followed by the host's
 // public roots, so that the operator's CA adds to what TLS clients trust
-// rather than replacing it. It returns the file's path.
+// rather than replacing it. Without caFile it is the host's roots alone,
+// which is what agentbot run gives setup: a developer's machine already
+// trusts its network, re-signing proxy included. It returns the file's
+// path, or "" when there is neither a caFile nor a host trust store (setup
+// then trusts the image's own).
 func setupCABundle(caFile, dir string) (string, error) {
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return "", fmt.Errorf("--setup-ca-file: %w", err)
-	}
-	if err := checkPEMCertificates(ca); err != nil {
-		return "", fmt.Errorf("--setup-ca-file %s: %w", caFile, err)
-	}
-	bundle := append([]byte(nil), ca...)
-	if len(bundle) > 0 && bundle[len(bundle)-1] != '\n' {
-		bundle = append(bundle, '\n')
-	}
-	for _, p := range systemBundles {
-		if roots, err := os.ReadFile(p); err == nil {
-			bundle = append(bundle, roots...)
-			break
+	var bundle []byte
+	if caFile != "" {
+		ca, err := os.ReadFile(caFile)
+		if err != nil {
+			return "", fmt.Errorf("--setup-ca-file: %w", err)
+		}
+		if err := checkPEMCertificates(ca); err != nil {
+			return "", fmt.Errorf("--setup-ca-file %s: %w", caFile, err)
+		}
+		bundle = append(bundle, ca...)
+		if bundle[len(bundle)-1] != '\n' {
+			bundle = append(bundle, '\n')
 		}
 	}
+	roots := hostRoots()
+	if caFile == "" && roots == nil {
+		return "", nil
+	}
+	bundle = append(bundle, roots...)
 	path := filepath.Join(dir, "setup-ca-bundle.pem")
 	// Read by the sandbox user inside the container; it holds no secret.
 	if err := os.WriteFile(path, bundle, 0o644); err != nil {
 		return "", fmt.Errorf("write the setup CA bundle: %w", err)
 	}
 	return path, nil
+}
+
+// hostRoots is the host's trust store: the first of systemBundles found,
+// or nil.
+func hostRoots() []byte {
+	for _, p := range systemBundles {
+		if roots, err := os.ReadFile(p); err == nil {
+			return roots
+		}
+	}
+	return nil
 }
 
 // checkPEMCertificates reports whether data is one or more PEM

@@ -88,3 +88,24 @@ func TestSetupCABundleRefusesWhatIsNotACertificate(t *testing.T) {
 		t.Errorf("missing file: %v", err)
 	}
 }
+
+// Without --setup-ca-file, the bundle is the host's trust store: what
+// agentbot run's setup trusts on a developer's machine.
+func TestSetupCABundleWithoutAFileIsTheHostsStore(t *testing.T) {
+	t.Parallel()
+	roots := hostRoots()
+	path, err := setupCABundle("", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if roots == nil {
+		if path != "" {
+			t.Errorf("a host without a trust store got bundle %s; want none", path)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != string(roots) {
+		t.Errorf("bundle is %d bytes (%v); want the host's %d bytes of roots", len(got), err, len(roots))
+	}
+}

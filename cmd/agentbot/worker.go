@@ -36,11 +36,8 @@ type workerConfig struct {
 	spareTrees  int
 	spareTTL    time.Duration
 	orphanSweep time.Duration
-	image       string
-	runtime     string
-	executor    string
+	sandboxFlags
 	serverFile  string
-	setupCA     string
 	concurrency int
 	botName     string
 	label       string
@@ -60,11 +57,8 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.spareTTL, "spare-ttl", time.Hour, "remove a repository's spare work trees after this long without a task")
 	fs.DurationVar(&c.orphanSweep, "orphan-sweep", queue.DefaultLeaseTTL,
 		"how often to remove the sandboxes and work trees of workers known dead; a worker killed up to a lease TTL ("+queue.DefaultLeaseTTL.String()+") before this one started is known dead only later")
-	fs.StringVar(&c.image, "sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
-	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
-	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
+	c.sandboxFlags.register(fs)
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
-	fs.StringVar(&c.setupCA, "setup-ca-file", "", "a PEM bundle of CA certificates setup containers trust besides the public roots, for networks whose egress re-signs TLS")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.IntVar(&c.perInstallation, "max-per-installation", 0,
 		"tasks of one installation run at once by all workers sharing the Redis, so that one installation's backlog never holds up another's (0: half of --concurrency, at least 1)")
@@ -165,12 +159,6 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	executor := cfg.executor
-	if executor == "" {
-		if executor, err = os.Executable(); err != nil {
-			return fmt.Errorf("find this binary for the sandbox: %w", err)
-		}
-	}
 	leases := queue.NewWorkerLeases(rdb, 0)
 	deployment, err := leases.Deployment(ctx)
 	if err != nil {
@@ -190,9 +178,9 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}()
 	// Released last, once this worker's sandboxes are closed.
 	defer func() { releaseLease(); <-leaseKept }()
-	drv, err := docker.New(ctx, docker.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
+	drv, err := cfg.driver(ctx, workerID, log)
 	if err != nil {
-		return fmt.Errorf("connect to Docker: %w", err)
+		return err
 	}
 	defer drv.Close()
 	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL})
