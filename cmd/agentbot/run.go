@@ -130,14 +130,10 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer prepared.Env.Release()
-	overlays, err := prepared.Env.Overlays()
-	if err != nil {
-		return fmt.Errorf("run: the prepared environment: %w", err)
-	}
 	st, err := eval.Local{
 		Driver: drv, Policy: policy, Model: model, Repo: filepath.Base(src), Instructions: *task,
-		Observe:  func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
-		Overlays: overlays,
+		Observe: func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
+		Env:     prepared,
 	}.Run(ctx, taskID, ws)
 	if err != nil {
 		return err

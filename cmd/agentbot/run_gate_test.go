@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/internal/ostest"
-	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
 // plantScript fixes Add with the patch tools and, through the shell,
@@ -35,12 +34,7 @@ func TestRunApplyRefusesWhatTheGateRefuses(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
 	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
-	script := filepath.Join(t.TempDir(), "plant.yaml")
-	if err := os.WriteFile(script, []byte(plantScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script,
-		"--sandbox-image", sandboxtest.Image(t), "--sandbox-executor", sandboxtest.Executor(t), "--apply")
+	out, err := runCalc(t, dir, plantScript, grepCheck, "--apply")
 	e, ok := errors.AsType[*exitError](err)
 	if !ok || e.code != 1 || !strings.Contains(e.Error(), "the gate refuses the change") ||
 		!strings.Contains(e.Error(), ".github/workflows/pwn2.yml") || !strings.Contains(e.Error(), "DEPLOY.PEM") {
@@ -66,13 +60,7 @@ func TestRunApplyRefusesWhatTheGateRefuses(t *testing.T) {
 func TestRunPrintsTheTreesDiff(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
-	script := filepath.Join(t.TempDir(), "fix.yaml")
-	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	check := grepCheck + `; echo generated > zz_generated.txt`
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
-		"--sandbox-image", sandboxtest.Image(t), "--sandbox-executor", sandboxtest.Executor(t), "--apply")
+	out, err := runCalc(t, dir, fixScript, grepCheck+"; echo generated > zz_generated.txt", "--apply")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/internal/ostest"
-	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
 // markerScript leaves a file in the sandbox's /tmp that the check takes
@@ -32,7 +31,6 @@ const markerScript = `steps:
 // sandbox's checks fail, so the run fails and --apply writes nothing.
 func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	t.Parallel()
-	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	dir := calcCheckout(t)
 	policy := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"
 	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
@@ -44,13 +42,7 @@ func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
 		t.Fatalf("git add: %v\n%s", err, out)
 	}
-	script := filepath.Join(t.TempDir(), "marker.yaml")
-	if err := os.WriteFile(script, []byte(markerScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	check := "test -f /tmp/checks-ok || " + grepCheck
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
-		"--image", image, "--executor", executor, "--apply")
+	out, err := runCalc(t, dir, markerScript, "test -f /tmp/checks-ok || "+grepCheck, "--apply")
 	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
 		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)
 	}
@@ -87,15 +79,9 @@ const goEnvScript = `steps:
 // the run fails and --apply writes nothing.
 func TestRunVerifiesOverAFreshEnvironment(t *testing.T) {
 	t.Parallel()
-	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	dir := calcCheckout(t)
 	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
-	script := filepath.Join(t.TempDir(), "goenv.yaml")
-	if err := os.WriteFile(script, []byte(goEnvScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", "go test ./...", "--model-script", script,
-		"--sandbox-image", image, "--sandbox-executor", executor, "--apply")
+	out, err := runCalc(t, dir, goEnvScript, "go test ./...", "--apply")
 	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
 		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)
 	}

@@ -82,8 +82,15 @@ type Local struct {
 	// Observe, when set, sees every step (agent.Config.Observe).
 	Observe func(agent.Event)
 	Logger  *slog.Logger
-	// Overlays are the prepared environment's copy-on-write views, if any.
-	Overlays []docker.Overlay
+	// Env, when set, completes the sandbox's spec with what it runs on.
+	Env Env
+}
+
+// Env completes a sandbox's spec with the environment it runs on: a
+// *runner.Prepared (the policy's image and a view of the prepared
+// environment of the sandbox's own), or an evaluation's seeded $HOME.
+type Env interface {
+	Spec(docker.Spec) (docker.Spec, error)
 }
 
 // LocalTree is the tree a Local loop works on: a Tree, or agentbot run's
@@ -99,8 +106,14 @@ type LocalTree interface {
 // an error, as far as it got.
 func (l Local) Run(ctx context.Context, taskID string, tree LocalTree) (*agent.State, error) {
 	p := l.Policy
-	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk,
-		Overlays: l.Overlays})
+	spec := docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
+	if l.Env != nil {
+		var err error
+		if spec, err = l.Env.Spec(spec); err != nil {
+			return nil, fmt.Errorf("the sandbox's environment: %w", err)
+		}
+	}
+	box, err := l.Driver.Start(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
