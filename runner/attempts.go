@@ -229,7 +229,7 @@ func (r *Runner) attempts(ctx context.Context, tk *task, ws *workspace.Workspace
 // setUpAttempt readies another attempt's work tree as setup readied the
 // task's: without a prepared environment to share, setup runs in it too.
 func (r *Runner) setUpAttempt(ctx context.Context, tk *task, at *attempt) error {
-	if len(tk.policy.Policy.Setup.Run) > 0 && !tk.env.kept() {
+	if len(tk.policy.Policy.Setup.Run) > 0 && !tk.env.Kept() {
 		if err := r.runSetup(ctx, tk, at.ws.Dir(), at.id+"-setup"); err != nil {
 			return err
 		}

@@ -27,11 +27,11 @@ func (r *Runner) checkBase(ctx context.Context, tk *task, ws *workspace.Workspac
 			return err
 		}
 		s := tk.policy.Policy.Sandbox
-		spec, err := tk.env.spec(docker.Spec{TaskID: tk.ID + "-base", WorkTree: ws.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
+		spec, err := tk.env.Spec(docker.Spec{TaskID: tk.ID + "-base", WorkTree: ws.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
 		if err != nil {
 			return err
 		}
-		v, err := VerifyChecks(ctx, r.cfg.Sandbox, spec, tk.policy.Policy.Checks)
+		v, err := verifyChecks(ctx, r.cfg.Sandbox, spec, tk.policy.Policy.Checks)
 		if err != nil {
 			return fmt.Errorf("run the checks on the base: %w", err)
 		}

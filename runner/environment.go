@@ -10,25 +10,28 @@ import (
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// prepared is what a task's containers run on: the policy's image and the
-// prepared environment, when the worker keeps them.
-type prepared struct {
-	image string
-	env   *envcache.Env
+// Prepared is what a change's containers run on: the policy's image and
+// the prepared environment, when there is one. The worker and agentbot
+// run both hand it to the loop's sandbox and to VerifyFresh.
+type Prepared struct {
+	Image string
+	Env   *envcache.Env
 }
 
-// spec completes s, a container of the agent phase or of the final
+// Spec completes s, a container of the agent phase or of the final
 // verification, with the image and a copy-on-write view of the
-// environment.
-func (p *prepared) spec(s docker.Spec) (docker.Spec, error) {
+// environment of its own: new upper directories, so that nothing another
+// container wrote over the environment ($HOME's tool configuration, such
+// as `go env -w`) is seen by this one.
+func (p *Prepared) Spec(s docker.Spec) (docker.Spec, error) {
 	if p == nil {
 		return s, nil
 	}
-	s.Image = p.image
-	if p.env == nil {
+	s.Image = p.Image
+	if p.Env == nil {
 		return s, nil
 	}
-	ov, err := p.env.Overlays()
+	ov, err := p.Env.Overlays()
 	if err != nil {
 		return s, err
 	}
@@ -36,19 +39,19 @@ func (p *prepared) spec(s docker.Spec) (docker.Spec, error) {
 	return s, nil
 }
 
-// kept reports whether there is an environment: the final verification
+// Kept reports whether there is an environment: the final verification
 // then runs over it instead of running setup again.
-func (p *prepared) kept() bool { return p != nil && p.env != nil }
+func (p *Prepared) Kept() bool { return p != nil && p.Env != nil }
 
 // release gives the environment back, once the containers are removed.
-func (p *prepared) release(tk *task) {
-	if p == nil || p.env == nil {
+func (p *Prepared) release(tk *task) {
+	if p == nil || p.Env == nil {
 		return
 	}
-	if err := p.env.Release(); err != nil {
-		tk.log.Warn("release the prepared environment", "key", p.env.Key, "err", err)
+	if err := p.Env.Release(); err != nil {
+		tk.log.Warn("release the prepared environment", "key", p.Env.Key, "err", err)
 	}
-	p.env = nil
+	p.Env = nil
 }
 
 // prepareEnv runs the policy's setup, or reuses the environment an earlier
@@ -59,9 +62,9 @@ func (p *prepared) release(tk *task) {
 // someone other than the repository's maintainers (the model, for the
 // agent's own pull requests). Its setup runs without network, and what it
 // builds is the task's alone, never kept for another.
-func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspace) (*prepared, error) {
+func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspace) (*Prepared, error) {
 	s := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
-	p := &prepared{image: s.Spec.Image}
+	p := &Prepared{Image: s.Spec.Image}
 	if r.cfg.Envs == nil {
 		if len(s.Policy.Run) == 0 {
 			return p, nil
@@ -76,7 +79,7 @@ func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspa
 	if err != nil {
 		return nil, err
 	}
-	p.env = env
+	p.Env = env
 	if env.Cached {
 		tk.log.Info("prepared environment reused", "key", env.Key)
 	} else {

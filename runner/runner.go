@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -253,7 +254,7 @@ type task struct {
 	gated  bool         // the host gate refused the change
 	follow *followUp    // a review's comments or failing CI, once read
 	since  time.Time    // when the trace's current phase began
-	env    *prepared    // the image and environment setup prepared
+	env    *Prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
 	refused []egress.Refusal
 	// refusedMore counts the refusals past egress.MaxRefusals, which are
@@ -506,23 +507,30 @@ func (r *Runner) watchStop(ctx context.Context, id string, cancel context.Cancel
 // renderPrompts renders the system prompt and the task message; th is
 // the conversation the model may read.
 func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
-	p := tk.policy.Policy
-	repo, err := prompts.LoadRepo(ws.Root().FS())
+	return Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, prompts.TaskData{
+		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk), Review: tk.ReviewComment,
+	})
+}
+
+// Prompts renders the system prompt of policy p and the task message of
+// td over the tree, whose README and agent instructions are its context;
+// reproduce says that the change must come with a test that proves it.
+// The worker, agentbot run and agentbot eval all open a loop with them.
+func Prompts(tree fs.FS, p app.Policy, reproduce bool, td prompts.TaskData) (system, text string, err error) {
+	repo, err := prompts.LoadRepo(tree)
 	if err != nil {
 		return "", "", fmt.Errorf("read the repository for the prompt: %w", err)
 	}
 	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff,
-		Reproduce: reproduceMode(tk) != app.ReproduceOff}
+		Reproduce: reproduce}
 	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
 		sd.ShellAllow = p.Tools.Shell.Allow
 	}
 	if system, err = prompts.System(sd); err != nil {
 		return "", "", err
 	}
-	text, err = prompts.Task(prompts.TaskData{
-		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk),
-		Review: tk.ReviewComment, Context: repo,
-	})
+	td.Context = repo
+	text, err = prompts.Task(td)
 	return system, text, err
 }
 

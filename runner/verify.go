@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -46,10 +48,9 @@ func (v *Verification) Incident() bool { return v.LoopPassed && !v.Passed }
 // where a failure's summary is.
 const verifyOutputLimit = 12 << 10
 
-// VerifyChecks runs checks in order in a new sandbox of spec, which no one
+// verifyChecks runs checks in order in a new sandbox of spec, which no one
 // else has used, stopping at the first that fails, and removes the sandbox.
-// agentbot run calls it as the runner does.
-func VerifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
+func verifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
 	if len(checks) == 0 {
 		return Verification{}, errors.New("verify: the policy defines no checks")
 	}
@@ -140,9 +141,35 @@ func auditIncident(ctx context.Context, rp *reporter, st *agent.State, v Verific
 // it in sandboxes named after id. A setup that fails is the one check run,
 // and none of checks is.
 func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspace, gated, id string, checks []app.Check) (Verification, error) {
-	p := tk.policy.Policy
+	return FreshVerification{Sandbox: r.cfg.Sandbox, Policy: tk.policy.Policy, Env: tk.env,
+		Setup: r.setupOf(ctx, tk, "", ""), Log: tk.log}.Run(ctx, ws, gated, id, checks)
+}
+
+// FreshVerification is how a change's checks are verified, by the worker
+// and by agentbot run alike: in sandboxes no agent command ran in, over a
+// tree the host made from git objects, on a view of the prepared
+// environment of their own.
+type FreshVerification struct {
+	Sandbox Sandboxes
+	Policy  app.Policy
+	// Env is the image and the environment the task's containers run on;
+	// nil runs on the Sandbox's image without an environment.
+	Env *Prepared
+	// Setup is the policy's setup, which runs again over the fresh tree
+	// when Env keeps no environment; its tree and id are the fresh
+	// tree's.
+	Setup Setup
+	// Log, slog.Default when nil, hears of a tree that could not be
+	// removed.
+	Log *slog.Logger
+}
+
+// Run makes a fresh tree of gated, a tree or commit of ws, sets it up and
+// runs checks over it in sandboxes named after id. A setup that fails is
+// the one check run, and none of checks is.
+func (f FreshVerification) Run(ctx context.Context, ws *workspace.Workspace, gated, id string, checks []app.Check) (Verification, error) {
 	from := gated
-	if len(p.Setup.Run) > 0 && !tk.env.kept() {
+	if len(f.Policy.Setup.Run) > 0 && !f.Env.Kept() {
 		// Setup runs on the tree it ran on before the agent acted, never
 		// on the agent's: its commands may have the network.
 		from = ws.Base()
@@ -153,14 +180,16 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 	}
 	defer func() {
 		if err := fresh.Close(); err != nil {
-			tk.log.Warn("remove the verification tree", "err", err)
+			cmp.Or(f.Log, slog.Default()).Warn("remove the verification tree", "err", err)
 		}
 	}()
 	if err := sandbox.ShareTree(fresh.Dir()); err != nil {
 		return Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
 	}
 	if from != gated {
-		err := r.runSetup(ctx, tk, fresh.Dir(), id+"-setup")
+		setup := f.Setup
+		setup.Spec.WorkTree, setup.Spec.TaskID = fresh.Dir(), id+"-setup"
+		err := setup.Run(ctx)
 		if sf, ok := errors.AsType[*SetupFailure](err); ok {
 			return Verification{Checks: []tools.CheckRun{{Name: "setup", Run: sf.Run, ExitCode: sf.Exit, TimedOut: sf.TimedOut,
 				Output: tail(sf.Output, verifyOutputLimit)}}, NotRun: checks}, nil
@@ -175,12 +204,12 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 			return Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
 		}
 	}
-	s := p.Sandbox
-	spec, err := tk.env.spec(docker.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
+	s := f.Policy.Sandbox
+	spec, err := f.Env.Spec(docker.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
 	if err != nil {
 		return Verification{}, err
 	}
-	return VerifyChecks(ctx, r.cfg.Sandbox, spec, checks)
+	return verifyChecks(ctx, f.Sandbox, spec, checks)
 }
 
 // verdict is why a change is not a fix: the loop's failure, or else a

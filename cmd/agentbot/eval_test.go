@@ -30,7 +30,7 @@ func evalCmdEnv(t *testing.T, vars map[string]string, args ...string) (string, s
 	return stdout.String(), stderr.String(), err
 }
 
-func sandboxFlags(t *testing.T) []string {
+func sandboxArgs(t *testing.T) []string {
 	envs, err := sharedEnvs()
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func sandboxFlags(t *testing.T) []string {
 func TestEvalShippedSuite(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
-	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite", "--parallel", "3"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite", "--parallel", "3"}, sandboxArgs(t)...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, progress, out)
 	}
@@ -111,7 +111,7 @@ func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(goodScript), "broken": greetingTask(brokenScript)})
-	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--parallel", "4", "--json"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--parallel", "4", "--json"}, sandboxArgs(t)...)...)
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "2 of 4 runs solved") {
 		t.Fatalf("eval = %v, want exit 1 saying 2 of 4 runs solved\n%s", err, progress)
 	}
@@ -163,7 +163,7 @@ func TestEvalWithAModelIgnoresTrajectories(t *testing.T) {
 	srv := llmtest.NewServer(t, script)
 	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(brokenScript)})
 	vars := map[string]string{"AGENTBOT_LLM_BASE_URL": srv.URL()}
-	out, progress, err := evalCmdEnv(t, vars, append([]string{suite, "--model", "remote-model", "--json"}, sandboxFlags(t)...)...)
+	out, progress, err := evalCmdEnv(t, vars, append([]string{suite, "--model", "remote-model", "--json"}, sandboxArgs(t)...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, progress, out)
 	}

@@ -1,27 +1,31 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// cmdRun runs the agent loop on a local checkout, without GitHub: the tree
-// is copied, the loop runs in a sandbox, the checks run again in a fresh
-// one, and DIR is changed only with --apply and only when both pass.
+// cmdRun runs the agent loop on a local checkout, without GitHub, the way
+// a worker makes a change: the checkout becomes a workspace, setup
+// prepares its environment, the loop runs in a sandbox, the worker's gate
+// judges the tree's change and the checks run again in a fresh sandbox.
+// DIR is changed only with --apply and only when all of them pass.
 func cmdRun(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("run", env)
 	repo := fs.String("repo", ".", "the local checkout to work on; it is copied, and changed only with --apply")
@@ -29,10 +33,12 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	var checks checkFlags
 	fs.Var(&checks, "check", "an acceptance check command, fastest first; repeatable; replaces the policy's checks")
 	script := fs.String("model-script", "", "answer from this llmtest script file instead of a model")
-	apply := fs.Bool("apply", false, "write the change into --repo when the checks pass")
-	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image of a policy that names none in sandbox.image")
+	apply := fs.Bool("apply", false, "write the change into --repo when the gate and the checks pass")
 	modelName := fs.String("model", "", "the model that edits; default the policy's model.edit")
-	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
+	var sb sandboxFlags
+	sb.register(fs)
+	fs.StringVar(&sb.image, "image", sb.image, "the older name of --sandbox-image")
+	fs.StringVar(&sb.executor, "executor", sb.executor, "the older name of --sandbox-executor")
 	var setup setupFlags
 	setup.register(fs)
 	dataDir := fs.String("data-dir", "", "where the prepared environments are kept (envs/ in it), as a worker's --data-dir; default the worker's")
@@ -52,6 +58,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	server = server.WithDefaultImage(sb.image)
 	policy, err := eval.LoadPolicyFor(src, server, checks)
 	if _, ok := errors.AsType[*eval.NoChecksError](err); ok {
 		return fmt.Errorf("%w; or pass --check", err)
@@ -74,22 +81,32 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	case policy.Model.Edit == "":
 		return errors.New("run: no model: set model.edit in .github/agent.yml or pass --model")
 	}
-	if *executor == "" {
-		if *executor, err = os.Executable(); err != nil {
-			return fmt.Errorf("run: find this binary for the sandbox: %w", err)
-		}
-	}
 
 	tmp, err := os.MkdirTemp("", "agentbot-run-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	tree, err := eval.CopyTree(ctx, src, tmp)
+	source, caFile, err := setupCAFile(sb.setupCA, server)
 	if err != nil {
-		return err
+		return fmt.Errorf("run: %w", err)
 	}
-	defer tree.Close()
+	caBundle, err := setupCABundle(source, caFile, tmp)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	// The worker's workspace, with the worker's caps: the gate judges the
+	// change as it would on GitHub.
+	trees := workspace.NewManager(tmp, workspace.Options{})
+	defer trees.Close()
+	ws, err := trees.Local(ctx, src)
+	if err != nil {
+		return fmt.Errorf("run: copy %s: %w", src, err)
+	}
+	defer ws.Close()
+	if err := sandbox.ShareTree(ws.Dir()); err != nil {
+		return fmt.Errorf("run: share the work tree with the sandbox: %w", err)
+	}
 
 	model, closeModel, err := runModel(*script, env)
 	if err != nil {
@@ -98,12 +115,9 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	defer closeModel()
 
 	taskID := fmt.Sprintf("run-%d", os.Getpid())
-	// The policy's image, which the server config's sandbox.images bounds,
-	// is every container's, as on a worker.
-	sandboxImage := cmp.Or(policy.Sandbox.Image, *image)
-	drv, err := docker.New(ctx, docker.Options{Image: sandboxImage, ExecutorPath: *executor, WorkerID: taskID})
+	drv, err := sb.driver(ctx, taskID, nil)
 	if err != nil {
-		return fmt.Errorf("run: connect to Docker: %w", err)
+		return fmt.Errorf("run: %w", err)
 	}
 	defer drv.Close()
 	envs, err := envFlags.open(*dataDir)
@@ -111,46 +125,51 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("run: open the environment cache: %w", err)
 	}
 	out := env.Stdout
-	prepared, err := runSetup(ctx, drv, envs, taskID, src, sandboxImage, tree.Dir(), policy, server, out)
+	boxes := runner.DockerSandboxes(drv)
+	// The policy's image, which the server config's sandbox.images bounds,
+	// is every container's, as on a worker.
+	s := newRunSetup(boxes, policy, server, taskID, ws.Dir(), caBundle, out)
+	prepared, err := prepareRun(ctx, s, envs, src, ws, out)
 	if err != nil {
 		return err
 	}
-	defer prepared.Release()
-	overlays, err := prepared.Overlays()
-	if err != nil {
-		return fmt.Errorf("run: the prepared environment: %w", err)
-	}
+	defer prepared.Env.Release()
 	st, err := eval.Local{
 		Driver: drv, Policy: policy, Model: model, Repo: filepath.Base(src), Instructions: *task,
-		Observe:  func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
-		Overlays: overlays,
-	}.Run(ctx, taskID, tree)
+		Observe: func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
+		Env:     prepared,
+	}.Run(ctx, taskID, ws)
 	if err != nil {
 		return err
 	}
-	report(out, st)
+	// The host's own diff of the tree, not the loop's last record of it:
+	// a command may have written files since.
+	gate, gateErr := ws.Gate(ctx, policy)
+	report(out, st, gate.Diff)
 	if st.Status != app.StateSucceeded {
 		return &exitError{code: 1, err: fmt.Errorf("the task did not succeed: %s", stopText(st))}
 	}
-	v, err := verifyRun(ctx, drv, policy, tree, tmp, taskID, overlays)
+	if _, refused := errors.AsType[*app.Error](gateErr); refused {
+		return &exitError{code: 1, err: fmt.Errorf("the gate refuses the change, as a worker's would; nothing is applied: %s", app.ErrorMessage(gateErr))}
+	}
+	if gateErr != nil {
+		return fmt.Errorf("run: gate the change: %w", gateErr)
+	}
+	v, err := runner.FreshVerification{Sandbox: boxes, Policy: policy, Env: prepared, Setup: s}.Run(ctx, ws, gate.Tree, taskID+"-verify", policy.Checks)
 	if err != nil {
 		return fmt.Errorf("run: verify the checks: %w", err)
 	}
+	v.LoopPassed = true // verified only once the loop succeeded
 	reportVerification(out, v)
 	if !v.Passed {
 		return &exitError{code: 1, err: fmt.Errorf("the checks pass in the agent's sandbox but fail in a fresh one: nothing is applied")}
 	}
 	if *apply {
-		// The diff, not the tools' list, says what changed: a command the
-		// shell policy allowed may have written files too.
-		changed, err := tree.Changed(ctx)
-		if err == nil {
-			err = applyFiles(tree.Dir(), src, changed)
-		}
+		n, err := applyChange(ctx, ws, *task, src)
 		if err != nil {
 			return fmt.Errorf("run: apply the change to %s: %w", src, err)
 		}
-		fmt.Fprintf(out, "\napplied %d files to %s\n", len(changed), src)
+		fmt.Fprintf(out, "\napplied %d files to %s\n", n, src)
 	}
 	return nil
 }
@@ -211,15 +230,15 @@ func progressLine(e agent.Event) string {
 }
 
 // report ends a run: why it stopped, the diff, the checks, the usage.
-func report(w io.Writer, st *agent.State) {
+func report(w io.Writer, st *agent.State, diff string) {
 	fmt.Fprintf(w, "\n%s after %d steps: %s\n", st.Status, st.Step, stopText(st))
 	if st.Summary != "" {
 		fmt.Fprintf(w, "summary: %s\n", st.Summary)
 	}
-	if st.Diff == "" {
+	if diff == "" {
 		fmt.Fprintln(w, "\nno changes")
 	} else {
-		fmt.Fprintf(w, "\n%s", st.Diff)
+		fmt.Fprintf(w, "\n%s", diff)
 	}
 	fmt.Fprintln(w, "\nchecks:")
 	for _, c := range st.Checks {
@@ -247,42 +266,66 @@ func stopText(st *agent.State) string {
 	return string(st.Status)
 }
 
-// applyFiles copies the given files from the tree into dst, and removes
-// from dst those the tree no longer has, through os.Root on both sides.
-func applyFiles(tree, dst string, touched []string) error {
-	from, err := os.OpenRoot(tree)
-	if err != nil {
-		return err
+// localAuthor commits the gated tree inside the run's own workspace, so
+// that what is applied is exactly the tree the gate passed; the commit
+// never leaves it.
+var localAuthor = workspace.Signature{Name: "agentbot", Email: "agentbot@localhost"}
+
+// applyChange writes the tree the gate passed into dst, the user's
+// checkout, through os.Root: each file the change adds or modifies from
+// its git blob, with its mode, and each it deletes removed. It returns
+// how many paths it wrote or removed.
+func applyChange(ctx context.Context, ws *workspace.Workspace, task, dst string) (int, error) {
+	_, err := ws.Commit(ctx, workspace.CommitOptions{Message: task, Author: localAuthor})
+	if errors.Is(err, workspace.ErrNoChanges) {
+		return 0, nil
 	}
-	defer from.Close()
+	if err != nil {
+		return 0, err
+	}
+	change, err := ws.Change(ctx)
+	if err != nil {
+		return 0, err
+	}
 	to, err := os.OpenRoot(dst)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer to.Close()
-	for _, p := range touched {
-		fi, err := from.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			if err := to.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
-			}
-			continue
+	for _, f := range change.Files {
+		if err := applyFile(ctx, ws, to, f); err != nil {
+			return 0, fmt.Errorf("%s: %w", f.Path, err)
 		}
-		if err != nil {
-			return err
-		}
-		data, err := from.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if dir := filepath.Dir(p); dir != "." {
-			if err := to.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		if err := to.WriteFile(p, data, fi.Mode().Perm()); err != nil {
+	}
+	return len(change.Files), nil
+}
+
+// applyFile writes or removes one path of a change in to.
+func applyFile(ctx context.Context, ws *workspace.Workspace, to *os.Root, f workspace.ChangedFile) error {
+	// What stands at the path goes first: a file may become a symlink,
+	// and a symlink in the checkout must not redirect the write.
+	if err := to.Remove(f.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if f.Deleted {
+		return nil
+	}
+	data, err := ws.ReadBlob(ctx, f.Object)
+	if err != nil {
+		return err
+	}
+	if dir := path.Dir(f.Path); dir != "." {
+		if err := to.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
 	}
-	return nil
+	switch f.Mode {
+	case "100644":
+		return to.WriteFile(f.Path, data, 0o644)
+	case "100755":
+		return to.WriteFile(f.Path, data, 0o755)
+	case "120000":
+		return to.Symlink(string(data), f.Path)
+	}
+	return fmt.Errorf("mode %s is not a file or a symlink", f.Mode)
 }

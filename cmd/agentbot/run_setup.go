@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -14,7 +13,7 @@ import (
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // setupFlags are agentbot run's say on the setup phase's network.
@@ -47,26 +46,35 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 	return server, nil
 }
 
-// runSetup prepares the environment the agent and the checks run over, as
-// a worker does (runner.Setup): an environment of envs whose key (image,
-// setup commands, lock files) matches is reused without running setup;
-// otherwise the image's seed of $HOME and the policy's setup commands run
-// in their own container over tree, with network only through the egress
-// proxy to server's setup.allow_hosts, and what they leave is kept under
-// the key, for the checkout at src alone. It prints each command and every
-// connection the proxy refused.
-func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id, src, image, tree string, p app.Policy, server app.ServerConfig, out io.Writer) (*envcache.Env, error) {
-	owner, err := envcache.LocalOwner(src)
-	if err != nil {
-		return nil, fmt.Errorf("run: setup: %w", err)
-	}
-	s := runner.NewSetup(runner.DockerSandboxes(drv), p, id+"-setup", tree, image)
+// newRunSetup is the policy's setup over the tree at dir, as a worker's
+// (runner.Setup): in its own container on the policy's image, with
+// network only through the egress proxy to server's setup.allow_hosts,
+// trusting caBundle. It prints each command and every connection the
+// proxy refused.
+func newRunSetup(sb runner.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, out io.Writer) runner.Setup {
+	s := runner.NewSetup(sb, p, id+"-setup", dir, p.Sandbox.Image)
 	s.AllowHosts = server.SetupAllowHosts
+	s.CABundle = caBundle
+	s.Registries = server.SetupRegistries
 	s.MaxEnvBytes = server.SetupMaxEnvBytes
 	s.InternalRanges = server.SetupInternalRanges
 	s.Progress = func(line string) { fmt.Fprintf(out, "setup: %s\n", line) }
 	s.Refused = func(x egress.Refusal) { fmt.Fprintln(out, x) }
-	env, detail, err := s.Prepare(ctx, envs, owner, filepath.Base(src), os.DirFS(tree))
+	return s
+}
+
+// prepareRun prepares the environment the agent and the checks run over,
+// as a worker does: an environment of envs whose key (image, setup
+// commands, lock files) matches is reused without running setup;
+// otherwise the image's seed of $HOME and the policy's setup commands run
+// and what they leave is kept under the key, for the checkout at src
+// alone.
+func prepareRun(ctx context.Context, s runner.Setup, envs *envcache.Cache, src string, ws *workspace.Workspace, out io.Writer) (*runner.Prepared, error) {
+	owner, err := envcache.LocalOwner(src)
+	if err != nil {
+		return nil, fmt.Errorf("run: setup: %w", err)
+	}
+	env, detail, err := s.Prepare(ctx, envs, owner, filepath.Base(src), ws.Root().FS())
 	if sf, ok := errors.AsType[*runner.SetupFailure](err); ok {
 		return nil, &exitError{code: 1, err: fmt.Errorf("setup %q exited %d (timed out: %v); the agent did not start:\n%s", sf.Run, sf.Exit, sf.TimedOut, strings.TrimSpace(sf.Output))}
 	}
@@ -74,5 +82,5 @@ func runSetup(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, id,
 		return nil, fmt.Errorf("run: setup: %w", err)
 	}
 	fmt.Fprintln(out, detail)
-	return env, nil
+	return &runner.Prepared{Image: s.Spec.Image, Env: env}, nil
 }

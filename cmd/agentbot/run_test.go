@@ -80,6 +80,19 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
+// runCalc runs agentbot run on dir, a calcCheckout, with the scripted
+// model's steps and one check, in the tests' sandbox image, with args
+// added.
+func runCalc(t *testing.T, dir, steps, check string, args ...string) (string, error) {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "model.yaml")
+	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return runCmd(t, append([]string{"--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
+		"--sandbox-image", sandboxtest.Image(t), "--sandbox-executor", sandboxtest.Executor(t)}, args...)...)
+}
+
 // TestRunInSandbox runs the loop on a local checkout in a real sandbox: it
 // prints a line per step, the diff and the checks, and leaves the checkout
 // alone unless --apply is given. Without setup commands its sandboxes
@@ -233,12 +246,7 @@ func TestRunStopsWhenSetupFails(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
 	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nsetup:\n  run:\n    - echo preparing\n    - echo no registry >&2; exit 7\n"})
-	script := filepath.Join(t.TempDir(), "fix.yaml")
-	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", grepCheck, "--model-script", script,
-		"--image", sandboxtest.Image(t), "--executor", sandboxtest.Executor(t), "--data-dir", t.TempDir())
+	out, err := runCalc(t, dir, fixScript, grepCheck, "--data-dir", t.TempDir())
 	e, ok := errors.AsType[*exitError](err)
 	if !ok || e.code != 1 || !strings.Contains(e.Error(), `setup "echo no registry >&2; exit 7" exited 7`) ||
 		!strings.Contains(e.Error(), "the agent did not start:\nno registry") {
@@ -254,22 +262,69 @@ func TestRunStopsWhenSetupFails(t *testing.T) {
 // marker.
 func TestRunUsesThePolicysImage(t *testing.T) {
 	t.Parallel()
-	marked, executor := sandboxtest.MarkedImage(t), sandboxtest.Executor(t)
+	marked := sandboxtest.MarkedImage(t)
 	dir := calcCheckout(t)
 	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nsandbox: {image: " + marked + "}\n"})
-	script := filepath.Join(t.TempDir(), "fix.yaml")
-	if err := os.WriteFile(script, []byte(fixScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	check := "grep -qx " + marked + " " + sandboxtest.MarkerPath + " || exit 2; " + grepCheck
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
-		"--image", sandboxtest.Image(t), "--executor", executor)
+	out, err := runCalc(t, dir, fixScript, check)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	for _, want := range []string{"check1   FAIL  exit 1", "verified in a fresh sandbox ("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunSetupCAFile: setup reaches a registry whose TLS a re-signing
+// egress signed with its own CA only through --setup-ca-file, the
+// worker's flag of the same name; without it, setup trusts the host's
+// store, which lacks that CA.
+func TestRunSetupCAFile(t *testing.T) {
+	t.Parallel()
+	gw := sandboxtest.BridgeGateway(t)
+	caPEM, cert := sandboxtest.PKI(t, gw)
+	registry := sandboxtest.StartGitServer(t, cert)
+	caFile := filepath.Join(t.TempDir(), "egress-ca.pem")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: fmt.Sprintf(
+		"version: 1\nsetup:\n  network: true\n  run:\n    - timeout 20 git ls-remote https://%s:%s/deps.git\n", gw, registry.Port)})
+	network := []string{"--setup-network", "--allow-host", gw + ":" + registry.Port}
+
+	out, err := runCalc(t, dir, fixScript, grepCheck, append(network, "--data-dir", t.TempDir())...)
+	if e, ok := errors.AsType[*exitError](err); !ok || !strings.Contains(e.Error(), "the agent did not start") || !strings.Contains(e.Error(), "certificate") {
+		t.Errorf("without --setup-ca-file: %v; want setup to fail on the certificate\n%s", err, out)
+	}
+	out, err = runCalc(t, dir, fixScript, grepCheck, append(network, "--data-dir", t.TempDir(), "--setup-ca-file", caFile)...)
+	if err != nil {
+		t.Fatalf("with --setup-ca-file: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "setup: built ") || !strings.Contains(out, "check1   pass  exit 0") {
+		t.Errorf("output lacks the built environment and the passing check:\n%s", out)
+	}
+}
+
+// TestRunAndWorkerShareTheirSandboxFlags: every flag of a worker that
+// changes how a change is made is agentbot run's too, by the same name.
+func TestRunAndWorkerShareTheirSandboxFlags(t *testing.T) {
+	t.Parallel()
+	help := func(cmd string) string {
+		var out bytes.Buffer
+		env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
+		run(context.Background(), []string{cmd, "--help"}, env)
+		return out.String()
+	}
+	runHelp, workerHelp := help("run"), help("worker")
+	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "setup-ca-file", "config", "data-dir", "env-cache-dir", "env-cache-max"} {
+		if !strings.Contains(workerHelp, "-"+name+" ") {
+			t.Fatalf("worker has no --%s; is this its help?\n%s", name, workerHelp)
+		}
+		if !strings.Contains(runHelp, "-"+name+" ") {
+			t.Errorf("run has no --%s, which the worker has", name)
 		}
 	}
 }

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 )
 
 // markerScript leaves a file in the sandbox's /tmp that the check takes
@@ -30,7 +31,6 @@ const markerScript = `steps:
 // sandbox's checks fail, so the run fails and --apply writes nothing.
 func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	t.Parallel()
-	image, executor := sandboxtest.Image(t), sandboxtest.Executor(t)
 	dir := calcCheckout(t)
 	policy := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"
 	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
@@ -42,13 +42,7 @@ func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
 		t.Fatalf("git add: %v\n%s", err, out)
 	}
-	script := filepath.Join(t.TempDir(), "marker.yaml")
-	if err := os.WriteFile(script, []byte(markerScript), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	check := "test -f /tmp/checks-ok || " + grepCheck
-	out, err := runCmd(t, "--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
-		"--image", image, "--executor", executor, "--apply")
+	out, err := runCalc(t, dir, markerScript, "test -f /tmp/checks-ok || "+grepCheck, "--apply")
 	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
 		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)
 	}
@@ -65,5 +59,38 @@ func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "// Add returns") {
 		t.Errorf("calc.go was changed:\n%s", b)
+	}
+}
+
+// goEnvScript sets GOFLAGS in the agent's own Go configuration, under
+// $HOME, so that go test runs no test, and finishes without a fix.
+const goEnvScript = `steps:
+  - tool_calls:
+      - name: run_command
+        arguments: {command: "go env -w GOFLAGS=-run=NONE"}
+  - tool_calls:
+      - name: finish
+        arguments: {summary: "TestAdd passes."}
+`
+
+// TestRunVerifiesOverAFreshEnvironment: what the agent writes over the
+// prepared environment ($HOME's go env) is its own sandbox's, and the
+// verification's sandbox does not see it: the failing test fails there,
+// the run fails and --apply writes nothing.
+func TestRunVerifiesOverAFreshEnvironment(t *testing.T) {
+	t.Parallel()
+	dir := calcCheckout(t)
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
+	out, err := runCalc(t, dir, goEnvScript, "go test ./...", "--apply")
+	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
+		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)
+	}
+	for _, want := range []string{"succeeded after 2 steps", "check1   pass  exit 0", "SAFETY INCIDENT", "Add(2, 2) = 5, want 4"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "applied") {
+		t.Errorf("the change was applied:\n%s", out)
 	}
 }

@@ -41,7 +41,7 @@ func TestSetupCABundleAddsTheOperatorsCA(t *testing.T) {
 	if err := os.WriteFile(file, ca, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	path, err := setupCABundle(file, dir)
+	path, err := setupCABundle("--setup-ca-file", file, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +78,11 @@ func TestSetupCABundleRefusesWhatIsNotACertificate(t *testing.T) {
 		if err := os.WriteFile(file, tt.data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := setupCABundle(file, dir); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := setupCABundle("--setup-ca-file", file, dir); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v; want %q", name, err, tt.want)
 		}
 	}
-	if _, err := setupCABundle(filepath.Join(dir, "missing.pem"), dir); err == nil || !strings.Contains(err.Error(), "--setup-ca-file") {
+	if _, err := setupCABundle("--setup-ca-file", filepath.Join(dir, "missing.pem"), dir); err == nil || !strings.Contains(err.Error(), "--setup-ca-file") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -122,5 +122,26 @@ func TestSetupCAFileFromTheServerConfig(t *testing.T) {
 	cfg.setupCA = ""
 	if path, err := cfg.setupCABundle(app.DefaultServerConfig()); err != nil || path != "" {
 		t.Errorf("neither: %q, %v; want no bundle", path, err)
+	}
+}
+
+// Without --setup-ca-file, the bundle is the host's trust store: what
+// agentbot run's setup trusts on a developer's machine.
+func TestSetupCABundleWithoutAFileIsTheHostsStore(t *testing.T) {
+	t.Parallel()
+	roots := docker.SystemRoots()
+	path, err := setupCABundle("", "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if roots == nil {
+		if path != "" {
+			t.Errorf("a host without a trust store got bundle %s; want none", path)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || string(got) != string(roots) {
+		t.Errorf("bundle is %d bytes (%v); want the host's %d bytes of roots", len(got), err, len(roots))
 	}
 }

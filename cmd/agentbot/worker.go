@@ -36,11 +36,8 @@ type workerConfig struct {
 	spareTrees  int
 	spareTTL    time.Duration
 	orphanSweep time.Duration
-	image       string
-	runtime     string
-	executor    string
+	sandboxFlags
 	serverFile  string
-	setupCA     string
 	concurrency int
 	botName     string
 	label       string
@@ -61,11 +58,8 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.spareTTL, "spare-ttl", time.Hour, "remove a repository's spare work trees after this long without a task")
 	fs.DurationVar(&c.orphanSweep, "orphan-sweep", queue.DefaultLeaseTTL,
 		"how often to remove the sandboxes and work trees of workers known dead; a worker killed up to a lease TTL ("+queue.DefaultLeaseTTL.String()+") before this one started is known dead only later")
-	fs.StringVar(&c.image, "sandbox-image", "agentbot-sandbox:dev", "the sandbox image")
-	fs.StringVar(&c.runtime, "sandbox-runtime", "", "the OCI runtime of sandboxes, such as runsc (default: the engine's)")
-	fs.StringVar(&c.executor, "sandbox-executor", "", "the static agentbot binary mounted into sandboxes (default: this binary)")
+	c.sandboxFlags.register(fs)
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
-	fs.StringVar(&c.setupCA, "setup-ca-file", "", "a PEM bundle of CA certificates setup containers trust besides the public roots, for networks whose egress re-signs TLS")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.IntVar(&c.perInstallation, "max-per-installation", 0,
 		"tasks of one installation run at once by all workers sharing the Redis, so that one installation's backlog never holds up another's (0: half of --concurrency, at least 1)")
@@ -85,15 +79,9 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 // with neither. Both set is an error: one CA silently not trusted would
 // show only as a certificate error in some setup.
 func (c *workerConfig) setupCABundle(server app.ServerConfig) (string, error) {
-	source, file := "--setup-ca-file", c.setupCA
-	switch {
-	case file != "" && server.SetupCAFile != "":
-		return "", fmt.Errorf("--setup-ca-file %s and setup.ca_file %s of %s both name the setup's CA; keep one", file, server.SetupCAFile, server.Source)
-	case file == "":
-		source, file = "setup.ca_file of "+server.Source, server.SetupCAFile
-	}
-	if file == "" {
-		return "", nil
+	source, file, err := setupCAFile(c.setupCA, server)
+	if err != nil || file == "" {
+		return "", err
 	}
 	dir := c.dataDir
 	if dir == "" {
@@ -106,7 +94,7 @@ func (c *workerConfig) setupCABundle(server app.ServerConfig) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("%s: %w", source, err)
 	}
-	return writeSetupCABundle(source, file, dir)
+	return setupCABundle(source, file, dir)
 }
 
 // cmdWorker runs workers only, for hosts that share one Redis with an
@@ -176,12 +164,6 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	executor := cfg.executor
-	if executor == "" {
-		if executor, err = os.Executable(); err != nil {
-			return fmt.Errorf("find this binary for the sandbox: %w", err)
-		}
-	}
 	leases := queue.NewWorkerLeases(rdb, 0)
 	deployment, err := leases.Deployment(ctx)
 	if err != nil {
@@ -201,9 +183,9 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}()
 	// Released last, once this worker's sandboxes are closed.
 	defer func() { releaseLease(); <-leaseKept }()
-	drv, err := docker.New(ctx, docker.Options{Image: cfg.image, Runtime: cfg.runtime, WorkerID: workerID, ExecutorPath: executor, Logger: log})
+	drv, err := cfg.driver(ctx, workerID, log)
 	if err != nil {
-		return fmt.Errorf("connect to Docker: %w", err)
+		return err
 	}
 	defer drv.Close()
 	if err := cfg.reach.proveUnreachable(ctx, env, drv, redisAddr(rdb), cfg.dataDir, log); err != nil {

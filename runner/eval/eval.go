@@ -218,13 +218,9 @@ func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run in
 	policy.Model.Edit = r.Model
 	id := runID(t.Name, run)
 	start := time.Now()
-	overlays, err := home.overlays()
-	if err != nil {
-		return fail(err)
-	}
 	st, err := Local{
 		Driver: cfg.Driver, Policy: policy, Model: model, Repo: t.Name,
-		Title: t.Title, Body: t.Body, Logger: cfg.Logger, Overlays: overlays,
+		Title: t.Title, Body: t.Body, Logger: cfg.Logger, Env: home,
 	}.Run(ctx, id, tree)
 	r.Seconds = time.Since(start).Seconds()
 	if st != nil {
@@ -263,13 +259,12 @@ func (cfg *Config) hidden(ctx context.Context, home *seededHome, t Task, id stri
 	if err := tree.overlay(t.HiddenFiles()); err != nil {
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
-	overlays, err := home.overlays()
+	p := t.Policy.Sandbox
+	spec, err := home.Spec(docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk})
 	if err != nil {
 		return nil, err
 	}
-	p := t.Policy.Sandbox
-	box, err := cfg.Driver.Start(ctx, docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk,
-		Overlays: overlays})
+	box, err := cfg.Driver.Start(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}

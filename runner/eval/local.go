@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
@@ -68,7 +69,7 @@ type NoChecksError struct{ Message string }
 
 func (e *NoChecksError) Error() string { return e.Message }
 
-// Local runs the agent loop on a Tree, without GitHub: agentbot run does it
+// Local runs the agent loop on a tree, without GitHub: agentbot run does it
 // once on a checkout, an evaluation once per task and run.
 type Local struct {
 	Driver *docker.Driver
@@ -81,17 +82,38 @@ type Local struct {
 	// Observe, when set, sees every step (agent.Config.Observe).
 	Observe func(agent.Event)
 	Logger  *slog.Logger
-	// Overlays are the prepared environment's copy-on-write views, if any.
-	Overlays []docker.Overlay
+	// Env, when set, completes the sandbox's spec with what it runs on.
+	Env Env
+}
+
+// Env completes a sandbox's spec with the environment it runs on: a
+// *runner.Prepared (the policy's image and a view of the prepared
+// environment of the sandbox's own), or an evaluation's seeded $HOME.
+type Env interface {
+	Spec(docker.Spec) (docker.Spec, error)
+}
+
+// LocalTree is the tree a Local loop works on: a Tree, or agentbot run's
+// workspace.
+type LocalTree interface {
+	agent.Workspace
+	// Dir is the tree's path on the host, which the sandbox mounts.
+	Dir() string
 }
 
 // Run starts a network-less sandbox over the tree, drives the loop to its
 // end and removes the sandbox. The state is the loop's final one, or, with
 // an error, as far as it got.
-func (l Local) Run(ctx context.Context, taskID string, tree *Tree) (*agent.State, error) {
+func (l Local) Run(ctx context.Context, taskID string, tree LocalTree) (*agent.State, error) {
 	p := l.Policy
-	box, err := l.Driver.Start(ctx, docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk,
-		Overlays: l.Overlays})
+	spec := docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
+	if l.Env != nil {
+		var err error
+		if spec, err = l.Env.Spec(spec); err != nil {
+			return nil, fmt.Errorf("the sandbox's environment: %w", err)
+		}
+	}
+	box, err := l.Driver.Start(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("start the sandbox: %w", err)
 	}
@@ -121,21 +143,11 @@ func (l Local) logger() *slog.Logger {
 	return l.Logger
 }
 
-func (l Local) prompts(tree *Tree) (system, task string, err error) {
+// prompts are the worker's, for a task on no pull request.
+func (l Local) prompts(tree LocalTree) (system, task string, err error) {
 	p := l.Policy
-	repo, err := prompts.LoadRepo(tree.Root().FS())
-	if err != nil {
-		return "", "", err
-	}
-	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff}
-	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
-		sd.ShellAllow = p.Tools.Shell.Allow
-	}
-	if system, err = prompts.System(sd); err != nil {
-		return "", "", err
-	}
-	task, err = prompts.Task(prompts.TaskData{Repo: l.Repo, Title: l.Title, Body: l.Body, Instructions: l.Instructions, Context: repo})
-	return system, task, err
+	return runner.Prompts(tree.Root().FS(), p, p.ReproduceFor(false) != app.ReproduceOff,
+		prompts.TaskData{Repo: l.Repo, Title: l.Title, Body: l.Body, Instructions: l.Instructions})
 }
 
 // memStore keeps the state of one local task in memory: nothing resumes it

@@ -107,9 +107,11 @@ func copySeed(ctx context.Context, drv *docker.Driver, tree, home string) error 
 	return nil
 }
 
-// overlays returns one container's copy-on-write view of the home.
-func (s *seededHome) overlays() ([]docker.Overlay, error) {
-	return s.env.Overlays()
+// Spec gives a sandbox a view of the seed of its own.
+func (s *seededHome) Spec(spec docker.Spec) (docker.Spec, error) {
+	ov, err := s.env.Overlays()
+	spec.Overlays = ov
+	return spec, err
 }
 
 // close gives the seed back and removes what the containers wrote over

@@ -3,7 +3,6 @@ package eval
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // Tree is a copy of a local directory with its base commit in a git dir
@@ -36,14 +36,8 @@ func CopyTree(ctx context.Context, src, tmp string) (*Tree, error) {
 			return nil, err
 		}
 	}
-	files, err := sourceFiles(ctx, src)
-	if err != nil {
+	if err := workspace.CopyFiles(ctx, src, t.dir); err != nil {
 		return nil, err
-	}
-	for _, f := range files {
-		if err := copyFile(src, t.dir, f); err != nil {
-			return nil, fmt.Errorf("copy %s: %w", f, err)
-		}
 	}
 	for _, args := range [][]string{
 		{"init", "-q"},
@@ -57,81 +51,22 @@ func CopyTree(ctx context.Context, src, tmp string) (*Tree, error) {
 	if err := sandbox.ShareTree(t.dir); err != nil {
 		return nil, err
 	}
-	if t.root, err = os.OpenRoot(t.dir); err != nil {
+	root, err := os.OpenRoot(t.dir)
+	if err != nil {
 		return nil, err
 	}
+	t.root = root
 	return t, nil
 }
 
-func sourceFiles(ctx context.Context, src string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(src, ".git")); err == nil {
-		out, err := exec.CommandContext(ctx, "git", "-C", src, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-		if err != nil {
-			return nil, fmt.Errorf("list the files of %s: %w", src, err)
-		}
-		return strings.FieldsFunc(string(out), func(r rune) bool { return r == 0 }), nil
-	}
-	var files []string
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == ".git" {
-			return fs.SkipDir
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(src, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	return files, err
-}
-
-// copyFile copies a regular file or a symlink; a tracked file deleted in the
-// checkout is skipped.
-func copyFile(src, dst, rel string) error {
-	from, to := filepath.Join(src, rel), filepath.Join(dst, rel)
-	fi, err := os.Lstat(from)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-		return err
-	}
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(from)
-		if err != nil {
-			return err
-		}
-		return os.Symlink(target, to)
-	case fi.Mode().IsRegular():
-		data, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, data, fi.Mode().Perm())
-	}
-	return nil
-}
-
+// git runs git with the tree's git dir over the tree.
 func (t *Tree) git(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	return t.gitIn(ctx, t.dir, nil, stdin, args...)
-}
-
-// gitIn runs git with the tree's git dir over the work tree dir, with env
-// added to its environment.
-func (t *Tree) gitIn(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	full := append([]string{"--git-dir=" + t.gitDir, "--work-tree=" + dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "safe.directory=*"}, args...)
+	full := append([]string{"--git-dir=" + t.gitDir, "--work-tree=" + t.dir, "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "safe.directory=*"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"HOME=" + t.home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Dir = t.dir
+	cmd.Env = []string{"HOME=" + t.home, "GIT_CONFIG_NOSYSTEM=1", "PATH=" + os.Getenv("PATH")}
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -163,18 +98,6 @@ func (t *Tree) Diff(ctx context.Context) (string, error) {
 func (t *Tree) Apply(ctx context.Context, diff string) error {
 	_, err := t.git(ctx, []byte(diff), "apply", "--binary", "-")
 	return err
-}
-
-// Changed lists the paths the diff touches, both sides of a rename.
-func (t *Tree) Changed(ctx context.Context) ([]string, error) {
-	if _, err := t.git(ctx, nil, "add", "-A"); err != nil {
-		return nil, err
-	}
-	out, err := t.git(ctx, nil, "diff", "--cached", "--name-only", "--no-renames", "-z", "HEAD")
-	if err != nil {
-		return nil, err
-	}
-	return strings.FieldsFunc(out, func(r rune) bool { return r == 0 }), nil
 }
 
 // overlay copies the files under src into the tree through its root, so

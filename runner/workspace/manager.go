@@ -337,13 +337,26 @@ func (m *Manager) openWorkspace(lock *os.File, dir, base string) (*Workspace, er
 // borrows the mirror's objects) and tree/ checked out at commit.
 func (m *Manager) checkoutInto(ctx context.Context, dir, mirror, commit string) error {
 	gitDir := filepath.Join(dir, "git")
+	if err := m.initGitDir(ctx, gitDir, mirror); err != nil {
+		return err
+	}
+	tree := filepath.Join(dir, "tree")
+	if err := os.Mkdir(tree, 0o755); err != nil {
+		return err
+	}
+	return m.moveTo(ctx, gitDir, tree, commit)
+}
+
+// initGitDir makes a task's git dir: bare, with the neutral attributes,
+// and borrowing the objects of mirror unless it is "".
+func (m *Manager) initGitDir(ctx context.Context, gitDir, mirror string) error {
 	// --template= leaves out the sample hooks and the default excludes.
 	if _, err := m.git.run(ctx, gitCall{args: []string{"init", "--quiet", "--bare", "--template=", gitDir}}); err != nil {
 		return err
 	}
-	files := map[string]string{
-		"objects/info/alternates": filepath.Join(mirror, "objects") + "\n",
-		"info/attributes":         neutralAttributes,
+	files := map[string]string{"info/attributes": neutralAttributes}
+	if mirror != "" {
+		files["objects/info/alternates"] = filepath.Join(mirror, "objects") + "\n"
 	}
 	for name, content := range files {
 		p := filepath.Join(gitDir, filepath.FromSlash(name))
@@ -354,11 +367,7 @@ func (m *Manager) checkoutInto(ctx context.Context, dir, mirror, commit string) 
 			return err
 		}
 	}
-	tree := filepath.Join(dir, "tree")
-	if err := os.Mkdir(tree, 0o755); err != nil {
-		return err
-	}
-	return m.moveTo(ctx, gitDir, tree, commit)
+	return nil
 }
 
 // moveTo makes the index and the tree those of commit and points HEAD at

@@ -3,7 +3,6 @@ package docker_test
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"fmt"
 	"os"
 	"os/exec"
@@ -122,27 +121,13 @@ func TestCABundleIsTheContainersTrustStore(t *testing.T) {
 	}
 }
 
-// testPKI is a CA and a server certificate it signed for ip.
-func testPKI(t *testing.T, ip string) (caPEM []byte, cert tls.Certificate) {
-	t.Helper()
-	ca, err := egress.NewAuthority("re-signing egress CA")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := ca.Issue(ip)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ca.CertPEM(), *leaf
-}
-
 // HTTPS goes through the proxy's CONNECT tunnel, and the operator's CA in
 // the bundle is what lets the setup container trust a re-signed server.
 func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	gateway, _ := hostAddrs(t)
-	caPEM, cert := testPKI(t, gateway)
+	caPEM, cert := sandboxtest.PKI(t, gateway)
 	reg := sandboxtest.StartGitServer(t, cert)
 	bundle := filepath.Join(t.TempDir(), "bundle.pem")
 	if err := os.WriteFile(bundle, caPEM, 0o644); err != nil {

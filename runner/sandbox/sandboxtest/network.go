@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agentbot/agentbot/runner/egress"
 )
 
 // GitServer is a dumb-protocol git server on every host address, standing
@@ -69,4 +71,19 @@ func BridgeGateway(t testing.TB) string {
 		t.Fatalf("the bridge %s has no address (%v)", bridge.Name, err)
 	}
 	return addrs[0].(*net.IPNet).IP.String()
+}
+
+// PKI is a CA, as PEM, and a server certificate it signed for ip: a
+// registry behind TLS that only a CA bundle holding the CA trusts.
+func PKI(t testing.TB, ip string) (caPEM []byte, cert tls.Certificate) {
+	t.Helper()
+	ca, err := egress.NewAuthority("re-signing egress CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue(ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca.CertPEM(), *leaf
 }
