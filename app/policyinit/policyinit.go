@@ -77,6 +77,21 @@ func Infer(fsys fs.FS) (Proposal, error) {
 	return Proposal{Toolchains: found}, nil
 }
 
+// WithChecks is p with the checks runs instead of those inferred; a
+// proposal of no toolchain gets them alone, in the default image.
+func (p Proposal) WithChecks(runs []string) Proposal {
+	checks := make([]Check, len(runs))
+	for i, r := range runs {
+		checks[i] = Check{Run: r, Source: "--check"}
+	}
+	if len(p.Toolchains) == 0 {
+		return Proposal{Toolchains: []Toolchain{{Checks: named(checks)}}}
+	}
+	p.Toolchains = slices.Clone(p.Toolchains)
+	p.Toolchains[0].Checks = named(checks)
+	return p
+}
+
 // Primary is the toolchain whose image, setup and checks the policy has.
 func (p Proposal) Primary() Toolchain { return p.Toolchains[0] }
 
@@ -89,13 +104,17 @@ func (p Proposal) YAML() string {
 	b.WriteString("# agentbot's policy for this repository; every key is listed by\n" +
 		"# \"agentbot config schema\". Read from the default branch only.\n")
 	for _, o := range p.Toolchains {
-		fmt.Fprintf(&b, "# detected: %s (%s)\n", o.Name, strings.Join(o.Evidence, ", "))
+		if o.Name != "" {
+			fmt.Fprintf(&b, "# detected: %s (%s)\n", o.Name, strings.Join(o.Evidence, ", "))
+		}
 	}
 	for _, n := range t.Notes {
 		fmt.Fprintf(&b, "# note: %s\n", n)
 	}
 	b.WriteString("version: 1\n")
-	fmt.Fprintf(&b, "sandbox:\n  image: %s\n", t.Image)
+	if t.Image != "" {
+		fmt.Fprintf(&b, "sandbox:\n  image: %s\n", t.Image)
+	}
 	if len(t.Setup) > 0 {
 		fmt.Fprintf(&b, "setup:                  # before the agent, in the same image; its downloads are kept\n  network: %v\n  run:\n", t.Network)
 		for _, r := range t.Setup {
@@ -159,10 +178,10 @@ func checksFrom(ci []command, tc string, fallback ...Check) []Check {
 			out = append(out, Check{Run: c.run, Source: c.source})
 		}
 		if len(out) > 0 {
-			return named(out)
+			return fastestFirst(out)
 		}
 	}
-	return named(fallback)
+	return fastestFirst(fallback)
 }
 
 // named gives each check a short name by what it does: build, vet, lint
@@ -183,7 +202,13 @@ func named(checks []Check) []Check {
 		}
 		checks[i].Name = name
 	}
-	// Fastest first: builds and static checks before tests.
+	return checks
+}
+
+// fastestFirst orders inferred checks builds and static checks first,
+// then tests, which take longest.
+func fastestFirst(checks []Check) []Check {
+	checks = named(checks)
 	slices.SortStableFunc(checks, func(a, b Check) int { return rank(a.Name) - rank(b.Name) })
 	return checks
 }
