@@ -18,8 +18,8 @@ import (
 // (app/policyinit): the toolchains, the setup that fetches their
 // dependencies, the image that has them, and the checks the project runs
 // itself, or those given with --check. It never overwrites a file, and
-// validates what it wrote; --verify then runs the setup and each check once
-// in the sandbox, as a task would.
+// checks the policy against the server config before writing it; --verify
+// then runs the setup and each check once in the sandbox, as a task would.
 func configInit(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("config init", env)
 	setSynopsis(fs, "agentbot config init [--repo DIR] [--check CMD]... [--stdout] [--verify [--setup-network --allow-host H]...]")
@@ -44,6 +44,17 @@ func configInit(ctx context.Context, args []string, env Env) error {
 	}
 	text := p.YAML()
 	path := filepath.Join(*repo, app.PolicyPath)
+	// Checked before anything is written, against --config's server
+	// config when given: its sandbox.images may not hold the image. Setup's
+	// network is the operator's to allow, and the policy asks for it.
+	server, err := app.LoadServerConfig(vf.setup.config)
+	if err != nil {
+		return fmt.Errorf("config init: --config: %s", app.ErrorMessage(err))
+	}
+	server.SetupNetwork = true
+	if _, err := validatePolicy(path, []byte(text), server); err != nil {
+		return fmt.Errorf("config init made a policy for %s that does not validate, and wrote nothing: %w", *repo, err)
+	}
 	report := env.Stdout
 	if *stdout {
 		if _, err := io.WriteString(env.Stdout, text); err != nil {
@@ -52,9 +63,6 @@ func configInit(ctx context.Context, args []string, env Env) error {
 		report = env.Stderr
 	} else if err := writePolicy(path, text); err != nil {
 		return err
-	}
-	if _, err := validatePolicy(path, []byte(text), app.ServerConfig{SetupNetwork: true}); err != nil {
-		return fmt.Errorf("config init made a policy for %s that does not validate: %w", *repo, err)
 	}
 	if !*stdout {
 		fmt.Fprintf(report, "wrote %s for %s; commit it on the default branch, where agentbot reads it\n", path, detected(p))

@@ -67,6 +67,22 @@ func TestConfigInitInfers(t *testing.T) {
 	}
 }
 
+// TestConfigInitServerImages: a server config whose sandbox.images does not
+// hold the toolchain's image refuses the policy, and nothing is written.
+func TestConfigInitServerImages(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	writeConfigFile(t, repo, "package.json", `{"name": "p", "scripts": {"test": "node --test"}}`)
+	server := writeConfigFile(t, t.TempDir(), "server.yaml", "sandbox: {images: [\"registry.example.com/*\"], default_image: registry.example.com/node}\n")
+	_, errs, code := runConfig(t, nil, "config", "init", "--repo", repo, "--config", server)
+	if code != 1 || !strings.Contains(errs, `"agentbot-sandbox:node" is not an image this server allows`) || !strings.Contains(errs, "wrote nothing") {
+		t.Errorf("config init under a server of other images: exit status %d, %q", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".github")); !os.IsNotExist(err) {
+		t.Errorf("config init wrote under .github: %v", err)
+	}
+}
+
 // TestConfigInitVerify runs --verify in Docker on a small Go module: a
 // check that passes and one that fails run; a command the image lacks
 // cannot run, which is the policy's fault, with its line.
