@@ -120,3 +120,23 @@ func TestConfigInitVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigInitVerifySetupFails: a setup that cannot fetch what go.sum
+// lists is named with its line, with the hosts to allow, and no check runs; a
+// setup that needs network without --setup-network says what to pass.
+func TestConfigInitVerifySetupFails(t *testing.T) {
+	t.Parallel()
+	executor := sandboxtest.Executor(t)
+	repo := t.TempDir()
+	writeConfigFile(t, repo, "go.mod", "module example.com/x\n\ngo 1.22\n\nrequire golang.org/x/text v0.3.0\n")
+	writeConfigFile(t, repo, "go.sum", "golang.org/x/text v0.3.0 h1:a=\ngolang.org/x/text v0.3.0/go.mod h1:b=\n")
+	base := []string{"config", "init", "--repo", repo, "--stdout", "--verify", "--executor", executor, "--data-dir", t.TempDir()}
+	if _, errs, code := runConfig(t, nil, base...); code != 1 || !strings.Contains(errs, "pass --setup-network") {
+		t.Errorf("--verify of a setup with network, without --setup-network: exit status %d, %q", code, errs)
+	}
+	policy, report, code := runConfig(t, nil, append(base, "--setup-network")...)
+	want := "setup FAILS: change the policy's setup (.github/agent.yml line " + strconv.Itoa(lineOf(policy, "setup:")) + ")"
+	if code != 1 || !strings.Contains(report, want) || !strings.Contains(report, "go mod download") || strings.Contains(report, "runs (") {
+		t.Errorf("--verify of a setup that fails: exit status %d, want %q in:\n%s", code, want, report)
+	}
+}

@@ -107,7 +107,8 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 	fmt.Fprintf(out, "verifying in %s:\n", image)
 	prepared, err := runSetup(ctx, drv, envs, id, filepath.Base(src), image, tree.Dir(), p, server, out)
 	if ee, ok := errors.AsType[*exitError](err); ok {
-		fmt.Fprintf(out, "setup cannot run: the policy's fault; change setup.run (%s line %d):\n%v\n", app.PolicyPath, lineOf(text, "setup:"), ee.err)
+		fmt.Fprintf(out, "setup FAILS: change the policy's setup (%s line %d), or let it reach the hosts it needs (--allow-host, or --config's setup.allow_hosts and setup.registries):\n%v\n",
+			app.PolicyPath, lineOf(text, "setup:"), ee.err)
 		return &exitError{code: 1, err: errors.New("the policy's setup fails; the checks did not run")}
 	}
 	if err != nil {
