@@ -33,6 +33,8 @@ func TestInfer(t *testing.T) {
 			inComment: []string{"from .github/workflows/test.yml"}},
 		{tree: "tox", image: "agentbot-sandbox:python", setup: []string{"python3 -m pip install -e ."}, network: true,
 			checks: []string{"python3 -m pytest", "python3 -m unittest discover"}, detected: []string{"python"}},
+		{tree: "nox", image: "agentbot-sandbox:python", setup: []string{"python3 -m pip install -e '.[test]'"}, network: true,
+			checks: []string{"python3 -m pytest -x tests"}, detected: []string{"python"}, inComment: []string{"from noxfile.py"}},
 		{tree: "npm", image: "agentbot-sandbox:node", setup: []string{"npm ci"}, network: true,
 			checks: []string{"npm test"}, detected: []string{"node"}},
 		{tree: "yarn", image: "agentbot-sandbox:node", setup: []string{"npx --yes yarn@1 install --frozen-lockfile"}, network: true,
