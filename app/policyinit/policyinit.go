@@ -92,6 +92,14 @@ func (p Proposal) WithChecks(runs []string) Proposal {
 	return p
 }
 
+// WithImage is p with image as the sandbox image of its primary
+// toolchain: the operator's own build of it.
+func (p Proposal) WithImage(image string) Proposal {
+	p.Toolchains = slices.Clone(p.Toolchains)
+	p.Toolchains[0].Image = image
+	return p
+}
+
 // Primary is the toolchain whose image, setup and checks the policy has.
 func (p Proposal) Primary() Toolchain { return p.Toolchains[0] }
 

@@ -22,10 +22,11 @@ import (
 // then runs the setup and each check once in the sandbox, as a task would.
 func configInit(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("config init", env)
-	setSynopsis(fs, "agentbot config init [--repo DIR] [--check CMD]... [--stdout] [--verify [--setup-network --allow-host H]...]")
+	setSynopsis(fs, "agentbot config init [--repo DIR] [--check CMD]... [--image IMAGE] [--stdout] [--verify [--setup-network --allow-host H]...]")
 	repo := fs.String("repo", ".", "the repository's checkout; the file is written to DIR/"+app.PolicyPath)
 	var checks checkFlags
 	fs.Var(&checks, "check", "a check that defines done, fastest first; repeatable (default: the project's own, from its CI workflows, tox.ini, noxfile.py, package.json or Makefile)")
+	image := fs.String("image", "", "the sandbox.image to write (default: the toolchain's, as deploy/sandbox/build-offline.sh tags it)")
 	stdout := fs.Bool("stdout", false, "print the policy instead of writing it (the verification, with --verify, goes to stderr)")
 	var vf verifyFlags
 	vf.register(fs)
@@ -41,6 +42,9 @@ func configInit(ctx context.Context, args []string, env Env) error {
 		p = p.WithChecks(checks)
 	case err != nil:
 		return usageErrorf(fs, "%s in %s: give them with --check", err, *repo)
+	}
+	if *image != "" {
+		p = p.WithImage(*image)
 	}
 	text := p.YAML()
 	path := filepath.Join(*repo, app.PolicyPath)

@@ -81,6 +81,14 @@ func TestConfigInitServerImages(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, ".github")); !os.IsNotExist(err) {
 		t.Errorf("config init wrote under .github: %v", err)
 	}
+	// The operator's own build of the toolchain's image is written instead.
+	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", repo, "--config", server, "--image", "registry.example.com/node:20"); code != 0 {
+		t.Fatalf("config init --image: exit status %d, %q", code, errs)
+	}
+	p, err := validatePolicyFile(filepath.Join(repo, ".github", "agent.yml"), app.ServerConfig{Images: []string{"registry.example.com/*"}})
+	if err != nil || p.Sandbox.Image != "registry.example.com/node:20" || len(p.Checks) != 1 || p.Checks[0].Run != "npm test" {
+		t.Errorf("config init --image: image %q, checks %+v, %v", p.Sandbox.Image, p.Checks, err)
+	}
 }
 
 // TestConfigInitVerify runs --verify in Docker on a small Go module: a
