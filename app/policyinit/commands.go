@@ -17,19 +17,22 @@ type command struct {
 	run       string
 	toolchain string // "go", "python", "node", or "make" for a Makefile target
 	source    string
+	// from is the kind of source, in the order of preference: CI
+	// workflows, tox.ini, noxfile.py, package.json, Makefile.
+	from int
 }
 
 // projectCommands are the build and test commands the project runs
 // itself, in the order it says them: its CI workflows' run steps, its
 // tox.ini and noxfile.py commands, its package.json scripts and its
-// Makefile's targets. Installs and commands of no known toolchain are left
+// Makefile's targets, most preferred first. Installs and commands of no known toolchain are left
 // out: setup is inferred from the lock files instead.
 func projectCommands(fsys fs.FS) []command {
 	var out []command
-	add := func(source string, lines []string) {
+	add := func(from int, source string, lines []string) {
 		for _, l := range lines {
 			if c, ok := classify(fsys, l); ok {
-				c.source = source
+				c.source, c.from = source, from
 				out = append(out, c)
 			}
 		}
@@ -37,12 +40,12 @@ func projectCommands(fsys fs.FS) []command {
 	workflows := append(glob(fsys, ".github/workflows/*.yml"), glob(fsys, ".github/workflows/*.yaml")...)
 	slices.Sort(workflows)
 	for _, w := range workflows {
-		add(w, workflowRuns(readText(fsys, w)))
+		add(0, w, workflowRuns(readText(fsys, w)))
 	}
-	add("tox.ini", toxCommands(readText(fsys, "tox.ini")))
-	add("noxfile.py", noxCommands(readText(fsys, "noxfile.py")))
-	add("package.json", scriptCommands(readText(fsys, "package.json")))
-	add("Makefile", makeTargets(readText(fsys, "Makefile")))
+	add(1, "tox.ini", toxCommands(readText(fsys, "tox.ini")))
+	add(2, "noxfile.py", noxCommands(readText(fsys, "noxfile.py")))
+	add(3, "package.json", scriptCommands(readText(fsys, "package.json")))
+	add(4, "Makefile", makeTargets(readText(fsys, "Makefile")))
 	return out
 }
 
@@ -178,7 +181,7 @@ var (
 	pyModule    = regexp.MustCompile(`^python[0-9.]* -m (pytest|unittest)\b(.*)$`)
 	pyScript    = regexp.MustCompile(`^python[0-9.]* (\S*test\S*\.py)\b(.*)$`)
 	pytestCmd   = regexp.MustCompile(`^(?:py\.test|pytest)\b(.*)$`)
-	nodeScript  = regexp.MustCompile(`^(npm|yarn|pnpm)(?: run)? (build|lint|test)\b(.*)$`)
+	nodeScript  = regexp.MustCompile(`^(npm|yarn|pnpm)(?: run)? ((?:build|lint|test)[\w:-]*)(.*)$`)
 	makeCommand = regexp.MustCompile(`^make (test|check|build|lint)$`)
 )
 

@@ -172,16 +172,19 @@ func glob(fsys fs.FS, pattern string) []string {
 	return m
 }
 
-// checksFrom are the project's commands of toolchain tc as checks, else
+// checksFrom are the project's commands of toolchain tc as checks, from
+// the most preferred source that has any (its CI over its scripts), else
 // its Makefile targets, else fallback.
 func checksFrom(ci []command, tc string, fallback ...Check) []Check {
 	for _, want := range []string{tc, "make"} {
 		var out []Check
 		seen := map[string]bool{}
+		from := -1
 		for _, c := range ci {
-			if c.toolchain != want || seen[c.run] {
+			if c.toolchain != want || seen[c.run] || (from >= 0 && c.from != from) {
 				continue
 			}
+			from = c.from
 			seen[c.run] = true
 			out = append(out, Check{Run: c.run, Source: c.source})
 		}

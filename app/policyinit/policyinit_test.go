@@ -40,7 +40,7 @@ func TestInfer(t *testing.T) {
 		{tree: "yarn", image: "agentbot-sandbox:node", setup: []string{"npx --yes yarn@1 install --frozen-lockfile"}, network: true,
 			checks: []string{"npm run build", "npm test"}, detected: []string{"node"}},
 		{tree: "pnpm", image: "agentbot-sandbox:node", setup: []string{"npx --yes pnpm@8.15.4 install --frozen-lockfile"}, network: true,
-			checks: []string{"npm test"}, detected: []string{"node"}},
+			checks: []string{"npm run test:unit -- --run"}, detected: []string{"node"}, inComment: []string{"from .github/workflows/ci.yaml"}},
 		{tree: "multi", image: "agentbot-sandbox:dev",
 			checks: []string{"go vet ./...", "go test -race ./..."}, detected: []string{"go", "python", "node"},
 			inComment: []string{"# node needs the image agentbot-sandbox:node", "#   setup: npm ci", "#   check: npm test",
