@@ -12,7 +12,7 @@ import (
 
 // cmdConfig runs "agentbot config validate" and "agentbot config schema":
 // the offline tools of repository admins and operators.
-func cmdConfig(_ context.Context, args []string, env Env) error {
+func cmdConfig(ctx context.Context, args []string, env Env) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "validate":
@@ -20,7 +20,7 @@ func cmdConfig(_ context.Context, args []string, env Env) error {
 		case "schema":
 			return configSchema(args[1:], env)
 		case "init":
-			return configInit(args[1:], env)
+			return configInit(ctx, args[1:], env)
 		}
 	}
 	if len(args) > 0 && isHelp(args[0]) {
@@ -35,8 +35,9 @@ func cmdConfig(_ context.Context, args []string, env Env) error {
 }
 
 const configUsage = `usage:
-  agentbot config init [--repo DIR] [--check CMD]...
-      write a starter .github/agent.yml (checks guessed from the build files)
+  agentbot config init [--repo DIR] [--check CMD]... [--stdout] [--verify]
+      write .github/agent.yml as the tree shows it (toolchains, setup, image,
+      the project's own checks); --verify runs setup and each check once
   agentbot config validate [--config server.yaml] [FILE...]
       check .github/agent.yml files (and the server config, when given);
       exit status 1 if any is invalid
@@ -104,6 +105,12 @@ func validatePolicyFile(file string, server app.ServerConfig) (app.Policy, error
 	if err != nil {
 		return app.Policy{}, err
 	}
+	return validatePolicy(file, data, server)
+}
+
+// validatePolicy returns the policy data, the text of file, makes over the
+// built-in defaults, or an error whose text lists every problem.
+func validatePolicy(file string, data []byte, server app.ServerConfig) (app.Policy, error) {
 	raw, err := app.ParsePolicy(file, data)
 	if err != nil {
 		return app.Policy{}, errors.New(app.ErrorMessage(err))

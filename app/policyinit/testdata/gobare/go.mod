@@ -1,0 +1,3 @@
+module example.com/bare
+
+go 1.22

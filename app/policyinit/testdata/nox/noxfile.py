@@ -1,0 +1,7 @@
+import nox
+
+
+@nox.session
+def tests(session):
+    session.install("-e", ".[test]")
+    session.run("pytest", "-x", "tests")
