@@ -31,7 +31,7 @@ func (r *Runner) checkBase(ctx context.Context, tk *task, ws *workspace.Workspac
 		if err != nil {
 			return err
 		}
-		v, err := verifyChecks(ctx, r.cfg.Sandbox, spec, tk.policy.Policy.Checks)
+		v, err := VerifyChecks(ctx, r.cfg.Sandbox, spec, tk.policy.Policy.Checks)
 		if err != nil {
 			return fmt.Errorf("run the checks on the base: %w", err)
 		}

@@ -48,9 +48,9 @@ func (v *Verification) Incident() bool { return v.LoopPassed && !v.Passed }
 // where a failure's summary is.
 const verifyOutputLimit = 12 << 10
 
-// verifyChecks runs checks in order in a new sandbox of spec, which no one
+// VerifyChecks runs checks in order in a new sandbox of spec, which no one
 // else has used, stopping at the first that fails, and removes the sandbox.
-func verifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
+func VerifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
 	if len(checks) == 0 {
 		return Verification{}, errors.New("verify: the policy defines no checks")
 	}
@@ -209,7 +209,7 @@ func (f FreshVerification) Run(ctx context.Context, ws *workspace.Workspace, gat
 	if err != nil {
 		return Verification{}, err
 	}
-	return verifyChecks(ctx, f.Sandbox, spec, checks)
+	return VerifyChecks(ctx, f.Sandbox, spec, checks)
 }
 
 // verdict is why a change is not a fix: the loop's failure, or else a

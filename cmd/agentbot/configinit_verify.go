@@ -14,9 +14,10 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner"
-	"github.com/agentbot/agentbot/runner/eval"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/tools"
+	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // verifyFlags are config init --verify's: the setup's network and the
@@ -35,22 +36,6 @@ func (v *verifyFlags) register(fs *flag.FlagSet) {
 	v.envs.register(fs)
 	fs.StringVar(&v.dataDir, "data-dir", "", "with --verify: where the prepared environments are kept (envs/ in it), as a worker's --data-dir")
 	fs.StringVar(&v.executor, "executor", "", "with --verify: the static agentbot binary run inside the sandbox; default this binary")
-}
-
-// cannotRun says why a check that failed cannot run in the sandbox as the
-// policy prepares it, a cause no change to the code removes: what is
-// missing, and what to change in the policy; ok false when the check ran
-// and failed, which a task is there to fix.
-type cannotRun func(c tools.CheckRun) (cause, fix string, ok bool)
-
-// commandNotFound is the shell's exit status 127: the command is not in
-// the image.
-func commandNotFound(c tools.CheckRun) (string, string, bool) {
-	if c.ExitCode != 127 || c.TimedOut {
-		return "", "", false
-	}
-	return "the command is not found in the sandbox image (exit status 127)",
-		"name an image that has it in sandbox.image, or install it in setup.run with setup.network: true", true
 }
 
 // verifyPolicy runs the policy text, inferred for the checkout repo, as a
@@ -88,14 +73,29 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	tree, err := eval.CopyTree(ctx, src, tmp)
+	// The setup trusts what agentbot run's does: the server config's CA
+	// file, and the host's trust store.
+	source, caFile, err := setupCAFile("", server)
 	if err != nil {
-		return err
+		return fmt.Errorf("config init --verify: %w", err)
 	}
-	defer tree.Close()
+	caBundle, err := setupCABundle(source, caFile, tmp)
+	if err != nil {
+		return fmt.Errorf("config init --verify: %w", err)
+	}
+	trees := workspace.NewManager(tmp, workspace.Options{})
+	defer trees.Close()
+	ws, err := trees.Local(ctx, src)
+	if err != nil {
+		return fmt.Errorf("config init --verify: copy %s: %w", src, err)
+	}
+	defer ws.Close()
+	if err := sandbox.ShareTree(ws.Dir()); err != nil {
+		return fmt.Errorf("config init --verify: share the work tree with the sandbox: %w", err)
+	}
 	id := fmt.Sprintf("init-%d", os.Getpid())
-	image := cmp.Or(p.Sandbox.Image, server.DefaultImage)
-	drv, err := docker.New(ctx, docker.Options{Image: image, ExecutorPath: executor, WorkerID: id})
+	p.Sandbox.Image = cmp.Or(p.Sandbox.Image, server.DefaultImage)
+	drv, err := docker.New(ctx, docker.Options{Image: p.Sandbox.Image, ExecutorPath: executor, WorkerID: id})
 	if err != nil {
 		return fmt.Errorf("config init --verify: connect to Docker: %w", err)
 	}
@@ -104,8 +104,9 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 	if err != nil {
 		return fmt.Errorf("config init --verify: open the environment cache: %w", err)
 	}
-	fmt.Fprintf(out, "verifying in %s:\n", image)
-	prepared, err := runSetup(ctx, drv, envs, id, filepath.Base(src), image, tree.Dir(), p, server, out)
+	fmt.Fprintf(out, "verifying in %s:\n", p.Sandbox.Image)
+	boxes := runner.DockerSandboxes(drv)
+	prepared, err := prepareRun(ctx, newRunSetup(boxes, p, server, id, ws.Dir(), caBundle, out), envs, src, ws, out)
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		fmt.Fprintf(out, "setup FAILS: change the policy's setup (%s line %d), or let it reach the hosts it needs (--allow-host, or --config's setup.allow_hosts and setup.registries):\n%v\n",
 			app.PolicyPath, lineOf(text, "setup:"), ee.err)
@@ -114,30 +115,35 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 	if err != nil {
 		return err
 	}
-	defer prepared.Release()
-	overlays, err := prepared.Overlays()
-	if err != nil {
-		return fmt.Errorf("config init --verify: the prepared environment: %w", err)
-	}
-	runs, err := runEachCheck(ctx, drv, p, tree.Dir(), id, overlays)
+	defer prepared.Env.Release()
+	runs, err := runEachCheck(ctx, boxes, prepared, p, ws.Dir(), id)
 	if err != nil {
 		return fmt.Errorf("config init --verify: %w", err)
 	}
-	if n := reportChecks(out, text, runs, commandNotFound); n > 0 {
+	own := func(path string) bool {
+		_, err := ws.Root().Stat(path)
+		return err == nil
+	}
+	if n := reportChecks(out, text, runs, own); n > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d checks cannot run as the policy prepares them", n, len(runs))}
 	}
 	return nil
 }
 
 // runEachCheck runs every check of p, as the final verification does
-// (runner.VerifyChecks), going on in a new sandbox after each that fails,
-// so that each is seen to run or not.
-func runEachCheck(ctx context.Context, drv *docker.Driver, p app.Policy, dir, id string, overlays []docker.Overlay) ([]tools.CheckRun, error) {
+// (runner.VerifyChecks), each container on its own view of the prepared
+// environment, going on in a new sandbox after each that fails, so that
+// each is seen to run or not.
+func runEachCheck(ctx context.Context, boxes runner.Sandboxes, prepared *runner.Prepared, p app.Policy, dir, id string) ([]tools.CheckRun, error) {
 	s := p.Sandbox
 	var runs []tools.CheckRun
 	for rest := p.Checks; len(rest) > 0; {
-		v, err := runner.VerifyChecks(ctx, runner.DockerSandboxes(drv), docker.Spec{TaskID: fmt.Sprintf("%s-check%d", id, len(runs)), WorkTree: dir,
-			CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk, Overlays: overlays}, rest)
+		spec, err := prepared.Spec(docker.Spec{TaskID: fmt.Sprintf("%s-check%d", id, len(runs)), WorkTree: dir,
+			CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
+		if err != nil {
+			return runs, err
+		}
+		v, err := runner.VerifyChecks(ctx, boxes, spec, rest)
 		if err != nil {
 			return runs, err
 		}
@@ -148,18 +154,19 @@ func runEachCheck(ctx context.Context, drv *docker.Driver, p app.Policy, dir, id
 }
 
 // reportChecks prints how each check ended, and returns how many cannot
-// run: those are the policy's to fix, named with their line in text; a
-// check that runs and fails is what a task is for.
-func reportChecks(w io.Writer, text string, runs []tools.CheckRun, why cannotRun) int {
+// run (runner.CannotRunOf): those are the policy's to fix, named with
+// their line in text; a check that runs and fails is what a task is for.
+// own says whether a path is the repository's.
+func reportChecks(w io.Writer, text string, runs []tools.CheckRun, own func(path string) bool) int {
 	n := 0
 	for _, c := range runs {
-		switch cause, fix, cannot := why(c); {
+		switch cr := runner.CannotRunOf(c, own); {
 		case c.Passed:
 			fmt.Fprintf(w, "  %-8s runs (passes)           %s\n", c.Name, c.Run)
-		case cannot:
+		case cr != nil:
 			n++
 			fmt.Fprintf(w, "  %-8s CANNOT RUN               %s\n           %s: the policy's fault; change %s line %d: %s\n%s\n",
-				c.Name, c.Run, cause, app.PolicyPath, lineOf(text, strconv.Quote(c.Run)), fix, indent(lastLines(c.Output, 5)))
+				c.Name, c.Run, cr.Cause, app.PolicyPath, lineOf(text, strconv.Quote(c.Run)), cr.Fix, indent(lastLines(c.Output, 5)))
 		case c.TimedOut:
 			fmt.Fprintf(w, "  %-8s runs (times out today)   %s\n", c.Name, c.Run)
 		default:
