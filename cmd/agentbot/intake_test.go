@@ -257,9 +257,10 @@ func enoughFiles(t testing.TB, n uint64) {
 // BenchmarkIntakeAckUnderStall sends signed commands at 50/s for 15
 // seconds to "agentbot serve", alone and while senders hold what they can
 // of the body budget (stalling anew each time the intake cuts them), and
-// reports the ack latency's p50 and p99, the errors (any answer but 202)
-// and what the senders held at the start and at the end. Run it with
-// -benchtime=1x.
+// reports the ack latency's p50 and p99, the errors (any answer but 202),
+// each also by cause (fail-status-N, fail-timeout for the client's 5 s,
+// fail-conn-error) and what the senders held at the start and at the end.
+// Run it with -benchtime=1x.
 func BenchmarkIntakeAckUnderStall(b *testing.B) {
 	enoughFiles(b, 2*2000+500)
 	for _, bc := range []struct {
@@ -288,6 +289,9 @@ func BenchmarkIntakeAckUnderStall(b *testing.B) {
 				b.ReportMetric(float64(pct(lat, 50).Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(pct(lat, 99).Microseconds())/1000, "p99-ms")
 				b.ReportMetric(float64(res.errors), "errors")
+				for cause, n := range res.failures {
+					b.ReportMetric(float64(n), "fail-"+cause)
+				}
 				b.ReportMetric(float64(held)/(1<<20), "held-MiB")
 				b.ReportMetric(float64(heldBytes(b, base))/(1<<20), "held-after-MiB")
 			}
