@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,13 +79,18 @@ type benchResult struct {
 }
 
 // failureCause names why a delivery was not accepted, so that a refusal
-// (its status) can be told from a client that gave up waiting (timeout)
-// and from a connection that failed (conn-error).
-func failureCause(status int, err error) string {
+// (its status and the words of its reason before the first comma: a 503
+// for a full budget is not one for an unreachable queue) can be told from
+// a client that gave up waiting (timeout) and from a connection that
+// failed (conn-error).
+func failureCause(r webhooktest.Reply, err error) string {
 	var nerr net.Error
+	status := r.Status
 	switch {
 	case err == nil:
-		return fmt.Sprintf("status-%d", status)
+		reason, _ := r.Body["error"].(string)
+		reason, _, _ = strings.Cut(reason, ",")
+		return strings.Join(append([]string{"status", strconv.Itoa(status)}, strings.Fields(reason)...), "-")
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
 		return "timeout"
 	case status != 0:
@@ -144,7 +150,7 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 			id, _ := r.Body["task"].(string)
 			if err != nil || r.Status != http.StatusAccepted || id == "" {
 				res.errors++
-				res.failures[failureCause(r.Status, err)]++
+				res.failures[failureCause(r, err)]++
 				return
 			}
 			res.accepted = append(res.accepted, id)
