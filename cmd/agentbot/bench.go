@@ -5,8 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +60,9 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 	fmt.Fprintf(env.Stdout, "sent %d signed issue_comment commands at %d/s for %v\n", res.sent, *rate, *duration)
 	fmt.Fprintf(env.Stdout, "ack latency: p50 %v  p99 %v  max %v\n", pct(lat, 50), pct(lat, 99), pct(lat, 100))
 	fmt.Fprintf(env.Stdout, "accepted %d, errors %d\n", len(res.accepted), res.errors)
+	if res.errors > 0 {
+		fmt.Fprintf(env.Stdout, "errors by cause: %s\n", res.causes())
+	}
 	fmt.Fprintf(env.Stdout, "tasks found in Redis: %d of %d accepted (lost %d)\n", found, len(res.accepted), len(res.accepted)-found)
 	if res.errors > 0 || found != len(res.accepted) {
 		return &exitError{code: 1, err: errors.New("bench webhook: errors or lost tasks")}
@@ -66,8 +73,40 @@ func cmdBench(ctx context.Context, args []string, env Env) error {
 type benchResult struct {
 	sent      int
 	errors    int
-	accepted  []string // task ids answered 202
+	failures  map[string]int // errors by cause: see failureCause
+	accepted  []string       // task ids answered 202
 	latencies []time.Duration
+}
+
+// failureCause names why a delivery was not accepted, so that a refusal
+// (its status and the words of its reason before the first comma: a 503
+// for a full budget is not one for an unreachable queue) can be told from
+// a client that gave up waiting (timeout) and from a connection that
+// failed (conn-error).
+func failureCause(r webhooktest.Reply, err error) string {
+	var nerr net.Error
+	status := r.Status
+	switch {
+	case err == nil:
+		reason, _ := r.Body["error"].(string)
+		reason, _, _ = strings.Cut(reason, ",")
+		return strings.Join(append([]string{"status", strconv.Itoa(status)}, strings.Fields(reason)...), "-")
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		return "timeout"
+	case status != 0:
+		return fmt.Sprintf("status-%d-unreadable", status)
+	}
+	return "conn-error"
+}
+
+// causes returns the failures as "cause n" pairs in the order of their
+// names, for a report.
+func (r benchResult) causes() string {
+	var out []string
+	for _, c := range slices.Sorted(maps.Keys(r.failures)) {
+		out = append(out, fmt.Sprintf("%s %d", c, r.failures[c]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // benchWebhook sends deliveries at a fixed rate, each on its own schedule
@@ -85,7 +124,7 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 	var (
 		mu  sync.Mutex
 		wg  sync.WaitGroup
-		res = benchResult{latencies: make([]time.Duration, 0, n)}
+		res = benchResult{latencies: make([]time.Duration, 0, n), failures: map[string]int{}}
 	)
 	start := time.Now()
 	for i := range n {
@@ -111,6 +150,7 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 			id, _ := r.Body["task"].(string)
 			if err != nil || r.Status != http.StatusAccepted || id == "" {
 				res.errors++
+				res.failures[failureCause(r, err)]++
 				return
 			}
 			res.accepted = append(res.accepted, id)

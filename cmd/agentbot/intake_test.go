@@ -156,6 +156,29 @@ func settled(t testing.TB, base string) int64 {
 	return 0
 }
 
+// refusals sums the intake's answers, to anyone, that refuse a body for
+// the budget or its deadline (throttled, busy, timeout) off its /metrics.
+func refusals(t testing.TB, base string) float64 {
+	t.Helper()
+	var n float64
+	for line := range strings.Lines(get(t, base+"/metrics")) {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || !strings.HasPrefix(name, "agentbot_webhook_requests_total{") {
+			continue
+		}
+		for _, o := range []string{"throttled", "busy", "timeout"} {
+			if strings.Contains(name, `outcome="`+o+`"`) {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("%s %q: %v", name, v, err)
+				}
+				n += f
+			}
+		}
+	}
+	return n
+}
+
 // heldBytes reads agentbot_webhook_body_bytes off the intake's /metrics.
 func heldBytes(t testing.TB, base string) int64 {
 	t.Helper()
@@ -257,9 +280,12 @@ func enoughFiles(t testing.TB, n uint64) {
 // BenchmarkIntakeAckUnderStall sends signed commands at 50/s for 15
 // seconds to "agentbot serve", alone and while senders hold what they can
 // of the body budget (stalling anew each time the intake cuts them), and
-// reports the ack latency's p50 and p99, the errors (any answer but 202)
-// and what the senders held at the start and at the end. Run it with
-// -benchtime=1x.
+// reports the ack latency's p50 and p99, the errors (any answer but 202),
+// each also by cause (fail-status-N, fail-timeout for the client's 5 s,
+// fail-conn-error), how many bodies a second the intake refused or cut
+// (429, 503 busy, 408: the senders' churn) and what the senders held at
+// the start and at the end.
+// Run it with -benchtime=1x.
 func BenchmarkIntakeAckUnderStall(b *testing.B) {
 	enoughFiles(b, 2*2000+500)
 	for _, bc := range []struct {
@@ -281,13 +307,18 @@ func BenchmarkIntakeAckUnderStall(b *testing.B) {
 			held := heldBytes(b, base)
 			for b.Loop() {
 				ctx, cancel := context.WithCancel(b.Context())
+				refused, t0 := refusals(b, base), time.Now()
 				res := benchWebhook(ctx, base+"/webhook", []byte(intakeSecret), 50, 15*time.Second)
 				cancel()
+				b.ReportMetric((refusals(b, base)-refused)/time.Since(t0).Seconds(), "refused/s")
 				lat := res.latencies
 				slices.Sort(lat)
 				b.ReportMetric(float64(pct(lat, 50).Microseconds())/1000, "p50-ms")
 				b.ReportMetric(float64(pct(lat, 99).Microseconds())/1000, "p99-ms")
 				b.ReportMetric(float64(res.errors), "errors")
+				for cause, n := range res.failures {
+					b.ReportMetric(float64(n), "fail-"+cause)
+				}
 				b.ReportMetric(float64(held)/(1<<20), "held-MiB")
 				b.ReportMetric(float64(heldBytes(b, base))/(1<<20), "held-after-MiB")
 			}
