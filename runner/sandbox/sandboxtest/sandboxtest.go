@@ -307,7 +307,8 @@ func MarkedImage(t testing.TB) string {
 	}
 	// Removed even when the commit gave up waiting: the engine may finish it.
 	t.Cleanup(func() {
-		err := withEngine(func(ctx context.Context, cli *client.Client) error {
+		// Removing a layer takes as long as committing it did.
+		err := withEngineFor(2*time.Minute, func(ctx context.Context, cli *client.Client) error {
 			_, err := cli.ImageRemove(ctx, name, image.RemoveOptions{PruneChildren: true})
 			return err
 		})
