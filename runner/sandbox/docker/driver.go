@@ -429,6 +429,10 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 // some environment kept). An empty directory hides nothing: the engine
 // leaves one behind for each mount.
 func (d *Driver) shown(spec Spec) ([]Overlay, error) {
+	if len(spec.Overlays) == 0 {
+		// Nothing to hide; a work tree that is not there is config's to refuse.
+		return nil, nil
+	}
 	root, err := os.OpenRoot(spec.WorkTree)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox work tree %q: %w", spec.WorkTree, err)
