@@ -104,8 +104,18 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	must(NewWorkerLeases(rdb, 0).Hold(ctx, "worker/h/1/ab", "h"))
 	_, err = NewWorkerLeases(rdb, 0).Deployment(ctx)
 	must(err)
-	_, err = NewSlots(rdb, 1).Acquire(ctx, task)
+	slots := NewSlots(rdb, 1)
+	_, err = slots.Acquire(ctx, task)
 	must(err)
+	// A task of another installation waits; one more of task's is held
+	// back, and parked.
+	elsewhere := sampleTask("t3", time.Now())
+	elsewhere.InstallationID = task.InstallationID + 1
+	_, err = c.Enqueue(ctx, elsewhere)
+	must(err)
+	if ok, err := slots.acquire(ctx, sampleTask("t4", time.Now()), true); err != nil || ok {
+		t.Fatalf("a second task of the installation while another waits: %v, %v; want it held back", ok, err)
+	}
 	audit, err := NewAudit(rdb, AuditOptions{MaxLen: 100, MaxAge: ttl})
 	must(err)
 	must(audit.Append(ctx, app.AuditEntryFor(app.AuditCommand, &task, "/agent fix")))

@@ -37,6 +37,9 @@
 //	agentbot:pull:{repo}#{n}:ci         hash    retention  how each failing check on each head of the pull request was answered: field "{installation} {repo id} {head} {app} {check}", JSON app.CIAnswer
 //	agentbot:lock:{key}                 string  lock       the task holding key (an issue); the TTL its owner renews
 //	agentbot:installation:{id}:running  zset    slot       ids of an installation's running tasks by lease expiry (ms); expires with the last lease (Slots)
+//	agentbot:installation:{id}:waiting  zset    wait       ids of an installation's tasks queued and not yet running, by expiry (ms); expires with the last (Slots)
+//	agentbot:installation:{id}:parked   zset    wait       the waiting tasks held back by the limit, to be woken, by expiry (ms); expires with the last (Slots)
+//	agentbot:installations:waiting      zset    wait       installations that have waiting tasks, by the expiry of their latest (ms); expires with it (Slots)
 //	agentbot:worker:{id}:lease          string  lease      a running worker's holder (WorkerLeases); DefaultLeaseTTL after its last refresh
 //	agentbot:deployment                 string  kept       the random id of the deployment using this Redis, in every worker's id (WorkerLeases.Deployment)
 //	agentbot:audit:{installation}       stream  trimmed    field "e": JSON app.AuditEntry; bounded by AuditOptions
@@ -120,6 +123,11 @@ func (c *Client) Enqueue(ctx context.Context, t app.Task) (duplicate bool, err e
 	}
 	if !fresh {
 		return true, nil // the delivery was answered before
+	}
+	// Listed before it is queued, or a worker could take it first and
+	// leave it listed.
+	if err := listWaiting(ctx, c.rdb, t); err != nil {
+		return false, err
 	}
 	return c.enqueue(ctx, asynq.NewTask(TaskType, payload), t.ID, DefaultQueue, MaxTaskTime)
 }

@@ -52,9 +52,11 @@ type ServerConfig struct {
 	// costs one cheap Redis call per worker each time.
 	PollInterval time.Duration
 	// MaxPerInstallation is how many tasks of one installation run at
-	// once across all the servers sharing the Redis (see Slots); no limit
-	// when 0. A task over the limit is tried again after SlotRetry
-	// (DefaultSlotRetry when 0) without using up a retry.
+	// once across all the servers sharing the Redis while a task of
+	// another installation waits (see Slots); no limit when 0. A task held
+	// back goes back to the queue without using up a retry, and is woken
+	// when a slot frees, or tried again after SlotRetry (DefaultSlotRetry
+	// when 0) should no wake come.
 	MaxPerInstallation int
 	SlotRetry          time.Duration
 }
@@ -93,14 +95,15 @@ func NewServer(rdb redis.UniversalClient, h Handler, cfg ServerConfig) *Server {
 	// moved back to the queue after its delay.
 	ac.DelayedTaskCheckInterval = time.Second
 	s := &Server{srv: asynq.NewServerFromRedisClient(rdb, ac), h: h, retry: cfg.SlotRetry, log: cfg.Logger}
-	if cfg.MaxPerInstallation > 0 {
-		s.slots = NewSlots(rdb, cfg.MaxPerInstallation)
-	}
 	if s.retry <= 0 {
 		s.retry = DefaultSlotRetry
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if cfg.MaxPerInstallation > 0 {
+		s.slots = NewSlots(rdb, cfg.MaxPerInstallation)
+		s.slots.log = s.log
 	}
 	return s
 }
@@ -159,12 +162,13 @@ func (s *Server) Run(ctx context.Context) error {
 
 // process hands t to the Handler, within its installation's limit; a
 // control verb (stop, status, help) takes no slot, or a stop would wait
-// for the very task it is to stop.
+// for the very task it is to stop. A task on its last attempt is not
+// parked: Run waits with it instead.
 func (s *Server) process(ctx context.Context, t app.Task) error {
 	if s.slots == nil || t.Verb.Control() {
 		return s.h.ProcessTask(ctx, t)
 	}
-	return s.slots.withSlot(ctx, t, s.retry, s.log, func(ctx context.Context) error {
+	return s.slots.withSlot(ctx, t, s.retry, !lastAttempt(ctx), s.log, func(ctx context.Context) error {
 		return s.h.ProcessTask(ctx, t)
 	})
 }

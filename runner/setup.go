@@ -78,7 +78,9 @@ func NewSetup(sb Sandboxes, p app.Policy, id, dir, image string) Setup {
 // and the lock files, the files setup runs and the cache_key_files of
 // tree, the work tree's view), or builds it in a container whose $HOME is
 // the new environment's: the image's seed of $HOME (envcache.SeedHome),
-// then the policy's commands. repo names the repository for people.
+// then the policy's commands. repo names the repository for people. Tasks
+// that prepare the same environment at once build it once, the others
+// waiting for it (envcache.Cache.Prepare).
 //
 // detail is the setup's line in a task's trace and in agentbot run's
 // output: "setup: cached KEY", "setup: built KEY", or for a private one
@@ -94,39 +96,31 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, owner envcache
 	if err != nil {
 		return nil, "", app.Errorf(app.EPolicy, "The prepared environment's key cannot be made: %v", err)
 	}
-	if env, err = envs.Acquire(key, owner); err != nil {
-		return nil, "", err
-	}
-	if env != nil {
-		return env, "setup: cached " + key, nil
-	}
 	maxEnv := cmp.Or(s.MaxEnvBytes, app.DefaultSetupMaxEnvBytes)
-	b, err := envs.Build(envcache.Entry{Key: key, Owner: owner, Repo: repo, Image: s.Spec.Image, Files: files}, s.Spec.WorkTree, maxEnv)
-	if err != nil {
-		return nil, "", err
-	}
-	s.Spec.Home = b.Home()
-	// Everything this setup writes, in $HOME and in the tree, is the
-	// environment: the executor counts both against its cap, so that a
-	// setup cannot fill the worker's disk before it is measured.
-	s.Spec.MaxTreeGrowth = maxEnv
-	if err := s.run(ctx, envcache.SeedHome, p.Run); err != nil {
-		b.Abort()
-		return nil, "", err
-	}
-	detail = "setup: built " + key
-	if s.Private {
-		env, err = b.Private()
-		detail = "setup: private " + key + " (a pull request's head: no network, not kept)"
-	} else {
-		env, err = b.Publish()
-	}
+	env, err = envs.Prepare(ctx, envcache.Entry{Key: key, Owner: owner, Repo: repo, Image: s.Spec.Image, Files: files},
+		s.Spec.WorkTree, maxEnv, s.Private, func(home string) error {
+			s.Spec.Home = home
+			// Everything this setup writes, in $HOME and in the tree, is
+			// the environment: the executor counts both against its cap,
+			// so that a setup cannot fill the worker's disk before it is
+			// measured.
+			s.Spec.MaxTreeGrowth = maxEnv
+			return s.run(ctx, envcache.SeedHome, p.Run)
+		})
 	if tl, ok := errors.AsType[*envcache.TooLargeError](err); ok {
 		why := tl.Error() + " (setup.max_env_bytes of the server config)"
 		return nil, "", &SetupFailure{Refused: why, Output: why}
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	switch {
+	case env.Cached:
+		detail = "setup: cached " + key
+	case s.Private:
+		detail = "setup: private " + key + " (a pull request's head: no network, not kept)"
+	default:
+		detail = "setup: built " + key
 	}
 	return env, detail, nil
 }

@@ -62,7 +62,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.serverFile, "config", "", "the server config (server.yaml): repositories served and the caps on their policies")
 	fs.IntVar(&c.concurrency, "concurrency", 2, "tasks run at once by this worker")
 	fs.IntVar(&c.perInstallation, "max-per-installation", 0,
-		"tasks of one installation run at once by all workers sharing the Redis, so that one installation's backlog never holds up another's (0: half of --concurrency, at least 1)")
+		"tasks of one installation run at once by all workers sharing the Redis while another installation's task waits, so that one installation's backlog never holds up another's; with nobody else waiting, every slot is used (0: half of --concurrency, at least 1)")
 	fs.StringVar(&c.botName, "bot-name", "agentbot[bot]", "the App's bot login, the author of the agent's commits")
 	fs.StringVar(&c.label, "trigger-label", "", "the issue label that asks for a fix where neither the server config's policy nor the repository's names one (default agent:fix)")
 	fs.StringVar(&c.models.Edit, "model", "gpt-4.1", "the model that drives the loop when a policy names none")

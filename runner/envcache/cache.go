@@ -30,6 +30,7 @@
 //	entries/KEY/home/       $HOME as setup left it
 //	entries/KEY/tree/NAME/  a top-level directory setup made in the tree
 //	build/                  environments being built, and private ones
+//	locks/KEY               flocked exclusively by the one building KEY (Prepare)
 //	run/                    the upper and work directories of containers
 //	trash/                  entries being removed
 //
@@ -39,6 +40,7 @@
 package envcache
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -114,7 +116,7 @@ func Open(dir string, maxBytes int64, log *slog.Logger) (*Cache, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	for _, sub := range []string{"entries", "build", "run", "trash"} {
+	for _, sub := range []string{"entries", "build", "locks", "run", "trash"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("environment cache: %w", err)
 		}
@@ -133,6 +135,13 @@ func (c *Cache) Max() int64 { return c.max }
 // died making it.
 func (c *Cache) sweep() {
 	removeAll(filepath.Join(c.dir, "trash"), true)
+	locks, _ := os.ReadDir(filepath.Join(c.dir, "locks"))
+	for _, e := range locks {
+		// A build lock nobody holds, left by a killed worker.
+		if lock, err := tryLock(filepath.Join(c.dir, "locks", e.Name()), syscall.LOCK_EX); err == nil {
+			unlockBuild(lock)
+		}
+	}
 	for _, sub := range []string{"build", "run"} {
 		list, _ := os.ReadDir(filepath.Join(c.dir, sub))
 		for _, e := range list {
@@ -217,6 +226,82 @@ func (c *Cache) Acquire(key string, owner Owner) (*Env, error) {
 		return nil, err
 	}
 	return &Env{Entry: e, Cached: true, c: c, dir: dir, lock: lock}, nil
+}
+
+// Prepare returns the environment of e.Key for e.Owner: the one the cache
+// holds (Env.Cached), or a new one, which setup fills given the new
+// build's Home, published, or the caller's alone when private (see
+// Builder.Private). Builds are finished as Publish and Private finish them.
+//
+// Tasks that need the same environment at once build it once: the first
+// holds the key's build lock while it builds, across every process using
+// the directory, and the others wait for it, then reuse what it published.
+// Should it publish nothing (its setup failed, or the entry is another
+// owner's), each of them builds its own, side by side, as though there
+// were no lock. A private build neither takes the lock nor waits for it.
+func (c *Cache) Prepare(ctx context.Context, e Entry, tree string, maxBytes int64, private bool, setup func(home string) error) (*Env, error) {
+	env, err := c.Acquire(e.Key, e.Owner)
+	if env != nil || err != nil {
+		return env, err
+	}
+	if !private {
+		lock, waited, err := c.lockBuild(ctx, e.Key)
+		if err != nil {
+			return nil, fmt.Errorf("wait for environment %s: %w", e.Key, err)
+		}
+		env, err := c.Acquire(e.Key, e.Owner)
+		if env != nil || err != nil || waited {
+			unlockBuild(lock)
+		} else {
+			defer unlockBuild(lock)
+		}
+		if env != nil || err != nil {
+			return env, err
+		}
+	}
+	b, err := c.Build(e, tree, maxBytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := setup(b.Home()); err != nil {
+		b.Abort()
+		return nil, err
+	}
+	if private {
+		return b.Private()
+	}
+	return b.Publish()
+}
+
+// lockBuild takes the build lock of key, waiting for whoever holds it
+// until ctx ends; waited says someone did. The lock file is removed as it
+// is unlocked, so a lock taken on a file no longer in place is taken
+// again.
+func (c *Cache) lockBuild(ctx context.Context, key string) (lock *os.File, waited bool, err error) {
+	path := filepath.Join(c.dir, "locks", key)
+	for {
+		f, err := tryLock(path, syscall.LOCK_EX)
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			waited = true
+			if f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644); err == nil {
+				err = lockWait(ctx, f)
+			}
+		}
+		if err != nil {
+			return nil, waited, err
+		}
+		if fi, err := os.Stat(path); err == nil && sameFile(f, fi) {
+			return f, waited, nil
+		}
+		f.Close()
+	}
+}
+
+// unlockBuild removes a build lock's file, then unlocks it: whoever waits
+// on it takes it again in place.
+func unlockBuild(lock *os.File) {
+	os.Remove(lock.Name())
+	lock.Close()
 }
 
 // Builder is an environment being built by the setup phase.

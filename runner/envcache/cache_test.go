@@ -1,12 +1,15 @@
 package envcache
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -530,4 +533,190 @@ func TestOpenDuringOverlaysAndBuilds(t *testing.T) {
 	makers.Wait()
 	close(done)
 	sweeps.Wait()
+}
+
+// prepareAll calls Prepare of key for owner once per cache of caches, all
+// at once, each setup appending a line to a marker file and, unless
+// failing says otherwise, waiting for every call to have begun, so that
+// builds that do not wait for one another overlap. It returns the
+// environments (nil for a call that failed), the errors, and how many
+// setups ran.
+func prepareAll(t *testing.T, caches []*Cache, owners []Owner, key string, failing func(n int) bool) ([]*Env, []error, int) {
+	t.Helper()
+	marker := filepath.Join(t.TempDir(), "setups")
+	var begun, setups atomic.Int32
+	envs, errs := make([]*Env, len(caches)), make([]error, len(caches))
+	var wg sync.WaitGroup
+	for i, c := range caches {
+		wg.Go(func() {
+			begun.Add(1)
+			envs[i], errs[i] = c.Prepare(t.Context(), Entry{Key: key, Owner: owners[i]}, t.TempDir(), DefaultMaxBytes, false, func(home string) error {
+				n := int(setups.Add(1))
+				f, err := os.OpenFile(marker, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(f, home)
+				f.Close()
+				for deadline := time.Now().Add(10 * time.Second); begun.Load() < int32(len(caches)); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						return errors.New("not every Prepare began")
+					}
+				}
+				if failing != nil && failing(n) {
+					return errors.New("setup failed")
+				}
+				return os.WriteFile(filepath.Join(home, "blob"), []byte("built"), 0o644)
+			})
+		})
+	}
+	wg.Wait()
+	data, _ := os.ReadFile(marker)
+	return envs, errs, strings.Count(string(data), "\n")
+}
+
+// Tasks that start together on the same environment, in one worker or in
+// workers sharing the directory, build it once: the others wait, and
+// reuse it.
+func TestConcurrentPreparesBuildOnce(t *testing.T) {
+	t.Parallel()
+	const key = "00000000000000f1"
+	one := newCache(t, 0)
+	other, err := Open(one.dir, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, caches := range map[string][]*Cache{
+		"one worker":  {one, one, one, one},
+		"two workers": {one, other, one, other},
+	} {
+		t.Run(name, func(t *testing.T) {
+			owners := slices.Repeat([]Owner{acme()}, len(caches))
+			envs, errs, setups := prepareAll(t, caches, owners, key, nil)
+			cached := 0
+			for i, env := range envs {
+				if errs[i] != nil || env == nil || env.Key != key || env.Owner != acme() {
+					t.Fatalf("Prepare %d: %+v, %v", i, env, errs[i])
+				}
+				if env.Cached {
+					cached++
+				}
+				defer env.Release()
+			}
+			if setups != 1 || cached != len(caches)-1 {
+				t.Errorf("%d setups ran and %d calls reused the environment; want one setup, and %d reusing it", setups, cached, len(caches)-1)
+			}
+			for _, env := range envs {
+				env.Release()
+			}
+			if _, err := one.remove(key); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if list, _ := os.ReadDir(filepath.Join(one.dir, "locks")); len(list) != 0 {
+		t.Errorf("build locks left: %v", list)
+	}
+}
+
+// A build that publishes nothing leaves those waiting for it to build
+// their own; another owner waiting on the same key (a collision) is never
+// served the first owner's environment, and never waits forever.
+func TestPrepareAfterAFailedOrRefusedBuild(t *testing.T) {
+	t.Parallel()
+	c := newCache(t, 0)
+	caches := []*Cache{c, c, c}
+	envs, errs, setups := prepareAll(t, caches, slices.Repeat([]Owner{acme()}, 3), "00000000000000f2", func(n int) bool { return n == 1 })
+	failed := 0
+	for i := range caches {
+		if errs[i] != nil {
+			failed++
+			continue
+		}
+		envs[i].Release()
+	}
+	// The others build their own, or the second reuses what the first of
+	// them published.
+	if failed != 1 || setups < 2 {
+		t.Errorf("%d calls failed after %d setups; want the first setup's alone to fail, and the others to build again", failed, setups)
+	}
+
+	mallory := Owner{Installation: 9, Repository: 666}
+	envs, errs, setups = prepareAll(t, []*Cache{c, c}, []Owner{acme(), mallory}, "00000000000000f3", nil)
+	owners, private := []Owner{acme(), mallory}, -1
+	for i, want := range owners {
+		if errs[i] != nil || envs[i].Owner != want || envs[i].Cached {
+			t.Errorf("Prepare for %v: %+v, %v; want a build of its own", want, envs[i], errs[i])
+			continue
+		}
+		if envs[i].private {
+			private = i
+		}
+		envs[i].Release()
+	}
+	if setups != 2 || private < 0 {
+		t.Fatalf("%d setups for two owners, private build %d; want two, the second owner's private", setups, private)
+	}
+	if env, err := c.Acquire("00000000000000f3", owners[private]); env != nil || err != nil {
+		t.Errorf("the entry serves another owner: %+v, %v", env, err)
+	}
+}
+
+// A private build neither waits for the key's build lock nor holds it; a
+// task whose context ends while it waits stops waiting, and the lock is
+// free once its holder is done.
+func TestPrepareWaitsOnlyWhenItShould(t *testing.T) {
+	t.Parallel()
+	c := newCache(t, 0)
+	const key = "00000000000000f4"
+	building, done := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		env, err := c.Prepare(t.Context(), Entry{Key: key, Owner: acme()}, t.TempDir(), DefaultMaxBytes, false, func(string) error {
+			close(building)
+			<-done
+			return nil
+		})
+		if err != nil {
+			t.Errorf("the public build: %v", err)
+			return
+		}
+		env.Release()
+	})
+	<-building
+	private := make(chan error, 1)
+	go func() {
+		env, err := c.Prepare(t.Context(), Entry{Key: key, Owner: acme()}, t.TempDir(), DefaultMaxBytes, true, func(string) error { return nil })
+		if err == nil {
+			env.Release()
+		}
+		private <- err
+	}()
+	select {
+	case err := <-private:
+		if err != nil {
+			t.Errorf("the private build: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Error("the private build waited for the public one")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := c.Prepare(ctx, Entry{Key: key, Owner: acme()}, t.TempDir(), DefaultMaxBytes, false, func(string) error { return nil })
+		waiting <- err
+	}()
+	cancel()
+	if err := <-waiting; !errors.Is(err, context.Canceled) {
+		t.Errorf("a wait whose context ended: %v", err)
+	}
+	close(done)
+	wg.Wait()
+	ctx, cancel = context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	lock, _, err := c.lockBuild(ctx, key)
+	if err != nil {
+		t.Fatalf("the build lock after its holder and an abandoned waiter: %v", err)
+	}
+	unlockBuild(lock)
 }

@@ -1,6 +1,7 @@
 package envcache
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -59,6 +60,27 @@ func tryLock(path string, how int) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// lockWait flocks f exclusively, waiting until ctx ends. On an error f
+// is closed: at once, or once the flock it waits for returns, which only
+// its holder's unlock ends.
+func lockWait(ctx context.Context, f *os.File) error {
+	done := make(chan error, 1)
+	go func() { done <- syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			f.Close()
+		}
+		return err
+	case <-ctx.Done():
+		go func() {
+			<-done
+			f.Close()
+		}()
+		return ctx.Err()
+	}
 }
 
 func sameFile(f *os.File, fi fs.FileInfo) bool {
