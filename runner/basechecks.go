@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -27,7 +27,7 @@ func (r *Runner) checkBase(ctx context.Context, tk *task, ws *workspace.Workspac
 			return err
 		}
 		s := tk.policy.Policy.Sandbox
-		spec, err := tk.env.Spec(docker.Spec{TaskID: tk.ID + "-base", WorkTree: ws.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
+		spec, err := tk.env.Spec(sandbox.Spec{TaskID: tk.ID + "-base", WorkTree: ws.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // booting is the agent's sandbox while the engine creates and starts it,
@@ -14,7 +13,7 @@ import (
 // first request (often its slowest) goes out meanwhile.
 type booting struct {
 	done chan struct{}
-	box  Sandbox
+	box  sandbox.Box
 	err  error
 }
 
@@ -22,7 +21,7 @@ type booting struct {
 // calls fail, which ends the loop, so that a command waiting for the sandbox
 // is cut short (and runs again when the task is retried) instead of being
 // reported to the model as the command's failure.
-func boot(ctx context.Context, d Sandboxes, spec docker.Spec, fail context.CancelFunc) *booting {
+func boot(ctx context.Context, d sandbox.Sandboxes, spec sandbox.Spec, fail context.CancelFunc) *booting {
 	b := &booting{done: make(chan struct{})}
 	go func() {
 		defer close(b.done)

@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
 func TestBootingRunsOnceStarted(t *testing.T) {
 	t.Parallel()
-	b := boot(t.Context(), hostSandboxes{sandboxtest.NewHost(t)}, docker.Spec{TaskID: "boot", WorkTree: t.TempDir()},
+	b := boot(t.Context(), sandboxtest.NewHost(t), sandbox.Spec{TaskID: "boot", WorkTree: t.TempDir()},
 		func() { t.Error("the start failed") })
 	res, err := b.Run(t.Context(), sandbox.Cmd{Shell: "echo up"})
 	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "up" {
@@ -34,7 +33,7 @@ func TestBootingFailureEndsTheLoop(t *testing.T) {
 	loop, end := context.WithCancel(t.Context())
 	defer end()
 	missing := filepath.Join(t.TempDir(), "no-such-tree")
-	b := boot(t.Context(), hostSandboxes{sandboxtest.NewHost(t)}, docker.Spec{TaskID: "boot-fail", WorkTree: missing}, end)
+	b := boot(t.Context(), sandboxtest.NewHost(t), sandbox.Spec{TaskID: "boot-fail", WorkTree: missing}, end)
 	_, err := b.Run(loop, sandbox.Cmd{Argv: []string{"true"}})
 	if err == nil {
 		t.Fatal("a command ran in a sandbox that could not start")
@@ -48,15 +47,4 @@ func TestBootingFailureEndsTheLoop(t *testing.T) {
 	if err := b.Close(t.Context()); err != nil {
 		t.Errorf("close after a failed start: %v", err)
 	}
-}
-
-// hostSandboxes is a sandboxtest.Host as the runner's Sandboxes.
-type hostSandboxes struct{ *sandboxtest.Host }
-
-func (h hostSandboxes) Start(ctx context.Context, spec docker.Spec) (Sandbox, error) {
-	s, err := h.Host.Start(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -23,7 +23,7 @@ type Prepared struct {
 // environment of its own: new upper directories, so that nothing another
 // container wrote over the environment ($HOME's tool configuration, such
 // as `go env -w`) is seen by this one.
-func (p *Prepared) Spec(s docker.Spec) (docker.Spec, error) {
+func (p *Prepared) Spec(s sandbox.Spec) (sandbox.Spec, error) {
 	if p == nil {
 		return s, nil
 	}

@@ -218,7 +218,7 @@ func newEnvWorldIn(t testing.TB, script llmtest.Script, files map[string]string,
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.cfg = runner.Config{
 		GitHub: githubapp.New(gh), Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
-		Sandbox: runner.DockerSandboxes(sandboxtest.NewDriver(t)), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Pulls: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
 		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}

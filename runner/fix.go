@@ -11,7 +11,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -199,7 +198,7 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) (
 // work tree, on the environment setup prepared.
 func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.State, stoppedBy string, err error) {
 	p := at.policy
-	spec, err := tk.env.Spec(docker.Spec{TaskID: at.id, WorkTree: at.ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
+	spec, err := tk.env.Spec(sandbox.Spec{TaskID: at.id, WorkTree: at.ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
 	if err != nil {
 		return nil, "", err
 	}

@@ -80,7 +80,7 @@ func setupUnder(t *testing.T, yaml, image string, files map[string]string, comma
 		}
 	}
 	policy := app.Policy{Setup: app.Setup{Network: true, Run: commands}}
-	s := runner.NewSetup(runner.DockerSandboxes(sandboxtest.NewDriver(t)), policy, "reg-"+strings.ToLower(t.Name()), tree, image)
+	s := runner.NewSetup(sandboxtest.NewDriver(t), policy, "reg-"+strings.ToLower(t.Name()), tree, image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.Registries = server.SetupRegistries
 	return s

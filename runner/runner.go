@@ -1,9 +1,9 @@
 // Package runner runs one queued task from start to finish. A Runner is
 // the queue's Handler; cmd/agentbot hands it the queue's store, the GitHub
 // App as GitHub (runner/githubapp adapts it), the Docker driver as
-// Sandboxes, the workspace manager and the model, each behind an interface
-// the runner declares (github.go, sandboxes.go, Workspaces), and the runner
-// imports neither the queue, the webhook nor a GitHub client.
+// sandbox.Sandboxes, the workspace manager and the model, each behind an
+// interface (github.go, Workspaces, and runner/sandbox's contract), and the
+// runner imports neither the queue, the webhook, a GitHub client nor Docker.
 //
 // A fix (also a retry, a follow-up on a review and a fix of failing CI)
 // reads as its steps, each a method found by its name:
@@ -57,6 +57,7 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -131,7 +132,7 @@ type Config struct {
 	GitHub     GitHub
 	Server     app.ServerConfig
 	Workspaces Workspaces
-	Sandbox    Sandboxes
+	Sandbox    sandbox.Sandboxes
 	// SetupCABundle, when set, is a PEM file the setup container trusts
 	// (--setup-ca-file, with the public roots): for networks whose egress
 	// re-signs TLS.

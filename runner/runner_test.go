@@ -22,7 +22,7 @@ import (
 	"github.com/agentbot/agentbot/runner/githubapp"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -81,7 +81,7 @@ func newWorld(t *testing.T, policy string, script llmtest.Script) *world {
 func newWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
 	t.Helper()
 	host := sandboxtest.NewHost(t)
-	w := buildWorld(t, policy, script, hostSandboxes{host}, func(c *runner.Config) {
+	w := buildWorld(t, policy, script, host, func(c *runner.Config) {
 		// A policy that names no image runs on the host's.
 		c.Server = c.Server.WithDefaultImage(host.Image())
 		configure(c)
@@ -105,7 +105,7 @@ func newDockerWorld(t *testing.T, policy string, script llmtest.Script) *world {
 // changed by configure before it is built.
 func newDockerWorldWith(t *testing.T, policy string, script llmtest.Script, configure func(*runner.Config)) *world {
 	t.Helper()
-	return buildWorld(t, policy, script, runner.DockerSandboxes(sandboxtest.NewDriver(t)), configure)
+	return buildWorld(t, policy, script, sandboxtest.NewDriver(t), configure)
 }
 
 // newWorldWithoutSandboxes is newWorld for a test whose tasks never start
@@ -118,7 +118,7 @@ func newWorldWithoutSandboxes(t *testing.T, policy string, script llmtest.Script
 
 // buildWorld makes a world whose runner starts its sandboxes through
 // sandboxes.
-func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes runner.Sandboxes, configure func(*runner.Config)) *world {
+func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes sandbox.Sandboxes, configure func(*runner.Config)) *world {
 	t.Helper()
 	files := map[string]string{}
 	root := "../deploy/demo/repo"
@@ -221,28 +221,17 @@ func (w *world) sandboxesLeft(t *testing.T, task string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// hostSandboxes is a sandboxtest.Host as the runner's Sandboxes.
-type hostSandboxes struct{ *sandboxtest.Host }
-
-func (h hostSandboxes) Start(ctx context.Context, spec docker.Spec) (runner.Sandbox, error) {
-	s, err := h.Host.Start(ctx, spec)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // noSandboxes are the sandboxes of a test that starts none: asking for
 // one fails the test (from whichever goroutine asks) and the task.
 type noSandboxes struct{ t *testing.T }
 
 var errNoSandbox = errors.New("this test starts no sandbox")
 
-func (s noSandboxes) Start(context.Context, docker.Spec) (runner.Sandbox, error) {
+func (s noSandboxes) Start(context.Context, sandbox.Spec) (sandbox.Box, error) {
 	return nil, s.asked("a sandbox")
 }
 
-func (s noSandboxes) StartEgress(context.Context, docker.EgressSpec) (*docker.Egress, error) {
+func (s noSandboxes) StartEgress(context.Context, sandbox.EgressSpec) (sandbox.Egress, error) {
 	return nil, s.asked("an egress proxy")
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // Setup is the setup phase of one tree, apart from the task it is for: the
@@ -26,10 +25,10 @@ import (
 // (prepareEnv) and agentbot run's local checkout both run it, so that
 // both prepare the same environment under the same key.
 type Setup struct {
-	Sandbox Sandboxes
+	Sandbox sandbox.Sandboxes
 	// Spec is the setup container: its id, the tree, the image and the
 	// policy's limits, and Network when setup may reach its allowed hosts.
-	Spec docker.Spec
+	Spec sandbox.Spec
 	// Policy is the policy's setup: its commands, their timeout, its
 	// network and its cache_key_files.
 	Policy app.Setup
@@ -67,9 +66,9 @@ type Setup struct {
 
 // NewSetup is policy p's setup, in a container named id over the tree at
 // dir on image, with the policy's limits and its network.
-func NewSetup(sb Sandboxes, p app.Policy, id, dir, image string) Setup {
+func NewSetup(sb sandbox.Sandboxes, p app.Policy, id, dir, image string) Setup {
 	return Setup{Sandbox: sb, Policy: p.Setup,
-		Spec: docker.Spec{TaskID: id, WorkTree: dir, Image: image,
+		Spec: sandbox.Spec{TaskID: id, WorkTree: dir, Image: image,
 			CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}}
 }
 
@@ -182,7 +181,7 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 	for _, a := range s.AllowHosts {
 		allow = append(allow, a.String())
 	}
-	spec := docker.EgressSpec{TaskID: s.Spec.TaskID, CABundle: s.CABundle}
+	spec := sandbox.EgressSpec{TaskID: s.Spec.TaskID, CABundle: s.CABundle}
 	for _, n := range s.InternalRanges {
 		spec.Internal = append(spec.Internal, n.String())
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -50,7 +49,7 @@ const verifyOutputLimit = 12 << 10
 
 // VerifyChecks runs checks in order in a new sandbox of spec, which no one
 // else has used, stopping at the first that fails, and removes the sandbox.
-func VerifyChecks(ctx context.Context, d Sandboxes, spec docker.Spec, checks []app.Check) (Verification, error) {
+func VerifyChecks(ctx context.Context, d sandbox.Sandboxes, spec sandbox.Spec, checks []app.Check) (Verification, error) {
 	if len(checks) == 0 {
 		return Verification{}, errors.New("verify: the policy defines no checks")
 	}
@@ -150,7 +149,7 @@ func (r *Runner) verifyTree(ctx context.Context, tk *task, ws *workspace.Workspa
 // tree the host made from git objects, on a view of the prepared
 // environment of their own.
 type FreshVerification struct {
-	Sandbox Sandboxes
+	Sandbox sandbox.Sandboxes
 	Policy  app.Policy
 	// Env is the image and the environment the task's containers run on;
 	// nil runs on the Sandbox's image without an environment.
@@ -205,7 +204,7 @@ func (f FreshVerification) Run(ctx context.Context, ws *workspace.Workspace, gat
 		}
 	}
 	s := f.Policy.Sandbox
-	spec, err := f.Env.Spec(docker.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
+	spec, err := f.Env.Spec(sandbox.Spec{TaskID: id, WorkTree: fresh.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
 	if err != nil {
 		return Verification{}, err
 	}

@@ -105,8 +105,7 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 		return fmt.Errorf("config init --verify: open the environment cache: %w", err)
 	}
 	fmt.Fprintf(out, "verifying in %s:\n", p.Sandbox.Image)
-	boxes := runner.DockerSandboxes(drv)
-	prepared, err := prepareRun(ctx, newRunSetup(boxes, p, server, id, ws.Dir(), caBundle, out), envs, src, ws, out)
+	prepared, err := prepareRun(ctx, newRunSetup(drv, p, server, id, ws.Dir(), caBundle, out), envs, src, ws, out)
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		fmt.Fprintf(out, "setup FAILS: change the policy's setup (%s line %d), or let it reach the hosts it needs (--allow-host, or --config's setup.allow_hosts and setup.registries):\n%v\n",
 			app.PolicyPath, lineOf(text, "setup:"), ee.err)
@@ -116,7 +115,7 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 		return err
 	}
 	defer prepared.Env.Release()
-	runs, err := runEachCheck(ctx, boxes, prepared, p, ws.Dir(), id)
+	runs, err := runEachCheck(ctx, drv, prepared, p, ws.Dir(), id)
 	if err != nil {
 		return fmt.Errorf("config init --verify: %w", err)
 	}
@@ -134,11 +133,11 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 // (runner.VerifyChecks), each container on its own view of the prepared
 // environment, going on in a new sandbox after each that fails, so that
 // each is seen to run or not.
-func runEachCheck(ctx context.Context, boxes runner.Sandboxes, prepared *runner.Prepared, p app.Policy, dir, id string) ([]tools.CheckRun, error) {
+func runEachCheck(ctx context.Context, boxes sandbox.Sandboxes, prepared *runner.Prepared, p app.Policy, dir, id string) ([]tools.CheckRun, error) {
 	s := p.Sandbox
 	var runs []tools.CheckRun
 	for rest := p.Checks; len(rest) > 0; {
-		spec, err := prepared.Spec(docker.Spec{TaskID: fmt.Sprintf("%s-check%d", id, len(runs)), WorkTree: dir,
+		spec, err := prepared.Spec(sandbox.Spec{TaskID: fmt.Sprintf("%s-check%d", id, len(runs)), WorkTree: dir,
 			CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
 		if err != nil {
 			return runs, err

@@ -83,10 +83,12 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 			return fmt.Errorf("eval: find this binary for the sandbox: %w", err)
 		}
 	}
-	if cfg.Driver, err = docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: fmt.Sprintf("eval-%d", os.Getpid())}); err != nil {
+	drv, err := docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: fmt.Sprintf("eval-%d", os.Getpid())})
+	if err != nil {
 		return fmt.Errorf("eval: connect to Docker: %w", err)
 	}
-	defer cfg.Driver.Close()
+	defer drv.Close()
+	cfg.Driver = drv
 	if cfg.Envs, err = envFlags.open(*dataDir); err != nil {
 		return fmt.Errorf("eval: open the environment cache: %w", err)
 	}

@@ -125,10 +125,9 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("run: open the environment cache: %w", err)
 	}
 	out := env.Stdout
-	boxes := runner.DockerSandboxes(drv)
 	// The policy's image, which the server config's sandbox.images bounds,
 	// is every container's, as on a worker.
-	s := newRunSetup(boxes, policy, server, taskID, ws.Dir(), caBundle, out)
+	s := newRunSetup(drv, policy, server, taskID, ws.Dir(), caBundle, out)
 	prepared, err := prepareRun(ctx, s, envs, src, ws, out)
 	if err != nil {
 		return err
@@ -155,7 +154,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	if gateErr != nil {
 		return fmt.Errorf("run: gate the change: %w", gateErr)
 	}
-	v, err := runner.FreshVerification{Sandbox: boxes, Policy: policy, Env: prepared, Setup: s}.Run(ctx, ws, gate.Tree, taskID+"-verify", policy.Checks)
+	v, err := runner.FreshVerification{Sandbox: drv, Policy: policy, Env: prepared, Setup: s}.Run(ctx, ws, gate.Tree, taskID+"-verify", policy.Checks)
 	if err != nil {
 		return fmt.Errorf("run: verify the checks: %w", err)
 	}

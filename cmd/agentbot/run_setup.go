@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -51,7 +52,7 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 // network only through the egress proxy to server's setup.allow_hosts,
 // trusting caBundle. It prints each command and every connection the
 // proxy refused.
-func newRunSetup(sb runner.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, out io.Writer) runner.Setup {
+func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, out io.Writer) runner.Setup {
 	s := runner.NewSetup(sb, p, id+"-setup", dir, p.Sandbox.Image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.CABundle = caBundle

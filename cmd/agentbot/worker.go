@@ -215,7 +215,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}
 	r, err := runner.New(runner.Config{
 		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
-		Sandbox: runner.DockerSandboxes(drv), Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
+		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 		Audit: audit, Traces: traces,
 		Tasks: storeTasks{store}, Pulls: store, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},

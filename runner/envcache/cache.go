@@ -58,7 +58,6 @@ import (
 	units "github.com/docker/go-units"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // SeedHome is the shell line a new environment's setup runs first: it
@@ -461,7 +460,7 @@ func (b *Builder) Private() (*Env, error) {
 // Overlays returns the mounts of one container: $HOME and each tree-local
 // directory, copy-on-write over the environment, with upper directories of
 // the container's own, removed on Release.
-func (e *Env) Overlays() ([]docker.Overlay, error) {
+func (e *Env) Overlays() ([]sandbox.Overlay, error) {
 	run, lock, err := newLockedDir(filepath.Join(e.c.dir, "run"), e.Key+"."+rand.Text())
 	if err != nil {
 		return nil, fmt.Errorf("overlay environment %s: %w", e.Key, err)
@@ -473,9 +472,9 @@ func (e *Env) Overlays() ([]docker.Overlay, error) {
 	for _, name := range e.Dirs {
 		lowers[sandbox.WorkDir+"/"+name] = filepath.Join(e.dir, "tree", name)
 	}
-	var out []docker.Overlay
+	var out []sandbox.Overlay
 	for i, target := range slices.Sorted(maps.Keys(lowers)) {
-		o := docker.Overlay{Target: target, Lower: lowers[target],
+		o := sandbox.Overlay{Target: target, Lower: lowers[target],
 			Upper: filepath.Join(run, fmt.Sprint(i), "upper"), Work: filepath.Join(run, fmt.Sprint(i), "work")}
 		// The upper directory's owner and mode are the mount's root's.
 		if err := shareDir(o.Upper, 0o755); err != nil {

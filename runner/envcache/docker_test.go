@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { sandboxtest.Main(m) }
 
-func run(t *testing.T, c *docker.Container, line string) string {
+func run(t *testing.T, c sandbox.Box, line string) string {
 	t.Helper()
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: line, Timeout: time.Minute})
 	if res.ExitCode != 0 {
@@ -28,7 +28,7 @@ func run(t *testing.T, c *docker.Container, line string) string {
 // tree runs SeedHome; the
 // environment is published and held until the test ends, and its
 // overlays are returned.
-func prepare(t *testing.T, d *docker.Driver, image, key, tree string) []docker.Overlay {
+func prepare(t *testing.T, d *docker.Driver, image, key, tree string) []sandbox.Overlay {
 	t.Helper()
 	c, err := envcache.Open(t.TempDir(), 0, nil)
 	if err != nil {
@@ -38,7 +38,7 @@ func prepare(t *testing.T, d *docker.Driver, image, key, tree string) []docker.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := sandboxtest.Start(t, d, docker.Spec{Image: image, WorkTree: tree, Home: b.Home()})
+	setup := sandboxtest.Start(t, d, sandbox.Spec{Image: image, WorkTree: tree, Home: b.Home()})
 	run(t, setup, envcache.SeedHome)
 	setup.Close(t.Context())
 	env, err := b.Publish()
@@ -67,7 +67,7 @@ func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Home: b.Home()})
+	setup := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Home: b.Home()})
 	run(t, setup, `mkdir -p "$HOME/.npm" node_modules/dep && echo cached >"$HOME/.npm/dep" && echo 'module.exports = 1' >node_modules/dep/index.js`)
 	setup.Close(t.Context())
 	env, err := b.Publish()
@@ -89,7 +89,7 @@ func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		box := sandboxtest.Start(t, d, docker.Spec{Overlays: ov})
+		box := sandboxtest.Start(t, d, sandbox.Spec{Overlays: ov})
 		defer box.Close(t.Context())
 		return run(t, box, line)
 	}
@@ -102,7 +102,7 @@ func TestNoTaskPoisonsTheEnvironment(t *testing.T) {
 }
 
 // compiles is how many packages "go build -x pkg" compiles in c.
-func compiles(t *testing.T, c *docker.Container, pkg string) string {
+func compiles(t *testing.T, c sandbox.Box, pkg string) string {
 	t.Helper()
 	return strings.TrimSpace(run(t, c, `go build -x `+pkg+` 2>&1 | grep -c '/compile ' || true`))
 }
@@ -110,7 +110,7 @@ func compiles(t *testing.T, c *docker.Container, pkg string) string {
 // vets is how many packages "go test -x" of a new package whose test
 // imports only testing vets in c: the package itself, and those of the
 // standard library whose facts the cache lacks.
-func vets(t *testing.T, c *docker.Container) string {
+func vets(t *testing.T, c sandbox.Box) string {
 	t.Helper()
 	return strings.TrimSpace(run(t, c, `cd "$(mktemp -d)" && printf 'module m\n' >go.mod &&
 printf 'package m\n\nimport "testing"\n\nfunc TestM(*testing.T) {}\n' >m_test.go &&
@@ -125,7 +125,7 @@ func TestGoImageSeedsABuildCache(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	image := sandboxtest.ToolchainImage(t, "go")
 	ov := prepare(t, d, image, "00000000000000c0", sandboxtest.WorkTree(t))
-	seeded := sandboxtest.Start(t, d, docker.Spec{Image: image, Overlays: ov})
+	seeded := sandboxtest.Start(t, d, sandbox.Spec{Image: image, Overlays: ov})
 	if n := compiles(t, seeded, "testing"); n != "0" {
 		t.Errorf("with the seeded environment, go build compiled %s packages of the standard library; want 0", n)
 	}
@@ -133,7 +133,7 @@ func TestGoImageSeedsABuildCache(t *testing.T) {
 		t.Errorf("with the seeded environment, go test vetted %s packages; want 1, its own", n)
 	}
 	// A package without imports, so that the cold container compiles one.
-	if n := compiles(t, sandboxtest.Start(t, d, docker.Spec{Image: image}), "unicode/utf8"); n == "0" {
+	if n := compiles(t, sandboxtest.Start(t, d, sandbox.Spec{Image: image}), "unicode/utf8"); n == "0" {
 		t.Error("without an environment nothing was compiled either: the check proves nothing")
 	}
 }

@@ -48,12 +48,11 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // Config says how a suite is run.
 type Config struct {
-	Driver *docker.Driver
+	Driver sandbox.Sandboxes
 	// Model returns the model for one run of a task and what releases it:
 	// the same client for every run, or a scripted model started afresh
 	// from the task's trajectory.
@@ -260,7 +259,7 @@ func (cfg *Config) hidden(ctx context.Context, home *seededHome, t Task, id stri
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
 	p := t.Policy.Sandbox
-	spec, err := home.Spec(docker.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk})
+	spec, err := home.Spec(sandbox.Spec{TaskID: id + "-hidden", WorkTree: tree.Dir(), CPUs: p.CPUs, Memory: p.Memory, Pids: p.Pids, MaxTreeGrowth: p.Disk})
 	if err != nil {
 		return nil, err
 	}

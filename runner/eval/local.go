@@ -15,7 +15,7 @@ import (
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/agent"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
+	"github.com/agentbot/agentbot/runner/sandbox"
 )
 
 // DefaultCheckTimeout bounds each check given as a bare command.
@@ -72,7 +72,7 @@ func (e *NoChecksError) Error() string { return e.Message }
 // Local runs the agent loop on a tree, without GitHub: agentbot run does it
 // once on a checkout, an evaluation once per task and run.
 type Local struct {
-	Driver *docker.Driver
+	Driver sandbox.Sandboxes
 	Policy app.Policy
 	Model  agent.Model
 	// Repo names the repository in the task prompt.
@@ -90,7 +90,7 @@ type Local struct {
 // *runner.Prepared (the policy's image and a view of the prepared
 // environment of the sandbox's own), or an evaluation's seeded $HOME.
 type Env interface {
-	Spec(docker.Spec) (docker.Spec, error)
+	Spec(sandbox.Spec) (sandbox.Spec, error)
 }
 
 // LocalTree is the tree a Local loop works on: a Tree, or agentbot run's
@@ -106,7 +106,7 @@ type LocalTree interface {
 // an error, as far as it got.
 func (l Local) Run(ctx context.Context, taskID string, tree LocalTree) (*agent.State, error) {
 	p := l.Policy
-	spec := docker.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
+	spec := sandbox.Spec{TaskID: taskID, WorkTree: tree.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk}
 	if l.Env != nil {
 		var err error
 		if spec, err = l.Env.Spec(spec); err != nil {

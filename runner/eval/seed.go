@@ -12,7 +12,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // seedTimeout bounds copying the image's seed of $HOME.
@@ -35,7 +34,7 @@ type seededHome struct {
 // seedHome returns the seed of drv's image: the one envs keeps, copied
 // into envs when it holds none yet; without envs, a private copy under a
 // temporary directory, removed at close.
-func seedHome(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, log *slog.Logger) (_ *seededHome, err error) {
+func seedHome(ctx context.Context, drv sandbox.Sandboxes, envs *envcache.Cache, log *slog.Logger) (_ *seededHome, err error) {
 	dir, err := os.MkdirTemp("", "agentbot-eval-home-")
 	if err != nil {
 		return nil, err
@@ -90,8 +89,8 @@ func seedHome(ctx context.Context, drv *docker.Driver, envs *envcache.Cache, log
 
 // copySeed runs envcache.SeedHome in a network-less container whose $HOME
 // is home.
-func copySeed(ctx context.Context, drv *docker.Driver, tree, home string) error {
-	box, err := drv.Start(ctx, docker.Spec{TaskID: fmt.Sprintf("eval-%d-home", os.Getpid()), WorkTree: tree, Home: home})
+func copySeed(ctx context.Context, drv sandbox.Sandboxes, tree, home string) error {
+	box, err := drv.Start(ctx, sandbox.Spec{TaskID: fmt.Sprintf("eval-%d-home", os.Getpid()), WorkTree: tree, Home: home})
 	if err != nil {
 		return fmt.Errorf("start the sandbox: %w", err)
 	}
@@ -108,7 +107,7 @@ func copySeed(ctx context.Context, drv *docker.Driver, tree, home string) error 
 }
 
 // Spec gives a sandbox a view of the seed of its own.
-func (s *seededHome) Spec(spec docker.Spec) (docker.Spec, error) {
+func (s *seededHome) Spec(spec sandbox.Spec) (sandbox.Spec, error) {
 	ov, err := s.env.Overlays()
 	spec.Overlays = ov
 	return spec, err

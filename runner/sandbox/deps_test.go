@@ -18,11 +18,14 @@ var dockerPackages = []string{
 	"github.com/agentbot/agentbot/runner/sandbox/docker",
 }
 
-// The protocol, the tools, the loop and the egress proxy link no Docker:
-// only the driver does.
+// The contract and protocol, the tools, the loop and the egress proxy link
+// no Docker, nor do the runner, the environment cache and the evaluation
+// written against the contract: only the driver does, and cmd/agentbot
+// hands it to them.
 func TestNoDockerBehindTheProtocol(t *testing.T) {
 	t.Parallel()
-	for _, pkg := range []string{"runner/sandbox", "runner/tools", "runner/agent", "runner/egress"} {
+	for _, pkg := range []string{"runner/sandbox", "runner/tools", "runner/agent", "runner/egress",
+		"runner", "runner/envcache", "runner/eval", "runner/githubapp"} {
 		t.Run(pkg, func(t *testing.T) {
 			out, err := exec.Command("go", "list", "-deps", "github.com/agentbot/agentbot/"+pkg).Output()
 			if err != nil {

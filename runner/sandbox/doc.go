@@ -1,9 +1,12 @@
-// Package sandbox is the protocol between the host and the executor that
-// runs the agent's commands inside a sandbox container: a Cmd, its Result,
-// the Answer that carries it on the wire, and Serve, the executor itself
-// ("agentbot sandbox-exec"). It links no Docker: the tools and the loop speak
-// it without knowing what runs the container. The Docker driver that starts
-// containers over this protocol is runner/sandbox/docker.
+// Package sandbox is the contract between the runner and what runs its
+// containers, and the protocol between the host and the executor inside
+// one. The contract (box.go): Sandboxes starts a Box for a Spec, with the
+// Overlays of a prepared environment and, for setup, an Egress. The
+// protocol: a Cmd, its Result, the Answer that carries it on the wire, and
+// Serve, the executor itself ("agentbot sandbox-exec"). It links no Docker:
+// the runner, the environment cache, the tools and the loop speak it
+// without knowing what runs the container. The Docker driver that
+// implements it is runner/sandbox/docker.
 //
 // The wire format is one JSON Cmd per line on the executor's stdin and one
 // JSON Answer per line on its stdout, one command at a time.

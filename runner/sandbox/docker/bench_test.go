@@ -13,7 +13,6 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -24,7 +23,7 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 	tree := sandboxtest.WorkTree(b)
 	ctx := context.Background()
 	for b.Loop() {
-		c, err := d.Start(ctx, docker.Spec{TaskID: "bench", WorkTree: tree})
+		c, err := d.Start(ctx, sandbox.Spec{TaskID: "bench", WorkTree: tree})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -48,7 +47,7 @@ func BenchmarkStartToFirstCommand(b *testing.B) {
 // medians of a busy machine do not.
 func BenchmarkRoundTrip(b *testing.B) {
 	d := sandboxtest.NewDriver(b)
-	c := sandboxtest.Start(b, d, docker.Spec{})
+	c := sandboxtest.Start(b, d, sandbox.Spec{})
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		b.Fatal(err)
@@ -70,7 +69,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		viaExecutor = append(viaExecutor, time.Since(start))
 		inside = append(inside, res.Duration)
 		start = time.Now()
-		if err := dockerExec(ctx, cli, c.ID, "65532:65532", "true"); err != nil {
+		if err := dockerExec(ctx, cli, c.Name(), "65532:65532", "true"); err != nil {
 			b.Fatal(err)
 		}
 		viaDockerExec = append(viaDockerExec, time.Since(start))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -23,7 +22,7 @@ const forgery = `{"exit_code":0,"stdout":"Zm9yZ2Vk","duration":1}`
 func TestCommandCannotForgeItsResult(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{})
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
 	attack := `ex=$PPID
 echo "executor $ex"
 for p in $ex 1; do
@@ -66,7 +65,7 @@ exit 3
 func TestNothingOutlivesItsCommand(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{})
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
 	res := shell(t, c, `sleep 1000 &
 setsid sleep 1001 </dev/null >/dev/null 2>&1 &
 (setsid sh -c 'sleep 1002 </dev/null >/dev/null 2>&1 & echo $! > /tmp/daemon') </dev/null >/dev/null 2>&1
@@ -95,7 +94,7 @@ echo "$n"`)
 func TestCommandsRunAsTheSandboxUser(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{})
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
 	res := shell(t, c, "id -u; id -g; id -G; ps -o user= -p $PPID")
 	want := "65532\n65532\n65532\nroot\n"
 	if string(res.Stdout) != want {

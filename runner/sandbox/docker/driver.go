@@ -1,6 +1,7 @@
 // Package docker runs the agent's commands in hardened, network-less Docker
-// containers. It is the only package of agentbot that imports Docker;
-// the protocol it speaks to the executor is runner/sandbox.
+// containers. It is the only package of agentbot that imports Docker; a
+// Driver is a sandbox.Sandboxes, and the protocol it speaks to the executor
+// is runner/sandbox.
 //
 // A Driver talks to the engine on behalf of one worker. Driver.Start creates
 // a Container for a task over the task's work tree, with the design's
@@ -158,64 +159,6 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 // Close releases the connection to the engine; containers are left alone.
 func (d *Driver) Close() error { return d.cli.Close() }
 
-// Spec is one container for one task. Zero limits take the defaults.
-type Spec struct {
-	TaskID    string
-	WorkTree  string  // host directory mounted read-write at sandbox.WorkDir; sandbox.UID must be able to write it
-	CPUs      float64 // DefaultCPUs when zero
-	Memory    int64   // bytes, memory and memory+swap; DefaultMemory when zero
-	Pids      int64   // DefaultPids when zero
-	TmpfsSize int64   // bytes for each of /tmp and $HOME; DefaultTmpfsSize when zero
-	// MaxFileSize is the largest file any process may write, in bytes;
-	// DefaultMaxFileSize when zero.
-	MaxFileSize int64
-	// MaxTreeGrowth is how many bytes of disk a command may add to the
-	// work tree, the overlays' upper directories and Home together before
-	// the executor kills it (sandbox.Cmd.MaxTreeGrowth), for every command
-	// that sets none; sandbox.DefaultMaxTreeGrowth when zero. RLIMIT_FSIZE
-	// bounds one file; this bounds them all.
-	MaxTreeGrowth int64
-	// Network gives the container Docker's default bridge, which reaches
-	// wherever the host does. Only the setup phase may ask for network, and
-	// the runner gives it an Egress instead; the agent phase always runs in
-	// a fresh container without.
-	Network bool
-	// Egress puts the container on a setup network, whose only way out is
-	// the egress proxy, with the proxy variables set; Network is then
-	// ignored.
-	Egress *Egress
-	// CABundle is a host file of PEM certificates the container's TLS
-	// clients trust instead of the image's own (SSL_CERT_FILE and the
-	// variables of node, pip, requests, curl and git): the operator's CA,
-	// for networks whose egress re-signs TLS, with the public roots.
-	CABundle string
-	Env      []string // KEY=VALUE added to the sandbox's minimal environment
-	// Image is the container's image; the Driver's Options.Image when
-	// empty.
-	Image string
-	// Home, when set, is a host directory mounted read-write at
-	// sandbox.Home instead of the tmpfs: what the setup phase writes there
-	// is kept. Only the setup phase may ask for it.
-	Home string
-	// Overlays are copy-on-write views of host directories: the container
-	// writes into each one's Upper, never into its Lower. One whose Target
-	// is in the work tree where the tree has a file or a non-empty
-	// directory is left out: it would hide the tree's own.
-	Overlays []Overlay
-}
-
-// Overlay is a copy-on-write mount: Target shows Lower, and what the
-// container writes goes to Upper (Work is overlayfs' scratch directory,
-// on Upper's filesystem). Upper and Work are the container's own; no two
-// containers may share them. The engine mounts it (the local volume
-// driver's overlay type), so the container needs no privilege for it.
-type Overlay struct {
-	Target string // absolute path in the container
-	Lower  string // host directories, read only
-	Upper  string
-	Work   string
-}
-
 // caBundlePath is where Spec.CABundle is mounted.
 const caBundlePath = "/etc/ssl/agentbot/ca-bundle.pem"
 
@@ -241,8 +184,12 @@ type Container struct {
 	volumes []string // the overlay volumes, removed with the container
 }
 
+// Name is the container's id.
+func (c *Container) Name() string { return c.ID }
+
 // Start creates the container, attaches to the executor and starts it.
-func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
+// The Box is a *Container.
+func (d *Driver) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Box, error) {
 	overlays, err := d.shown(spec)
 	if err != nil {
 		return nil, err
@@ -287,7 +234,7 @@ func (d *Driver) Start(ctx context.Context, spec Spec) (*Container, error) {
 	return c, nil
 }
 
-func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, error) {
+func (d *Driver) config(spec sandbox.Spec) (*container.Config, *container.HostConfig, error) {
 	if spec.TaskID == "" {
 		return nil, nil, errors.New("sandbox spec: TaskID is required")
 	}
@@ -306,10 +253,14 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 	network := container.NetworkMode("none")
 	var dns []string
 	env := append([]string{"HOME=" + sandbox.Home, "TMPDIR=/tmp", "LANG=C.UTF-8", "USER=sandbox"}, spec.Env...)
+	eg, ok := spec.Egress.(*Egress)
+	if spec.Egress != nil && !ok {
+		return nil, nil, fmt.Errorf("sandbox egress %T was not started by the Docker driver", spec.Egress)
+	}
 	switch {
-	case spec.Egress != nil:
-		network = container.NetworkMode(spec.Egress.Network)
-		env = append(env, spec.Egress.Env()...)
+	case eg != nil:
+		network = container.NetworkMode(eg.Network)
+		env = append(env, eg.Env()...)
 		// The proxy resolves names; Docker's resolver on the network would
 		// otherwise forward the container's queries out, a channel past
 		// the proxy. A nameserver on the container's own loopback, where
@@ -323,8 +274,8 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 		{Type: mount.TypeBind, Source: d.opts.ExecutorPath, Target: executorPath, ReadOnly: true},
 	}
 	caBundle := spec.CABundle
-	if spec.Egress != nil && spec.Egress.CABundle != "" {
-		caBundle = spec.Egress.CABundle
+	if eg != nil && eg.CABundle != "" {
+		caBundle = eg.CABundle
 	}
 	if caBundle != "" {
 		ca, err := filepath.Abs(caBundle)
@@ -428,7 +379,7 @@ func (d *Driver) config(spec Spec) (*container.Config, *container.HostConfig, er
 // (a repository's own top-level internal/ is never covered by a directory
 // some environment kept). An empty directory hides nothing: the engine
 // leaves one behind for each mount.
-func (d *Driver) shown(spec Spec) ([]Overlay, error) {
+func (d *Driver) shown(spec sandbox.Spec) ([]sandbox.Overlay, error) {
 	if len(spec.Overlays) == 0 {
 		// Nothing to hide; a work tree that is not there is config's to refuse.
 		return nil, nil
@@ -438,7 +389,7 @@ func (d *Driver) shown(spec Spec) ([]Overlay, error) {
 		return nil, fmt.Errorf("sandbox work tree %q: %w", spec.WorkTree, err)
 	}
 	defer root.Close()
-	var out []Overlay
+	var out []sandbox.Overlay
 	for _, o := range spec.Overlays {
 		rel, ok := strings.CutPrefix(o.Target, sandbox.WorkDir+"/")
 		if !ok {
@@ -497,7 +448,7 @@ func hostDir(what, dir string) (string, error) {
 // overlayVolumes creates one local volume of the overlay type per overlay
 // of spec and mounts it in host. The volumes are the container's own and
 // go with it; on error none is left.
-func (d *Driver) overlayVolumes(ctx context.Context, spec Spec, host *container.HostConfig) ([]string, error) {
+func (d *Driver) overlayVolumes(ctx context.Context, spec sandbox.Spec, host *container.HostConfig) ([]string, error) {
 	var names []string
 	for i, o := range spec.Overlays {
 		lower, _ := filepath.Abs(o.Lower)

@@ -70,11 +70,11 @@ func runWorker(workerID string) int {
 		if err != nil {
 			return err
 		}
-		c, err := d.Start(ctx, docker.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")})
+		c, err := d.Start(ctx, sandbox.Spec{TaskID: "orphan", WorkTree: os.Getenv("AGENTBOT_TEST_TREE")})
 		if err != nil {
 			return err
 		}
-		fmt.Println(c.ID)
+		fmt.Println(c.Name())
 		select {} // until SIGKILL
 	}()
 	fmt.Fprintln(os.Stderr, err)
@@ -82,7 +82,7 @@ func runWorker(workerID string) int {
 }
 
 // shell runs a shell line in c and returns its result.
-func shell(t *testing.T, c *docker.Container, line string) sandbox.Result {
+func shell(t *testing.T, c sandbox.Box, line string) sandbox.Result {
 	t.Helper()
 	return sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: line, Timeout: time.Minute})
 }
@@ -91,7 +91,7 @@ func TestRunBasics(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Env: []string{"GREETING=hello"}})
 
 	res := shell(t, c, `echo "$GREETING from $(pwd)"; echo oops >&2; exit 7`)
 	if got := string(res.Stdout); got != "hello from /workspace\n" || string(res.Stderr) != "oops\n" || res.ExitCode != 7 {
@@ -126,11 +126,11 @@ func TestStartRefusesBadSpec(t *testing.T) {
 	d := sandboxtest.NewDriver(t)
 	tests := []struct {
 		name string
-		spec docker.Spec
+		spec sandbox.Spec
 		want string
 	}{
-		{"no task", docker.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
-		{"missing tree", docker.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
+		{"no task", sandbox.Spec{WorkTree: t.TempDir()}, "TaskID is required"},
+		{"missing tree", sandbox.Spec{TaskID: "t", WorkTree: filepath.Join(t.TempDir(), "nope")}, "is not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,12 +196,12 @@ func TestNoNetwork(t *testing.T) {
 	tree := sandboxtest.WorkTree(t)
 
 	// The probe works: the setup container, on a bridge, reaches the host.
-	setup := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Network: true})
+	setup := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Network: true})
 	if res := shell(t, setup, connect(gateway, openPort)); res.ExitCode != 0 {
 		t.Fatalf("control: the setup container cannot reach %s:%s (exit %d); the probe proves nothing", gateway, openPort, res.ExitCode)
 	}
 
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
 	probes := []struct{ name, line string }{
 		{"redis via 127.0.0.1", connect("127.0.0.1", redisPort)},
 		{"redis via the bridge gateway", connect(gateway, redisPort)},
@@ -226,7 +226,7 @@ func TestNoNetwork(t *testing.T) {
 func TestForkBombStoppedByPidsLimit(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{Pids: 64})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Pids: 64})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "b() { b | b & }; b; sleep 30", Timeout: 5 * time.Second})
 	// The shell at the head fails too once no pid is left, or else the
 	// timeout stops it; either way the executor answers.
@@ -252,7 +252,7 @@ func TestForkBombStoppedByPidsLimit(t *testing.T) {
 
 // requireClean checks that c runs no process but its init and executor,
 // and that a command may fork as many as it likes up to the pids limit.
-func requireClean(t *testing.T, c *docker.Container) {
+func requireClean(t *testing.T, c sandbox.Box) {
 	t.Helper()
 	res := shell(t, c, "ps -e --no-headers | wc -l")
 	// docker-init, the executor, sh, ps and wc.
@@ -268,7 +268,7 @@ func requireClean(t *testing.T, c *docker.Container) {
 func TestMemoryHogKilledAndReported(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{Memory: 128 << 20})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 128 << 20})
 	res := shell(t, c, "dd if=/dev/zero of=/dev/null bs=512M count=1")
 	if !res.OOMKilled || res.ExitCode != 137 {
 		t.Errorf("memory hog: exit %d oom %v stderr %q; want 137, out of memory", res.ExitCode, res.OOMKilled, res.Stderr)
@@ -282,7 +282,7 @@ func TestMemoryHogKilledAndReported(t *testing.T) {
 func TestInfiniteLoopKilledWithItsGroup(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{})
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
 	res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "sleep 1000 & sleep 1001 & while :; do :; done", Timeout: time.Second})
 	if !res.TimedOut || res.ExitCode != 137 {
 		t.Errorf("loop: exit %d timed out %v, want killed at its timeout", res.ExitCode, res.TimedOut)
@@ -296,7 +296,7 @@ func TestHugeOutputIsCapped(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	// The executor shares this limit: buffering the output would kill it.
-	c := sandboxtest.Start(t, d, docker.Spec{Memory: 256 << 20})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Memory: 256 << 20})
 	const size = 2 << 30
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -324,7 +324,7 @@ func TestConfinement(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(tree), "credentials"), []byte(token), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
 
 	res := shell(t, c, "id -u; id -g; grep -E '^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status")
 	// The bounding set keeps what the executor needs (setuid, setgid,
@@ -360,7 +360,7 @@ func TestConfinement(t *testing.T) {
 func TestCancellationRemovesContainer(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c, err := d.Start(context.Background(), docker.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
+	c, err := d.Start(context.Background(), sandbox.Spec{TaskID: "cancel", WorkTree: sandboxtest.WorkTree(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestCancellationRemovesContainer(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	requireGone(t, c.ID)
+	requireGone(t, c.Name())
 	if err := c.Close(ctx); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
@@ -425,10 +425,10 @@ func TestLostCreateLeavesNothing(t *testing.T) {
 
 	d := sandboxtest.NewDriver(t)
 	tmp := t.TempDir()
-	home := docker.Overlay{Target: sandbox.Home, Lower: ownedDir(t, filepath.Join(tmp, "lower")),
+	home := sandbox.Overlay{Target: sandbox.Home, Lower: ownedDir(t, filepath.Join(tmp, "lower")),
 		Upper: ownedDir(t, filepath.Join(tmp, "upper")), Work: ownedDir(t, filepath.Join(tmp, "work"))}
 	task := "lost-" + rand.Text()
-	if _, err := d.Start(t.Context(), docker.Spec{TaskID: task, WorkTree: sandboxtest.WorkTree(t), Overlays: []docker.Overlay{home}}); err == nil {
+	if _, err := d.Start(t.Context(), sandbox.Spec{TaskID: task, WorkTree: sandboxtest.WorkTree(t), Overlays: []sandbox.Overlay{home}}); err == nil {
 		t.Fatal("Start succeeded without the engine's answer")
 	}
 	if created.Load() != 1 {
@@ -449,7 +449,7 @@ func TestLostCreateLeavesNothing(t *testing.T) {
 func TestExecutorDeathIsAnError(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{})
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
@@ -457,7 +457,7 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 	defer cli.Close()
 	killed := make(chan error, 1)
 	time.AfterFunc(500*time.Millisecond, func() {
-		killed <- dockerExec(context.Background(), cli, c.ID, "0", "sh", "-c",
+		killed <- dockerExec(context.Background(), cli, c.Name(), "0", "sh", "-c",
 			`for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = agentbot ] && kill -9 ${p#/proc/}; done; true`)
 	})
 	_, err = c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "60"}, Timeout: time.Minute})
@@ -478,7 +478,7 @@ func TestExecutorDeathIsAnError(t *testing.T) {
 func TestCloseDuringRun(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	c := sandboxtest.Start(t, d, docker.Spec{})
+	c := sandboxtest.Start(t, d, sandbox.Spec{})
 	closed := make(chan error, 1)
 	time.AfterFunc(500*time.Millisecond, func() { closed <- c.Close(context.Background()) })
 	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"sleep", "600"}}); err == nil || !strings.Contains(err.Error(), "closed") {
@@ -487,7 +487,7 @@ func TestCloseDuringRun(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	requireGone(t, c.ID)
+	requireGone(t, c.Name())
 	if _, err := c.Run(context.Background(), sandbox.Cmd{Argv: []string{"true"}}); err == nil {
 		t.Error("a closed container takes commands")
 	}
@@ -608,7 +608,7 @@ func TestHugeFileStoppedByFileSizeLimit(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
 	res := shell(t, c, "dd if=/dev/zero of=/workspace/huge.bin bs=1M count=512")
 	if res.ExitCode == 0 {
 		t.Errorf("dd of 512 MiB exited 0; stderr %q", res.Stderr)
@@ -637,7 +637,7 @@ func TestManyFilesStoppedByTreeLimit(t *testing.T) {
 	const slack = 192 << 20
 	d := sandboxtest.NewDriver(t)
 	tree := sandboxtest.WorkTree(t)
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, MaxTreeGrowth: growth})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, MaxTreeGrowth: growth})
 	// Under the limit: unaffected.
 	if res := shell(t, c, "dd if=/dev/zero of=small.bin bs=1M count=64 2>/dev/null && echo ok"); res.ExitCode != 0 || res.TreeFull || string(res.Stdout) != "ok\n" {
 		t.Fatalf("a command under the limit: exit %d, tree full %v, stdout %q, stderr %q", res.ExitCode, res.TreeFull, res.Stdout, res.Stderr)

@@ -36,24 +36,6 @@ const (
 	networkLabel = "agentbot.egress"
 )
 
-// EgressSpec is the network of one setup phase.
-type EgressSpec struct {
-	TaskID string
-	// Allow are the setup.allow_hosts entries, already validated
-	// (app.ParseAllowHost), the proxy connects to.
-	Allow []string
-	// Upstream holds the private registries' credentials, handed to the
-	// proxy on its stdin: neither the engine's view of the proxy
-	// container nor anything on the setup network holds them.
-	Upstream egress.Upstream
-	// CABundle is the setup container's Spec.CABundle, if any: the proxy
-	// trusts it too when it connects to a registry itself.
-	CABundle string
-	// Internal are the setup.internal_ranges (CIDR) no allowed name may
-	// lead to.
-	Internal []string
-}
-
 // Egress is a setup phase's only way out: an internal Docker network on
 // which the host has no address, so that a container attached to it routes
 // nowhere, and on it the egress proxy ("agentbot egress-proxy"), a
@@ -84,8 +66,9 @@ type Egress struct {
 }
 
 // StartEgress creates the network and starts the proxy on it. The caller
-// must Close it, which also says what the proxy refused.
-func (d *Driver) StartEgress(ctx context.Context, spec EgressSpec) (_ *Egress, err error) {
+// must Close it, which also says what the proxy refused. The Egress is an
+// *Egress.
+func (d *Driver) StartEgress(ctx context.Context, spec sandbox.EgressSpec) (_ sandbox.Egress, err error) {
 	if spec.TaskID == "" {
 		return nil, errors.New("egress spec: TaskID is required")
 	}
@@ -127,7 +110,7 @@ func (d *Driver) StartEgress(ctx context.Context, spec EgressSpec) (_ *Egress, e
 	return e, nil
 }
 
-func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []string, labels map[string]string) error {
+func (e *Egress) startProxy(ctx context.Context, spec sandbox.EgressSpec, subnets []string, labels map[string]string) error {
 	d := e.d
 	cmd := []string{executorPath, "egress-proxy", "--listen", fmt.Sprintf(":%d", proxyPort)}
 	// Only the setup network's peers, not every container on the bridge.
@@ -221,7 +204,7 @@ func (e *Egress) startProxy(ctx context.Context, spec EgressSpec, subnets []stri
 // upstreamOf is what the proxy reads on its stdin, or nil when no
 // registry has credentials: the credentials, and spec.CABundle's
 // certificates for the proxy's own connections to registries.
-func upstreamOf(spec EgressSpec) ([]byte, error) {
+func upstreamOf(spec sandbox.EgressSpec) ([]byte, error) {
 	if len(spec.Upstream.Credentials) == 0 {
 		return nil, nil
 	}

@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/runner/egress"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
 func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress {
 	t.Helper()
-	e, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-" + rand.Text(), Allow: allow})
+	e, err := d.StartEgress(context.Background(), sandbox.EgressSpec{TaskID: "egress-" + rand.Text(), Allow: allow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +27,7 @@ func startEgress(t *testing.T, d *docker.Driver, allow ...string) *docker.Egress
 			t.Errorf("close egress: %v", err)
 		}
 	})
-	return e
+	return e.(*docker.Egress)
 }
 
 func TestEgressOnlyThroughTheProxy(t *testing.T) {
@@ -35,7 +36,7 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 	gateway, hostIP := hostAddrs(t)
 	allowed, other := sandboxtest.StartGitServer(t), sandboxtest.StartGitServer(t)
 	e := startEgress(t, d, gateway+":"+allowed.Port)
-	c := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Egress: e})
 
 	lsRemote := func(host, port string) string {
 		return fmt.Sprintf("timeout 20 git ls-remote http://%s:%s/repo.git", host, port)
@@ -97,7 +98,7 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 func TestEgressRefusesABadAllowEntry(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
-	_, err := d.StartEgress(context.Background(), docker.EgressSpec{TaskID: "egress-bad", Allow: []string{"169.254.169.254"}})
+	_, err := d.StartEgress(context.Background(), sandbox.EgressSpec{TaskID: "egress-bad", Allow: []string{"169.254.169.254"}})
 	if err == nil || !strings.Contains(err.Error(), "link-local") {
 		t.Errorf("StartEgress with the metadata address allowed = %v, want the proxy's refusal to start", err)
 	}
@@ -111,7 +112,7 @@ func TestCABundleIsTheContainersTrustStore(t *testing.T) {
 	if err := os.WriteFile(bundle, []byte(pemText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := sandboxtest.Start(t, d, docker.Spec{CABundle: bundle})
+	c := sandboxtest.Start(t, d, sandbox.Spec{CABundle: bundle})
 	res := shell(t, c, `exec bash -c 'for v in SSL_CERT_FILE NODE_EXTRA_CA_CERTS PIP_CERT REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO; do cmp "${!v}" /etc/ssl/agentbot/ca-bundle.pem || echo "$v=${!v}"; done; cat "$SSL_CERT_FILE"; echo x >> "$SSL_CERT_FILE"'`)
 	if string(res.Stdout) != pemText {
 		t.Errorf("stdout %q, stderr %q; want every variable naming the bundle, then the bundle", res.Stdout, res.Stderr)
@@ -136,12 +137,12 @@ func TestEgressHTTPSWithTheOperatorsCA(t *testing.T) {
 	e := startEgress(t, d, gateway+":"+reg.Port)
 	lsRemote := fmt.Sprintf("timeout 20 git ls-remote https://%s:%s/deps.git", gateway, reg.Port)
 
-	trusting := sandboxtest.Start(t, d, docker.Spec{Egress: e, CABundle: bundle})
+	trusting := sandboxtest.Start(t, d, sandbox.Spec{Egress: e, CABundle: bundle})
 	if res := shell(t, trusting, lsRemote); res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "refs/heads/main") {
 		t.Fatalf("HTTPS through the tunnel with the operator's CA: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
 	// The control: without the bundle the same server is not trusted.
-	plain := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	plain := sandboxtest.Start(t, d, sandbox.Spec{Egress: e})
 	if res := shell(t, plain, lsRemote); res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "certificate") {
 		t.Errorf("without the operator's CA: exit %d, stderr %q; want a certificate error", res.ExitCode, res.Stderr)
 	}
@@ -166,7 +167,7 @@ func TestEgressHandsCredentialsOnStdin(t *testing.T) {
 	}
 	const secret = "Bearer tok-5d8e"
 	task := "egress-" + rand.Text()
-	e, err := d.StartEgress(t.Context(), docker.EgressSpec{TaskID: task, Allow: []string{"registry.example:443"}, CABundle: operator,
+	e, err := d.StartEgress(t.Context(), sandbox.EgressSpec{TaskID: task, Allow: []string{"registry.example:443"}, CABundle: operator,
 		Upstream: egress.Upstream{Credentials: []egress.Credential{{Scheme: "https", Host: "registry.example", Port: 443, Authorization: secret}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -180,14 +181,15 @@ func TestEgressHandsCredentialsOnStdin(t *testing.T) {
 	if err != nil || strings.Contains(string(out), "tok-5d8e") {
 		t.Errorf("docker inspect of the proxy (%v) shows the credential:\n%s", err, out)
 	}
-	bundle, err := os.ReadFile(e.CABundle)
+	bundlePath := e.(*docker.Egress).CABundle
+	bundle, err := os.ReadFile(bundlePath)
 	if err != nil {
-		t.Fatalf("the setup's CA bundle %q: %v", e.CABundle, err)
+		t.Fatalf("the setup's CA bundle %q: %v", bundlePath, err)
 	}
 	if n := strings.Count(string(bundle), "BEGIN CERTIFICATE"); n != 2 || !strings.HasSuffix(string(bundle), string(ca.CertPEM())) {
 		t.Errorf("bundle holds %d certificates, want the proxy's authority then the operator's CA:\n%s", n, bundle)
 	}
-	c := sandboxtest.Start(t, d, docker.Spec{Egress: e})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Egress: e})
 	if res := shell(t, c, `cmp "$SSL_CERT_FILE" /etc/ssl/agentbot/ca-bundle.pem && grep -c 'BEGIN CERT' "$SSL_CERT_FILE"`); strings.TrimSpace(string(res.Stdout)) != "2" {
 		t.Errorf("the setup container trusts %q (%q), want the bundle", res.Stdout, res.Stderr)
 	}

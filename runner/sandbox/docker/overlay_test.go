@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -35,11 +34,11 @@ func TestOverlayIsCopyOnWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chown(filepath.Join(lower, "dep.txt"), sandbox.UID, sandbox.GID)
-	overlay := func(n string) docker.Overlay {
-		return docker.Overlay{Target: sandbox.Home, Lower: lower,
+	overlay := func(n string) sandbox.Overlay {
+		return sandbox.Overlay{Target: sandbox.Home, Lower: lower,
 			Upper: ownedDir(t, filepath.Join(tmp, n, "upper")), Work: ownedDir(t, filepath.Join(tmp, n, "work"))}
 	}
-	c := sandboxtest.Start(t, d, docker.Spec{Overlays: []docker.Overlay{overlay("a")}})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Overlays: []sandbox.Overlay{overlay("a")}})
 	res := shell(t, c, `cat "$HOME/dep.txt" && echo poisoned >"$HOME/dep.txt" && touch "$HOME/new" && cat "$HOME/dep.txt"`)
 	if res.ExitCode != 0 || string(res.Stdout) != "original\npoisoned\n" {
 		t.Fatalf("write through the overlay: exit %d, %q %q", res.ExitCode, res.Stdout, res.Stderr)
@@ -51,7 +50,7 @@ func TestOverlayIsCopyOnWrite(t *testing.T) {
 		t.Fatal("a file the container created reached the lower directory")
 	}
 	// A second container over the same lower sees none of it.
-	c2 := sandboxtest.Start(t, d, docker.Spec{Overlays: []docker.Overlay{overlay("b")}})
+	c2 := sandboxtest.Start(t, d, sandbox.Spec{Overlays: []sandbox.Overlay{overlay("b")}})
 	res = shell(t, c2, `cat "$HOME/dep.txt"; ls "$HOME"`)
 	if string(res.Stdout) != "original\ndep.txt\n" {
 		t.Fatalf("second container sees %q", res.Stdout)
@@ -62,7 +61,7 @@ func TestHomeIsKept(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	home := ownedDir(t, filepath.Join(t.TempDir(), "home"))
-	c := sandboxtest.Start(t, d, docker.Spec{Home: home})
+	c := sandboxtest.Start(t, d, sandbox.Spec{Home: home})
 	if res := shell(t, c, `mkdir -p "$HOME/.cache" && echo kept >"$HOME/.cache/x"`); res.ExitCode != 0 {
 		t.Fatalf("write home: %q", res.Stderr)
 	}
@@ -75,12 +74,12 @@ func TestOverlayRefusesBadSpecs(t *testing.T) {
 	t.Parallel()
 	d := sandboxtest.NewDriver(t)
 	dir := t.TempDir()
-	for name, o := range map[string]docker.Overlay{
+	for name, o := range map[string]sandbox.Overlay{
 		"relative target": {Target: "home", Lower: dir, Upper: dir, Work: dir},
 		"missing lower":   {Target: "/x", Lower: filepath.Join(dir, "none"), Upper: dir, Work: dir},
 		"comma":           {Target: "/x", Lower: ownedDir(t, filepath.Join(dir, "a,b")), Upper: dir, Work: dir},
 	} {
-		_, err := d.Start(t.Context(), docker.Spec{TaskID: "bad", WorkTree: sandboxtest.WorkTree(t), Overlays: []docker.Overlay{o}})
+		_, err := d.Start(t.Context(), sandbox.Spec{TaskID: "bad", WorkTree: sandboxtest.WorkTree(t), Overlays: []sandbox.Overlay{o}})
 		if err == nil || !strings.Contains(err.Error(), "overlay") {
 			t.Errorf("%s: got %v, want an overlay error", name, err)
 		}
@@ -111,10 +110,10 @@ func TestHomeWritesCountAgainstTheDiskLimit(t *testing.T) {
 	os.Chmod(filepath.Join(lower, "dep.bin"), 0o666)
 	modulesLower := ownedDir(t, filepath.Join(tmp, "modules"))
 	// Each container has upper directories of its own, named run.
-	overlays := func(run string) (home, modules docker.Overlay) {
-		home = docker.Overlay{Target: sandbox.Home, Lower: lower,
+	overlays := func(run string) (home, modules sandbox.Overlay) {
+		home = sandbox.Overlay{Target: sandbox.Home, Lower: lower,
 			Upper: ownedDir(t, filepath.Join(tmp, run, "home", "upper")), Work: ownedDir(t, filepath.Join(tmp, run, "home", "work"))}
-		modules = docker.Overlay{Target: sandbox.WorkDir + "/node_modules", Lower: modulesLower,
+		modules = sandbox.Overlay{Target: sandbox.WorkDir + "/node_modules", Lower: modulesLower,
 			Upper: ownedDir(t, filepath.Join(tmp, run, "nm", "upper")), Work: ownedDir(t, filepath.Join(tmp, run, "nm", "work"))}
 		return home, modules
 	}
@@ -124,14 +123,14 @@ func TestHomeWritesCountAgainstTheDiskLimit(t *testing.T) {
 	setupHome := ownedDir(t, filepath.Join(tmp, "setup-home"))
 	for _, tc := range []struct {
 		name  string
-		spec  docker.Spec
+		spec  sandbox.Spec
 		line  string
 		where string // the host directory the writes land in
 	}{
-		{"overlay", docker.Spec{Overlays: []docker.Overlay{home, modules}}, fill, home.Upper},
-		{"overlay in the tree", docker.Spec{Overlays: []docker.Overlay{home2, modules2}},
+		{"overlay", sandbox.Spec{Overlays: []sandbox.Overlay{home, modules}}, fill, home.Upper},
+		{"overlay in the tree", sandbox.Spec{Overlays: []sandbox.Overlay{home2, modules2}},
 			strings.ReplaceAll(fill, `"$HOME/`, `"/workspace/node_modules/`), modules2.Upper},
-		{"setup home", docker.Spec{Home: setupHome}, fill, setupHome},
+		{"setup home", sandbox.Spec{Home: setupHome}, fill, setupHome},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.spec.MaxTreeGrowth = growth
@@ -161,7 +160,7 @@ func TestHomeWritesCountAgainstTheDiskLimit(t *testing.T) {
 	// Rewriting the environment's own big file copies it up whole: the
 	// merged view stays the same size, the upper directory does not.
 	t.Run("copy up", func(t *testing.T) {
-		c := sandboxtest.Start(t, d, docker.Spec{MaxTreeGrowth: 32 << 20, Overlays: []docker.Overlay{home3}})
+		c := sandboxtest.Start(t, d, sandbox.Spec{MaxTreeGrowth: 32 << 20, Overlays: []sandbox.Overlay{home3}})
 		res := shell(t, c, `echo x >>"$HOME/dep.bin"; sleep 1; echo done`)
 		if !res.TreeFull {
 			t.Errorf("copying up 48 MiB under a limit of 32 MiB: exit %d, tree full %v, stderr %q", res.ExitCode, res.TreeFull, res.Stderr)
@@ -187,16 +186,16 @@ func TestOverlayNeverHidesTheTree(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(tree, "node_modules"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var overlays []docker.Overlay
+	var overlays []sandbox.Overlay
 	for _, name := range []string{"internal", "vendor", "node_modules", ".venv"} {
 		lower := ownedDir(t, filepath.Join(tmp, name, "lower"))
 		if err := os.WriteFile(filepath.Join(lower, "KEPT"), []byte(name+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		overlays = append(overlays, docker.Overlay{Target: sandbox.WorkDir + "/" + name, Lower: lower,
+		overlays = append(overlays, sandbox.Overlay{Target: sandbox.WorkDir + "/" + name, Lower: lower,
 			Upper: ownedDir(t, filepath.Join(tmp, name, "upper")), Work: ownedDir(t, filepath.Join(tmp, name, "work"))})
 	}
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree, Overlays: overlays})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree, Overlays: overlays})
 	res := shell(t, c, `for p in internal/real.go internal/KEPT vendor node_modules/KEPT .venv/KEPT; do if [ -f "$p" ]; then echo "$p: $(cat "$p")"; else echo "$p: none"; fi; done`)
 	want := "internal/real.go: package internal\ninternal/KEPT: none\nvendor: a file\nnode_modules/KEPT: node_modules\n.venv/KEPT: .venv\n"
 	if string(res.Stdout) != want {

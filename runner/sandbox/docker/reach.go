@@ -46,7 +46,7 @@ const reachProbeTask = "reach-probe"
 // does (the data directory); timeout bounds each run.
 func (d *Driver) ReachProbe(ctx context.Context, workTree string, args, allow []string, timeout time.Duration) (map[Vantage][]byte, error) {
 	out := map[Vantage][]byte{}
-	run := func(v Vantage, spec Spec) error {
+	run := func(v Vantage, spec sandbox.Spec) error {
 		spec.TaskID, spec.WorkTree = reachProbeTask, workTree
 		c, err := d.Start(ctx, spec)
 		if err != nil {
@@ -65,14 +65,14 @@ func (d *Driver) ReachProbe(ctx context.Context, workTree string, args, allow []
 		out[v] = res.Stdout
 		return nil
 	}
-	if err := run(VantageSandbox, Spec{}); err != nil {
+	if err := run(VantageSandbox, sandbox.Spec{}); err != nil {
 		return nil, err
 	}
-	eg, err := d.StartEgress(ctx, EgressSpec{TaskID: reachProbeTask, Allow: allow})
+	eg, err := d.StartEgress(ctx, sandbox.EgressSpec{TaskID: reachProbeTask, Allow: allow})
 	if err != nil {
 		return nil, fmt.Errorf("start the setup network of the probe: %w", err)
 	}
-	err = run(VantageSetup, Spec{Egress: eg})
+	err = run(VantageSetup, sandbox.Spec{Egress: eg})
 	if _, cerr := eg.Close(ctx); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("remove the setup network of the probe: %w", cerr))
 	}

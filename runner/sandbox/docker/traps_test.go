@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -43,7 +42,7 @@ func TestGitTrapsDoNotFireOnTheHost(t *testing.T) {
 	hostGit(t, gitDir, tree, "add", "-A")
 	hostGit(t, gitDir, tree, "commit", "-q", "-m", "base")
 
-	c := sandboxtest.Start(t, d, docker.Spec{WorkTree: tree})
+	c := sandboxtest.Start(t, d, sandbox.Spec{WorkTree: tree})
 	marker := filepath.Join(t.TempDir(), "fired")
 	sandboxtest.PlantGitTraps(t, c, marker)
 	if res := sandboxtest.MustRun(t, c, sandbox.Cmd{Shell: "echo changed >> main.go"}); res.ExitCode != 0 {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // HostImage is the only image a Host starts: its Image, the host itself.
@@ -93,7 +92,7 @@ func (h *Host) ImageID(_ context.Context, ref string) (string, error) {
 }
 
 // StartEgress fails: a host sandbox has no network to put a proxy on.
-func (h *Host) StartEgress(context.Context, docker.EgressSpec) (*docker.Egress, error) {
+func (h *Host) StartEgress(context.Context, sandbox.EgressSpec) (sandbox.Egress, error) {
 	return nil, fmt.Errorf("egress proxy: %w", ErrNotOnHost)
 }
 
@@ -121,7 +120,7 @@ func (h *Host) Started(task string) []string {
 
 // Start starts an executor over spec.WorkTree. It fails on a spec that
 // asks for what only a container gives (see ErrNotOnHost).
-func (h *Host) Start(ctx context.Context, spec docker.Spec) (*HostSandbox, error) {
+func (h *Host) Start(ctx context.Context, spec sandbox.Spec) (sandbox.Box, error) {
 	if err := hostable(spec); err != nil {
 		return nil, fmt.Errorf("start host sandbox for task %s: %w", spec.TaskID, err)
 	}
@@ -179,7 +178,7 @@ func (h *Host) Start(ctx context.Context, spec docker.Spec) (*HostSandbox, error
 }
 
 // hostable refuses a spec a host sandbox cannot honour.
-func hostable(spec docker.Spec) error {
+func hostable(spec sandbox.Spec) error {
 	var no []string
 	if spec.TaskID == "" {
 		return errors.New("sandbox spec: TaskID is required")

@@ -23,7 +23,7 @@ func TestHostSandboxRunsCommandsInItsTree(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(tree, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := h.Start(t.Context(), docker.Spec{TaskID: "h1", WorkTree: tree, Env: []string{"GREETING=hi"}})
+	s, err := h.Start(t.Context(), sandbox.Spec{TaskID: "h1", WorkTree: tree, Env: []string{"GREETING=hi"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestHostSandboxesHaveTheirOwnHomeAndTmp(t *testing.T) {
 	t.Parallel()
 	h := sandboxtest.NewHost(t)
 	tree := t.TempDir()
-	dirs := func(s *sandboxtest.HostSandbox) (home, tmp, cache string) {
+	dirs := func(s sandbox.Box) (home, tmp, cache string) {
 		t.Helper()
 		res, err := s.Run(t.Context(), sandbox.Cmd{Shell: `touch "$HOME/mark" "$TMPDIR/mark"; echo "$HOME"; echo "$TMPDIR"; echo "$GOCACHE"`})
 		if err != nil || res.ExitCode != 0 {
@@ -61,11 +61,11 @@ func TestHostSandboxesHaveTheirOwnHomeAndTmp(t *testing.T) {
 		}
 		return f[0], f[1], f[2]
 	}
-	a, err := h.Start(t.Context(), docker.Spec{TaskID: "h2", WorkTree: tree})
+	a, err := h.Start(t.Context(), sandbox.Spec{TaskID: "h2", WorkTree: tree})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := h.Start(t.Context(), docker.Spec{TaskID: "h2", WorkTree: tree})
+	b, err := h.Start(t.Context(), sandbox.Spec{TaskID: "h2", WorkTree: tree})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,9 +111,9 @@ func TestHostRefusesWhatNeedsAContainer(t *testing.T) {
 	t.Parallel()
 	h := sandboxtest.NewHost(t)
 	tree := t.TempDir()
-	for name, spec := range map[string]docker.Spec{
+	for name, spec := range map[string]sandbox.Spec{
 		"image":     {Image: "agentbot-sandbox:env-go"},
-		"overlays":  {Overlays: []docker.Overlay{{Target: "/home/sandbox", Lower: tree, Upper: tree, Work: tree}}},
+		"overlays":  {Overlays: []sandbox.Overlay{{Target: "/home/sandbox", Lower: tree, Upper: tree, Work: tree}}},
 		"egress":    {Egress: &docker.Egress{}},
 		"network":   {Network: true},
 		"home":      {Home: tree},
@@ -124,13 +124,13 @@ func TestHostRefusesWhatNeedsAContainer(t *testing.T) {
 			t.Errorf("%s: Start = %v, %v; want ErrNotOnHost", name, s, err)
 		}
 	}
-	if _, err := h.Start(t.Context(), docker.Spec{TaskID: "h3", WorkTree: tree, Image: h.Image()}); err != nil {
+	if _, err := h.Start(t.Context(), sandbox.Spec{TaskID: "h3", WorkTree: tree, Image: h.Image()}); err != nil {
 		t.Errorf("the host's own image: %v", err)
 	}
 	if _, err := h.ImageID(t.Context(), "agentbot-sandbox:dev"); !errors.Is(err, sandboxtest.ErrNotOnHost) {
 		t.Errorf("ImageID of another image: %v; want ErrNotOnHost", err)
 	}
-	if _, err := h.StartEgress(t.Context(), docker.EgressSpec{TaskID: "h3"}); !errors.Is(err, sandboxtest.ErrNotOnHost) {
+	if _, err := h.StartEgress(t.Context(), sandbox.EgressSpec{TaskID: "h3"}); !errors.Is(err, sandboxtest.ErrNotOnHost) {
 		t.Errorf("StartEgress: %v; want ErrNotOnHost", err)
 	}
 }
@@ -140,7 +140,7 @@ func TestHostSandboxCloseEndsTheRunningCommand(t *testing.T) {
 	t.Parallel()
 	h := sandboxtest.NewHost(t)
 	tree := t.TempDir()
-	s, err := h.Start(t.Context(), docker.Spec{TaskID: "h4", WorkTree: tree})
+	s, err := h.Start(t.Context(), sandbox.Spec{TaskID: "h4", WorkTree: tree})
 	if err != nil {
 		t.Fatal(err)
 	}

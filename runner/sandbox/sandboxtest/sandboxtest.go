@@ -189,7 +189,7 @@ func NewDriver(t testing.TB) *docker.Driver {
 
 // Start starts a container for spec, filling in a TaskID and a WorkTree
 // when they are empty, and closes it when the test ends.
-func Start(t testing.TB, d *docker.Driver, spec docker.Spec) *docker.Container {
+func Start(t testing.TB, d *docker.Driver, spec sandbox.Spec) sandbox.Box {
 	t.Helper()
 	if spec.TaskID == "" {
 		spec.TaskID = "task-" + rand.Text()
@@ -227,7 +227,7 @@ func WorkTree(t testing.TB) string {
 
 // MustRun runs cmd in c and fails the test when the sandbox (not the
 // command) fails.
-func MustRun(t testing.TB, c *docker.Container, cmd sandbox.Cmd) sandbox.Result {
+func MustRun(t testing.TB, c sandbox.Box, cmd sandbox.Cmd) sandbox.Result {
 	t.Helper()
 	// The command's own timeout bounds the wait.
 	res, err := c.Run(t.Context(), cmd)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // PlantGitTraps has the container plant, in its work tree, everything that
@@ -18,7 +17,7 @@ import (
 //
 // It also plants symlinks that lead out of the tree: "passwd" to /etc/passwd
 // and "up" to ../../, which host-side file access must refuse to follow.
-func PlantGitTraps(t testing.TB, c *docker.Container, marker string) {
+func PlantGitTraps(t testing.TB, c sandbox.Box, marker string) {
 	t.Helper()
 	script := `set -e
 fire="touch '` + marker + `'"
