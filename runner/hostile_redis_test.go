@@ -2,16 +2,15 @@ package runner_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner"
@@ -49,13 +48,13 @@ func TestHostileSetupGrowsRedisWithinBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log strings.Builder
+	var log ostest.SyncBuffer
 	policy := quickPolicy + "setup:\n  network: true\n  run:\n    - " + strconv.Quote(hostileSetup) + "\n"
 	w := newDockerWorldWith(t, policy, demoScript(t), func(c *runner.Config) {
 		c.Server.SetupNetwork = true
 		c.Traces = queue.NewTraces(rdb, 0)
 		c.Audit = audit
-		c.Logger = newLockedLogger(&log)
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 		allowHost(t, c, "proxy.golang.org")
 	})
 	before := usedMemory(t, rdb)
@@ -63,12 +62,12 @@ func TestHostileSetupGrowsRedisWithinBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	grew := usedMemory(t, rdb) - before
-	t.Logf("Redis grew by %d bytes; %d bytes of worker log", grew, log.Len())
+	t.Logf("Redis grew by %d bytes; %d bytes of worker log", grew, len(log.String()))
 	if grew > maxHostileGrowth {
 		t.Errorf("one hostile task grew Redis by %d bytes; want at most %d", grew, maxHostileGrowth)
 	}
-	if log.Len() > 64<<10 {
-		t.Errorf("the worker logged %d bytes for one task; want its refusals cut and counted", log.Len())
+	if len(log.String()) > 64<<10 {
+		t.Errorf("the worker logged %d bytes for one task; want its refusals cut and counted", len(log.String()))
 	}
 	events, err := queue.NewTraces(rdb, 0).Trace(t.Context(), "H1")
 	if err != nil {
@@ -102,20 +101,4 @@ func usedMemory(t *testing.T, rdb redis.UniversalClient) int64 {
 	}
 	t.Fatalf("no used_memory in INFO memory:\n%s", info)
 	return 0
-}
-
-// newLockedLogger logs text lines to b, safe for the runner's goroutines.
-func newLockedLogger(b *strings.Builder) *slog.Logger {
-	return slog.New(slog.NewTextHandler(&lockedWriter{w: b}, nil))
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

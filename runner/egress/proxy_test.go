@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -261,8 +262,8 @@ func atoi(t *testing.T, s string) int {
 // name the request carried.
 func TestProxyCutsTheHostsItRefuses(t *testing.T) {
 	var rec recorder
-	var logged strings.Builder
-	p := New(Config{}, rec.add, slog.New(slog.NewTextHandler(&syncWriter{w: &logged}, nil)))
+	var logged ostest.SyncBuffer
+	p := New(Config{}, rec.add, slog.New(slog.NewTextHandler(&logged, nil)))
 	client := startProxy(t, p, nil)
 	long := strings.Repeat("a", 60) + "." + strings.Repeat("b", 200<<10) + ".example"
 	resp, err := client.Get("http://" + long + "/")
@@ -277,20 +278,9 @@ func TestProxyCutsTheHostsItRefuses(t *testing.T) {
 	if h := rec.list[0].Host; len(h) > MaxHost+len("…") || !strings.HasPrefix(long, strings.TrimSuffix(h, "…")) {
 		t.Errorf("refused host of %d bytes; want the name's first %d", len(h), MaxHost)
 	}
-	if logged.Len() > 2048 || len(body) > 2048 {
-		t.Errorf("the refusal took %d bytes of log and %d of answer; want the host cut in both", logged.Len(), len(body))
+	if len(logged.String()) > 2048 || len(body) > 2048 {
+		t.Errorf("the refusal took %d bytes of log and %d of answer; want the host cut in both", len(logged.String()), len(body))
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(b)
 }
 
 func TestProxyRejectsWhatIsNotAProxyRequest(t *testing.T) {
