@@ -10,6 +10,7 @@ import (
 )
 
 func TestServerConfigRegistries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c, err := ParseServerConfig(filepath.Join(dir, "server.yaml"), []byte(`
 setup:
@@ -60,6 +61,7 @@ setup:
 }
 
 func TestRegistryCredentialsAuthorization(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "pypi")
 	if err := os.WriteFile(file, []byte("ci:s3cret\n"), 0o600); err != nil {
@@ -94,6 +96,7 @@ func TestRegistryCredentialsAuthorization(t *testing.T) {
 }
 
 func TestServerConfigRegistryErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ name, yaml, want string }{
 		{"unknown ecosystem", "setup:\n  registries:\n    pip: {url: https://x.example/}\n",
 			`server.yaml:3: setup.registries.pip: unknown key (did you mean "pypi"?)`},

@@ -22,6 +22,7 @@ func takeAll(b *byteBudget, peer string, head bool) (int64, error) {
 // sixteenth of the budget while an eighth stays free, only bytes beyond
 // the whole budget are errBusy, and what is given back leaves nothing.
 func TestByteBudgetShares(t *testing.T) {
+	t.Parallel()
 	const limit = DefaultBodyBudget
 	var gauge int64
 	b := newByteBudget(limit, func(d int64) { gauge += d })
@@ -58,6 +59,7 @@ func TestByteBudgetShares(t *testing.T) {
 }
 
 func TestPeerOf(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]string{
 		"192.0.2.7:443":                "192.0.2.7",
 		"[::ffff:192.0.2.7]:443":       "192.0.2.7",

@@ -64,6 +64,7 @@ func credentialFor(t *testing.T, rawURL, auth string) Credential {
 // authority, over HTTPS; a client's own Authorization is replaced, and
 // another host, tunnelled as before, gets nothing.
 func TestProxyAddsRegistryCredentials(t *testing.T) {
+	t.Parallel()
 	const secret = "Basic Y2k6czNjcmV0"
 	upstreamCA, err := NewAuthority("registry CA")
 	if err != nil {
@@ -121,6 +122,7 @@ func TestProxyAddsRegistryCredentials(t *testing.T) {
 // the same host on another port or over the other scheme gets none, and
 // without credentials the registry answers 401.
 func TestProxySendsCredentialsOnlyToTheirRegistry(t *testing.T) {
+	t.Parallel()
 	reg := newRegistry(t, "Bearer tok", nil)
 	u, _ := url.Parse(reg.URL)
 	port, _ := strconv.Atoi(u.Port())
@@ -143,6 +145,7 @@ func TestProxySendsCredentialsOnlyToTheirRegistry(t *testing.T) {
 }
 
 func TestNewInjectorRefusesBadCredentials(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]Credential{
 		"no host":       {Scheme: "https", Port: 443, Authorization: "Bearer x"},
 		"ftp":           {Scheme: "ftp", Host: "h", Port: 21, Authorization: "Bearer x"},
@@ -161,6 +164,7 @@ func TestNewInjectorRefusesBadCredentials(t *testing.T) {
 
 // The authority's certificates are what TLS clients verify.
 func TestAuthorityIssuesVerifiableCertificates(t *testing.T) {
+	t.Parallel()
 	a, err := NewAuthority("test")
 	if err != nil {
 		t.Fatal(err)
