@@ -101,7 +101,7 @@ func TestConfigInitVerify(t *testing.T) {
 	writeConfigFile(t, repo, "go.mod", "module example.com/sum\n\ngo 1.22\n")
 	writeConfigFile(t, repo, "sum.go", "package sum\n\nfunc Sum(a, b int) int { return a - b }\n")
 	writeConfigFile(t, repo, "sum_test.go", "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 2) != 4 {\n\t\tt.Fatal(Sum(2, 2))\n\t}\n}\n")
-	base := []string{"config", "init", "--repo", repo, "--stdout", "--verify", "--executor", executor, "--data-dir", t.TempDir()}
+	base := []string{"config", "init", "--repo", repo, "--stdout", "--verify", "--sandbox-executor", executor, "--data-dir", t.TempDir()}
 
 	policy, report, code := runConfig(t, nil, base...)
 	if code != 0 {
@@ -138,7 +138,7 @@ func TestConfigInitVerifySetupFails(t *testing.T) {
 	repo := t.TempDir()
 	writeConfigFile(t, repo, "go.mod", "module example.com/x\n\ngo 1.22\n\nrequire golang.org/x/text v0.3.0\n")
 	writeConfigFile(t, repo, "go.sum", "golang.org/x/text v0.3.0 h1:a=\ngolang.org/x/text v0.3.0/go.mod h1:b=\n")
-	base := []string{"config", "init", "--repo", repo, "--stdout", "--verify", "--executor", executor, "--data-dir", t.TempDir()}
+	base := []string{"config", "init", "--repo", repo, "--stdout", "--verify", "--sandbox-executor", executor, "--data-dir", t.TempDir()}
 	if _, errs, code := runConfig(t, nil, base...); code != 1 || !strings.Contains(errs, "pass --setup-network") {
 		t.Errorf("--verify of a setup with network, without --setup-network: exit status %d, %q", code, errs)
 	}

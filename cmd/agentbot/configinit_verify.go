@@ -15,31 +15,29 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/tools"
-	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// verifyFlags are config init --verify's: the setup's network and the
-// environment cache, as agentbot run's, and the binary run in the sandbox.
+// verifyFlags are config init --verify's: the sandbox's, the setup's
+// network and the environment cache, as agentbot run's.
 type verifyFlags struct {
-	verify   bool
-	setup    setupFlags
-	envs     envCacheFlags
-	dataDir  string
-	executor string
+	verify  bool
+	sb      sandboxFlags
+	setup   setupFlags
+	envs    envCacheFlags
+	dataDir string
 }
 
 func (v *verifyFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&v.verify, "verify", false, "run the policy's setup and each check once in the sandbox, as a task would, and say of each whether it runs")
+	v.sb.register(fs)
 	v.setup.register(fs)
 	v.envs.register(fs)
 	fs.StringVar(&v.dataDir, "data-dir", "", "with --verify: where the prepared environments are kept (envs/ in it), as a worker's --data-dir")
-	fs.StringVar(&v.executor, "executor", "", "with --verify: the static agentbot binary run inside the sandbox; default this binary")
 }
 
 // verifyPolicy runs the policy text, inferred for the checkout repo, as a
-// task would: its setup (agentbot run's, runSetup), then each of its
+// task would: its setup (agentbot run's, prepareRun), then each of its
 // checks in a sandbox over the prepared environment, and prints of each
 // whether it runs. A setup that fails, or a check that cannot run, is the
 // policy's fault, named with its line.
@@ -62,42 +60,17 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 	if vf.setup.network {
 		p.Setup.Network = true
 	}
-	executor := vf.executor
-	if executor == "" {
-		if executor, err = os.Executable(); err != nil {
-			return fmt.Errorf("config init --verify: find this binary for the sandbox: %w", err)
-		}
-	}
-	tmp, err := os.MkdirTemp("", "agentbot-init-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	// The setup trusts what agentbot run's does: the server config's CA
-	// file, and the host's trust store.
-	source, caFile, err := setupCAFile("", server)
+	local, err := openLocal(ctx, src, vf.sb.setupCA, server)
 	if err != nil {
 		return fmt.Errorf("config init --verify: %w", err)
 	}
-	caBundle, err := setupCABundle(source, caFile, tmp)
-	if err != nil {
-		return fmt.Errorf("config init --verify: %w", err)
-	}
-	trees := workspace.NewManager(tmp, workspace.Options{})
-	defer trees.Close()
-	ws, err := trees.Local(ctx, src)
-	if err != nil {
-		return fmt.Errorf("config init --verify: copy %s: %w", src, err)
-	}
-	defer ws.Close()
-	if err := sandbox.ShareTree(ws.Dir()); err != nil {
-		return fmt.Errorf("config init --verify: share the work tree with the sandbox: %w", err)
-	}
+	defer local.close()
+	ws, caBundle := local.ws, local.caBundle
 	id := fmt.Sprintf("init-%d", os.Getpid())
-	p.Sandbox.Image = cmp.Or(p.Sandbox.Image, server.DefaultImage)
-	drv, err := docker.New(ctx, docker.Options{Image: p.Sandbox.Image, ExecutorPath: executor, WorkerID: id})
+	p.Sandbox.Image = cmp.Or(p.Sandbox.Image, server.DefaultImage, vf.sb.image)
+	drv, err := vf.sb.driver(ctx, id, nil)
 	if err != nil {
-		return fmt.Errorf("config init --verify: connect to Docker: %w", err)
+		return fmt.Errorf("config init --verify: %w", err)
 	}
 	defer drv.Close()
 	envs, err := vf.envs.open(vf.dataDir)

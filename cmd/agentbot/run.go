@@ -17,7 +17,6 @@ import (
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
-	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -82,31 +81,12 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return errors.New("run: no model: set model.edit in .github/agent.yml or pass --model")
 	}
 
-	tmp, err := os.MkdirTemp("", "agentbot-run-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	source, caFile, err := setupCAFile(sb.setupCA, server)
+	local, err := openLocal(ctx, src, sb.setupCA, server)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	caBundle, err := setupCABundle(source, caFile, tmp)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	// The worker's workspace, with the worker's caps: the gate judges the
-	// change as it would on GitHub.
-	trees := workspace.NewManager(tmp, workspace.Options{})
-	defer trees.Close()
-	ws, err := trees.Local(ctx, src)
-	if err != nil {
-		return fmt.Errorf("run: copy %s: %w", src, err)
-	}
-	defer ws.Close()
-	if err := sandbox.ShareTree(ws.Dir()); err != nil {
-		return fmt.Errorf("run: share the work tree with the sandbox: %w", err)
-	}
+	defer local.close()
+	ws, caBundle := local.ws, local.caBundle
 
 	model, closeModel, err := runModel(*script, env)
 	if err != nil {

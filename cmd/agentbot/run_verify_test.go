@@ -33,12 +33,7 @@ func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
 	policy := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"
-	if err := os.MkdirAll(filepath.Join(dir, ".github"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".github", "agent.yml"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: policy})
 	if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
 		t.Fatalf("git add: %v\n%s", err, out)
 	}
