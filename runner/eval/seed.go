@@ -64,23 +64,10 @@ func seedHome(ctx context.Context, drv sandbox.Sandboxes, envs *envcache.Cache, 
 	if err != nil {
 		return nil, err
 	}
-	env, err := cache.Acquire(key, owner)
-	if err != nil || env != nil {
-		return &seededHome{env: env, dir: dir}, err
-	}
-	b, err := cache.Build(envcache.Entry{Key: key, Owner: owner, Image: drv.Image()}, tree, app.DefaultSetupMaxEnvBytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := copySeed(ctx, drv, tree, b.Home()); err != nil {
-		b.Abort()
-		return nil, err
-	}
-	if envs != nil {
-		env, err = b.Publish()
-	} else {
-		env, err = b.Private()
-	}
+	// A cache of its own (envs nil) is this evaluation's alone: the seed is
+	// kept private. In a shared one, evaluations seeding at once copy it once.
+	env, err := cache.Prepare(ctx, envcache.Entry{Key: key, Owner: owner, Image: drv.Image()}, tree, app.DefaultSetupMaxEnvBytes, envs == nil,
+		func(home string) error { return copySeed(ctx, drv, tree, home) })
 	if err != nil {
 		return nil, err
 	}
