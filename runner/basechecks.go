@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // checkBase runs the policy's checks once on the base commit, after setup
-// and before the model's first step, in a sandbox of its own over the
-// task's tree as setup left it, and keeps their run in the task's progress
+// and before the model's first step, as the final verification runs them
+// (in a sandbox of their own, over a fresh tree of the base, on a view of
+// the prepared environment of their own), and keeps their run in the task's progress
 // (a resumed task does not run them again): an existing test that fails
 // there and passes with the change reproduces it.
 //
@@ -26,12 +26,10 @@ func (r *Runner) checkBase(ctx context.Context, tk *task, ws *workspace.Workspac
 		if err := tk.rep.running(ctx, "base checks", "running the checks on "+shortSHA(ws.Base())+" before the agent starts"); err != nil {
 			return err
 		}
-		s := tk.policy.Policy.Sandbox
-		spec, err := tk.env.Spec(sandbox.Spec{TaskID: tk.ID + "-base", WorkTree: ws.Dir(), CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
-		if err != nil {
-			return err
-		}
-		v, err := VerifyChecks(ctx, r.cfg.Sandbox, spec, tk.policy.Policy.Checks)
+		// A fresh tree of the base, as the final verification's: what the
+		// checks write there (a build's output, a coverage file) never
+		// reaches the agent's tree and its diff.
+		v, err := r.verifyTree(ctx, tk, ws, ws.Base(), tk.ID+"-base", tk.policy.Policy.Checks)
 		if err != nil {
 			return fmt.Errorf("run the checks on the base: %w", err)
 		}

@@ -167,10 +167,12 @@ type FreshVerification struct {
 // runs checks over it in sandboxes named after id. A setup that fails is
 // the one check run, and none of checks is.
 func (f FreshVerification) Run(ctx context.Context, ws *workspace.Workspace, gated, id string, checks []app.Check) (Verification, error) {
+	// Without a kept environment, setup runs again over the fresh tree,
+	// and on the tree it ran on before the agent acted, never on the
+	// agent's: its commands may have the network.
+	setUp := len(f.Policy.Setup.Run) > 0 && !f.Env.Kept()
 	from := gated
-	if len(f.Policy.Setup.Run) > 0 && !f.Env.Kept() {
-		// Setup runs on the tree it ran on before the agent acted, never
-		// on the agent's: its commands may have the network.
+	if setUp {
 		from = ws.Base()
 	}
 	fresh, err := ws.Fresh(ctx, from)
@@ -185,7 +187,7 @@ func (f FreshVerification) Run(ctx context.Context, ws *workspace.Workspace, gat
 	if err := sandbox.ShareTree(fresh.Dir()); err != nil {
 		return Verification{}, fmt.Errorf("share the verification tree with the sandbox: %w", err)
 	}
-	if from != gated {
+	if setUp {
 		setup := f.Setup
 		setup.Spec.WorkTree, setup.Spec.TaskID = fresh.Dir(), id+"-setup"
 		err := setup.Run(ctx)
@@ -196,6 +198,8 @@ func (f FreshVerification) Run(ctx context.Context, ws *workspace.Workspace, gat
 		if err != nil {
 			return Verification{}, err
 		}
+	}
+	if from != gated {
 		if err := fresh.Switch(ctx, gated); err != nil {
 			return Verification{}, err
 		}
