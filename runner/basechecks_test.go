@@ -170,3 +170,22 @@ func TestAnExistingTestFailingOnTheBaseReproducesTheFix(t *testing.T) {
 		t.Errorf("base checks in the trace: %q", base0)
 	}
 }
+
+// TestBaseChecksLeaveNothingInTheAgentsTree: the checks on the base run
+// over a fresh tree, so a file a check writes there (here, only when it
+// fails, as the base's test does) is not in the tree the agent changes and
+// the gate judges. The model fixes Sum without running the checks first.
+func TestBaseChecksLeaveNothingInTheAgentsTree(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, checkPolicy("go test ./... || { echo failed > zz_failed.txt; exit 1; }"),
+		steps(llmtest.Call{Name: "edit_file", Arguments: fixEdit}, finishCall))
+	if err := w.runner.ProcessTask(t.Context(), w.task(t, "L1")); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.store.record("L1"); r.State != app.StateSucceeded {
+		t.Fatalf("task ended %s (%s); want the fix, without the base run's file:\n%s", r.State, r.Step, w.status("L1"))
+	}
+	if prs := w.sim.PullRequests(repo); len(prs) != 1 {
+		t.Errorf("%d pull requests; want 1", len(prs))
+	}
+}
