@@ -223,9 +223,11 @@ func TestIntakeReadsAGenuineDeliveryWhileSendersStall(t *testing.T) {
 		release := hold(t, base, attackers, 1, stalledSize, false)
 		held := heldBytes(t, base)
 		t.Logf("senders %v hold %.1f MiB", attackers, float64(held)/(1<<20))
-		// They do hold the memory: at least one sender's.
-		if held < stalledSize(0) {
-			t.Fatalf("senders %v hold %d bytes; the attack holds less than half the budget", attackers, held)
+		// They do hold the memory: at least one sender's. Which of the
+		// three keeps its body when they share an address is a race, so
+		// the bound is the smallest sender's.
+		if least := stalledSize(len(attackers) - 1); held < least {
+			t.Fatalf("senders %v hold %d bytes; the attack holds less than one sender's %d", attackers, held, least)
 		}
 		if status := deliverFrom(t, base, genuineFrom, fmt.Sprint("genuine-", i)); status != http.StatusAccepted {
 			t.Errorf("a signed command beside stalled senders %v: %d; want 202", attackers, status)
