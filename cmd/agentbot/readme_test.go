@@ -11,8 +11,19 @@ import (
 )
 
 // docFiles are the documents whose shell examples TestReadmeCommands reads,
-// relative to this package.
-var docFiles = []string{"../../README.md", "../../deploy/README.md", "../../deploy/RUNBOOK.md"}
+// relative to this package: the README, every page of docs/ and the
+// deployment's own.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("no docs/*.md: is this the repository's root?")
+	}
+	return slices.Concat([]string{"../../README.md"}, pages, []string{"../../deploy/README.md", "../../deploy/RUNBOOK.md"})
+}
 
 // offline are the agentbot commands the doc test runs, in document order,
 // in a scratch repository: they need no network, Redis or Docker.
@@ -22,7 +33,7 @@ var offline = [][]string{{"version"}, {"config", "init"}, {"config", "validate"}
 // agentbot command must exist with the flags it is shown with; make
 // targets must be the Makefile's; go install must name this module's
 // command. The commands that can run offline run, in order, in a scratch
-// Go repository, and must succeed.
+// Go repository of each document's own, and must succeed.
 func TestReadmeCommands(t *testing.T) {
 	module := modulePath(t)
 	makefile, err := os.ReadFile("../../Makefile")
@@ -30,7 +41,7 @@ func TestReadmeCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lines []docLine
-	for _, f := range docFiles {
+	for _, f := range docFiles(t) {
 		text, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -38,12 +49,16 @@ func TestReadmeCommands(t *testing.T) {
 		lines = append(lines, shellLines(f, string(text))...)
 	}
 
-	scratch := t.TempDir()
-	writeConfigFile(t, scratch, "go.mod", "module example.com/scratch\n")
-	t.Chdir(scratch)
 	flagsOf := map[string][]string{}
 	var ran []string
+	doc := ""
 	for _, l := range lines {
+		if f, _, _ := strings.Cut(l.where, ":"); f != doc {
+			doc = f
+			scratch := t.TempDir()
+			writeConfigFile(t, scratch, "go.mod", "module example.com/scratch\n")
+			t.Chdir(scratch)
+		}
 		words := l.words
 		switch {
 		case len(words) == 0:
@@ -315,4 +330,126 @@ func TestDeployEnvNamesFlags(t *testing.T) {
 	if seen < 20 {
 		t.Errorf("only %d AGENTBOT_ variables in the deployment files", seen)
 	}
+}
+
+// TestDocsAreLinked: every page of docs/ is linked from the README, which
+// is how a reader finds it, and every relative link of the documents leads
+// to a file that exists and, with a #fragment, to a heading it has, so a
+// page or a section that moves takes its links with it.
+func TestDocsAreLinked(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromReadme := map[string]bool{}
+	for _, l := range mdLinks(string(readme)) {
+		fromReadme[filepath.Clean(filepath.Join("../..", l.path))] = true
+	}
+	for _, p := range pages {
+		if !fromReadme[filepath.Clean(p)] {
+			t.Errorf("README.md does not link %s", strings.TrimPrefix(p, "../../"))
+		}
+	}
+	if len(pages) < 6 {
+		t.Errorf("docs/ holds %d pages; the README links using, policy, operating, security, evaluation and architecture", len(pages))
+	}
+	anchors := map[string][]string{}
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range mdLinks(string(text)) {
+			target := filepath.Clean(f)
+			if l.path != "" {
+				target = filepath.Clean(filepath.Join(filepath.Dir(f), l.path))
+			}
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s links %s, which does not exist", f, l.path)
+				continue
+			}
+			if l.fragment == "" {
+				continue
+			}
+			if _, ok := anchors[target]; !ok {
+				b, err := os.ReadFile(target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				anchors[target] = headingAnchors(string(b))
+			}
+			if !slices.Contains(anchors[target], l.fragment) {
+				t.Errorf("%s links %s#%s; %s has no such heading", f, l.path, l.fragment, target)
+			}
+		}
+	}
+}
+
+// mdLink is a relative link of a Markdown document: a path (empty for the
+// document itself) and a fragment.
+type mdLink struct{ path, fragment string }
+
+// mdLinks returns the relative links of text's inline links outside code,
+// leaving out those with a scheme (https:, mailto:).
+func mdLinks(text string) []mdLink {
+	var out []mdLink
+	for _, line := range proseLines(text) {
+		line = regexp.MustCompile("`[^`]*`").ReplaceAllString(line, "")
+		for _, m := range regexp.MustCompile(`\]\(([^)\s]+)\)`).FindAllStringSubmatch(line, -1) {
+			if regexp.MustCompile(`^[a-z]+:`).MatchString(m[1]) {
+				continue
+			}
+			path, fragment, _ := strings.Cut(m[1], "#")
+			out = append(out, mdLink{path, fragment})
+		}
+	}
+	return out
+}
+
+// headingAnchors returns the anchors GitHub gives text's headings: lower
+// case, spaces to hyphens, everything but letters, digits, hyphens and
+// underscores dropped, and -1, -2… after a repeated one.
+func headingAnchors(text string) []string {
+	var out []string
+	seen := map[string]int{}
+	for _, line := range proseLines(text) {
+		m := regexp.MustCompile(`^#{1,6} +(.*?) *#* *$`).FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		a := strings.ReplaceAll(regexp.MustCompile(`[^\p{L}\p{N} _-]`).ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+		if n := seen[a]; n > 0 {
+			seen[a] = n + 1
+			a += "-" + strconv.Itoa(n)
+		} else {
+			seen[a] = 1
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// proseLines returns text's lines outside fenced code blocks.
+func proseLines(text string) []string {
+	var out []string
+	fence := ""
+	for _, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case fence != "":
+			if strings.HasPrefix(trimmed, fence) && strings.Trim(trimmed, fence[:1]) == "" {
+				fence = ""
+			}
+		case strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~"):
+			fence = trimmed[:len(trimmed)-len(strings.TrimLeft(trimmed, trimmed[:1]))]
+		default:
+			out = append(out, line)
+		}
+	}
+	return out
 }
