@@ -20,9 +20,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // The demo's sample: a small Go project with a real bug and a failing test

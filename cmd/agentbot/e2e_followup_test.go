@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // The sample's fix goes to this branch and opens pull request #2.

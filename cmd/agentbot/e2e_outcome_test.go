@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // TestMergedAndRevertedPullRequestInStats follows the agent's pull request

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // The end-to-end tests of a task's run beyond the plain fix: approvals,

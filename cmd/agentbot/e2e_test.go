@@ -18,13 +18,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/queuetest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
 )
 

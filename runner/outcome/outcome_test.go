@@ -12,11 +12,11 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/outcome"
 	"github.com/agentbot/agentbot/runner/workspace"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // counter is the Metrics, counting calls per task.
