@@ -25,7 +25,7 @@ import (
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 	githubsim "github.com/agentbot/agentbot/sim/github"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // The end-to-end tests run the product as "make demo" does — the GitHub
@@ -378,11 +378,11 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 	// GitHub delivers at least once: the same delivery three times, at once.
 	delivery := uuid.NewString()
 	secret := []byte(w.sim.App().WebhookSecret)
-	replies := make([]webhooktest.Reply, 3)
+	replies := make([]hookshot.Reply, 3)
 	var wg sync.WaitGroup
 	for i := range replies {
 		wg.Go(func() {
-			r, err := webhooktest.Deliver(ctx, http.DefaultClient, w.webhook, secret, "issue_comment", delivery, payload)
+			r, err := hookshot.Deliver(ctx, http.DefaultClient, w.webhook, secret, "issue_comment", delivery, payload)
 			if err != nil {
 				t.Error(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // testEnv is an Env whose environment is vars and whose output the test
@@ -65,13 +65,13 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 
 	var payload []byte
 	for _, secret := range []string{"old-secret", "new-secret"} {
-		payload = webhooktest.IssueComment("/agent fix the build")
-		r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte(secret), "issue_comment", "d-"+secret, payload)
+		payload = hookshot.IssueComment("/agent fix the build")
+		r, err := hookshot.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte(secret), "issue_comment", "d-"+secret, payload)
 		if err != nil || r.Status != http.StatusAccepted {
 			t.Fatalf("delivery signed with %s: %d %v %v", secret, r.Status, r.Body, err)
 		}
 	}
-	if r, _ := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("other"), "issue_comment", "d-x", payload); r.Status != http.StatusUnauthorized {
+	if r, _ := hookshot.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("other"), "issue_comment", "d-x", payload); r.Status != http.StatusUnauthorized {
 		t.Errorf("delivery signed with an unknown secret: %d; want 401", r.Status)
 	}
 	if got := get(t, base+"/readyz"); !strings.Contains(got, `"ok":true`) {
@@ -90,7 +90,7 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 
 	// A delivery whose body is still arriving when serve is told to stop
 	// is answered before serve returns.
-	payload = webhooktest.IssueComment("/agent fix the build")
+	payload = hookshot.IssueComment("/agent fix the build")
 	body, w := io.Pipe()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/webhook", body)
 	if err != nil {
@@ -241,8 +241,8 @@ func TestServeReadsTheWebhookSecretFromTheAppDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _, logs := startServe(t, map[string]string{"AGENTBOT_REDIS_URL": rs.URL}, "--no-workers", "--app-dir", dir)
-	r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("from-setup"), "issue_comment",
-		"d-1", webhooktest.IssueComment("/agent fix"))
+	r, err := hookshot.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("from-setup"), "issue_comment",
+		"d-1", hookshot.IssueComment("/agent fix"))
 	if err != nil || r.Status != http.StatusAccepted {
 		t.Errorf("delivery signed with the App dir's secret: %d %v %v\n%s", r.Status, r.Body, err, logs)
 	}

@@ -1,6 +1,8 @@
-// Package webhooktest delivers signed, GitHub-shaped webhooks: for the
-// webhook tests, the demo and the intake benchmark.
-package webhooktest
+// Package hookshot sends webhooks as GitHub's own sender (Hookshot) does:
+// a real issue_comment payload, signed, with the event and delivery
+// headers. The intake benchmark ("agentbot bench webhook") drives an intake
+// with it, so it is product code; the webhook tests use it too.
+package hookshot
 
 import (
 	"bytes"
@@ -57,7 +59,7 @@ func Deliver(ctx context.Context, c *http.Client, url string, secret []byte, eve
 		return Reply{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "GitHub-Hookshot/agentbot-test")
+	req.Header.Set("User-Agent", "GitHub-Hookshot/agentbot")
 	req.Header.Set("X-GitHub-Event", event)
 	req.Header.Set("X-GitHub-Delivery", delivery)
 	req.Header.Set("X-Hub-Signature-256", webhook.Sign(secret, payload))
