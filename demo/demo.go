@@ -15,12 +15,10 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/localnet"
 	"github.com/agentbot/agentbot/queue"
 )
 
@@ -107,7 +106,7 @@ func Run(ctx context.Context, c Config) error {
 // own: the demo runs the very binary that is deployed. The returned func
 // stops it.
 func serve(ctx context.Context, c Config, w *World) (stop func(), err error) {
-	addr, err := freeAddr()
+	addr, err := localnet.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +147,7 @@ func serve(ctx context.Context, c Config, w *World) (stop func(), err error) {
 		}
 	}
 	base := "http://" + addr
-	if err := waitHealthy(ctx, base+"/healthz", served); err != nil {
+	if err := localnet.WaitHealthy(ctx, base+"/healthz", served); err != nil {
 		stop()
 		return nil, fmt.Errorf("agentbot serve: %w (%v)", err, serveErr)
 	}
@@ -213,7 +212,7 @@ func startRedis(ctx context.Context, url string) (string, func(), error) {
 	if err != nil {
 		return "", nil, errors.New("no Redis answers at " + url + " and redis-server is not installed (make deps installs it)")
 	}
-	addr, err := freeAddr()
+	addr, err := localnet.FreeAddr()
 	if err != nil {
 		return "", nil, err
 	}
@@ -266,39 +265,6 @@ func pingRedis(ctx context.Context, url string) error {
 	}
 	defer rdb.Close()
 	return rdb.Ping(ctx).Err()
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
-}
-
-// waitHealthy polls url until it answers 200, the server exits (served is
-// closed), or 10s pass.
-func waitHealthy(ctx context.Context, url string, served <-chan struct{}) error {
-	c := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		select {
-		case <-served:
-			return errors.New("serve exited")
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if resp, err := c.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("%s not healthy after 10s", url)
 }
 
 // redactURL is url without its password, for the demo's story.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/localnet"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
@@ -28,7 +29,7 @@ func testEnv(vars map[string]string) (Env, *ostest.SyncBuffer, *ostest.SyncBuffe
 // returned stop cancels it and returns what run returned.
 func startServe(t testing.TB, vars map[string]string, args ...string) (base string, stop func() error, logs *ostest.SyncBuffer) {
 	t.Helper()
-	addr, err := freeAddr()
+	addr, err := localnet.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func startServe(t testing.TB, vars map[string]string, args ...string) (base stri
 	}
 	t.Cleanup(func() { _ = stop() })
 	base = "http://" + addr
-	if err := waitHealthy(t.Context(), base+"/healthz", served); err != nil {
+	if err := localnet.WaitHealthy(t.Context(), base+"/healthz", served); err != nil {
 		t.Fatalf("%v (serve: %v)\n%s", err, serveErr, logs)
 	}
 	return base, stop, logs
@@ -142,7 +143,7 @@ func TestServeServesTheAdminPages(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
 	seedTask(t, rs.URL)
-	adminAddr, err := freeAddr()
+	adminAddr, err := localnet.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

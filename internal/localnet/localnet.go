@@ -1,4 +1,7 @@
-package main
+// Package localnet finds a free loopback port for a server about to start
+// and waits until that server answers: what the demo and the tests that
+// start "agentbot serve" both do.
+package localnet
 
 import (
 	"context"
@@ -10,9 +13,9 @@ import (
 	"time"
 )
 
-// freeAddr returns a loopback address with a port that was free a moment
+// FreeAddr returns a loopback address with a port that was free a moment
 // ago.
-func freeAddr() (string, error) {
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)
@@ -21,9 +24,9 @@ func freeAddr() (string, error) {
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
 }
 
-// waitHealthy polls url until it answers 200, the server exits (served is
+// WaitHealthy polls url until it answers 200, the server exits (served is
 // closed), or 10s pass.
-func waitHealthy(ctx context.Context, url string, served <-chan struct{}) error {
+func WaitHealthy(ctx context.Context, url string, served <-chan struct{}) error {
 	c := &http.Client{Timeout: time.Second}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		select {
