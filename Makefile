@@ -37,8 +37,11 @@ test: test-deps sandbox-image
 	deploy/test-scratch.sh $(GO) test $(GOFLAGS_T) ./...
 	cd deploy/helm && $(GO) vet ./... && $(GO) test $(GOFLAGS_T) ./...
 
+# The demo is a binary of its own: it links the GitHub simulator and the
+# scripted model, which the deployed agentbot does not; it runs $(BIN).
 demo: deps sandbox-image build
-	$(BIN) demo
+	$(GO) build -o bin/agentbot-demo ./cmd/agentbot-demo
+	bin/agentbot-demo --agentbot $(BIN)
 
 # The shipped suite, scripted unless AGENTBOT_LLM_BASE_URL names a model
 # endpoint; EVAL_FLAGS such as --model M --runs 3 --json.

@@ -2,11 +2,8 @@ package app
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -155,98 +152,6 @@ func (r Revert) Undoes(mergeCommit string, pr int) bool {
 	return pr != 0 && slices.Contains(r.RevertsPRs, pr)
 }
 
-var (
-	// git revert writes "This reverts commit <sha>." in the message.
-	revertsCommitRE = regexp.MustCompile(`(?i)\bThis reverts commit ([0-9a-f]{7,40})\b`)
-	// A revert pull request's body names commits by sha and pull requests
-	// as #N or owner/repo#N.
-	shaRE   = regexp.MustCompile(`(?i)\b[0-9a-f]{7,40}\b`)
-	prRefRE = regexp.MustCompile(`(?:\b([\w.-]+/[\w.-]+))?#(\d+)\b`)
-)
-
-// The fields of GitHub's push and pull_request deliveries that merges and
-// reverts are read from. The domain decodes them itself rather than through
-// an API client's types, so that the intake links no GitHub client.
-type (
-	payloadRepo struct {
-		FullName      string `json:"full_name"`
-		DefaultBranch string `json:"default_branch"`
-	}
-	pushPayload struct {
-		Ref     string      `json:"ref"`
-		Repo    payloadRepo `json:"repository"`
-		Commits []struct {
-			ID      string `json:"id"`
-			Message string `json:"message"`
-		} `json:"commits"`
-	}
-	pullRequestPayload struct {
-		Action      string      `json:"action"`
-		Repo        payloadRepo `json:"repository"`
-		PullRequest struct {
-			Number         int    `json:"number"`
-			Title          string `json:"title"`
-			Body           string `json:"body"`
-			Merged         bool   `json:"merged"`
-			MergeCommitSHA string `json:"merge_commit_sha"`
-			Base           struct {
-				Ref string `json:"ref"`
-			} `json:"base"`
-		} `json:"pull_request"`
-	}
-)
-
-// DetectReverts returns the reverts in a webhook delivery: the commits of a
-// push to the repository's default branch whose message says "This reverts
-// commit <sha>", or a pull request into the default branch, closed and
-// merged, titled `Revert "…"`, with what its body names. Other events and
-// actions have none. A payload that is not the event's JSON is an error.
-func DetectReverts(event string, payload []byte) ([]Revert, error) {
-	switch event {
-	case "push":
-		var p pushPayload
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return nil, Errorf(EInvalid, "The push payload is not valid JSON: %v.", err)
-		}
-		if p.Ref != "refs/heads/"+p.Repo.DefaultBranch {
-			return nil, nil
-		}
-		var reverts []Revert
-		for _, c := range p.Commits {
-			if shas := submatches(revertsCommitRE, c.Message); len(shas) > 0 {
-				reverts = append(reverts, Revert{Repo: p.Repo.FullName, Commit: c.ID, Reverts: shas})
-			}
-		}
-		return reverts, nil
-	case "pull_request":
-		var p pullRequestPayload
-		if err := json.Unmarshal(payload, &p); err != nil {
-			return nil, Errorf(EInvalid, "The pull_request payload is not valid JSON: %v.", err)
-		}
-		pr := p.PullRequest
-		if p.Action != "closed" || !pr.Merged || pr.Base.Ref != p.Repo.DefaultBranch ||
-			!strings.HasPrefix(pr.Title, `Revert "`) {
-			return nil, nil
-		}
-		r := Revert{Repo: p.Repo.FullName, PR: pr.Number}
-		body := pr.Body
-		for _, sha := range shaRE.FindAllString(body, -1) {
-			r.Reverts = append(r.Reverts, strings.ToLower(sha))
-		}
-		for _, m := range prRefRE.FindAllStringSubmatch(body, -1) {
-			if m[1] == "" || strings.EqualFold(m[1], r.Repo) {
-				n, _ := strconv.Atoi(m[2])
-				r.RevertsPRs = append(r.RevertsPRs, n)
-			}
-		}
-		if len(r.Reverts) == 0 && len(r.RevertsPRs) == 0 {
-			return nil, nil
-		}
-		return []Revert{r}, nil
-	}
-	return nil, nil
-}
-
 // Merge is a pull request merged into its base branch.
 type Merge struct {
 	PR int `json:"pr"`
@@ -255,30 +160,6 @@ type Merge struct {
 	Commit string `json:"commit"`
 	Base   string `json:"base"` // the branch merged into
 }
-
-// DetectMerge returns the merge in a webhook delivery: a pull_request
-// closed with merged true. Other events and actions have none. A payload
-// that is not the event's JSON, or a merge without its merge commit, is an
-// error.
-func DetectMerge(event string, payload []byte) (*Merge, error) {
-	if event != "pull_request" {
-		return nil, nil
-	}
-	var p pullRequestPayload
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return nil, Errorf(EInvalid, "The pull_request payload is not valid JSON: %v.", err)
-	}
-	pr := p.PullRequest
-	if p.Action != "closed" || !pr.Merged {
-		return nil, nil
-	}
-	if pr.Number <= 0 || !commitSHA.MatchString(pr.MergeCommitSHA) {
-		return nil, Errorf(EInvalid, "The merged pull request has no number or no merge commit.")
-	}
-	return &Merge{PR: pr.Number, Commit: strings.ToLower(pr.MergeCommitSHA), Base: pr.Base.Ref}, nil
-}
-
-var commitSHA = regexp.MustCompile(`(?i)^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 // OutcomeEvent is a delivery that may change what became of the agent's
 // pull requests, as queued for a worker: a pull request merged (the worker
@@ -296,14 +177,6 @@ type OutcomeEvent struct {
 	Merge      *Merge    `json:"merge,omitempty"`
 	Reverts    []Revert  `json:"reverts,omitempty"`
 	ReceivedAt time.Time `json:"received_at"`
-}
-
-func submatches(re *regexp.Regexp, s string) []string {
-	var out []string
-	for _, m := range re.FindAllStringSubmatch(s, -1) {
-		out = append(out, strings.ToLower(m[1]))
-	}
-	return out
 }
 
 // OutcomeSummary adds up the outcomes of a group of tasks.

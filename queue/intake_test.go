@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/webhook"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // The tests of this file run the real webhook intake over a Client, and
@@ -54,8 +54,8 @@ func newIntakeHandler(t *testing.T, q *Client) http.Handler {
 // deliver sends delivery's "/agent fix" comment to the intake at base and
 // returns the status of the answer (0 when none came).
 func deliver(ctx context.Context, c *http.Client, base, delivery string) int {
-	r, err := webhooktest.Deliver(ctx, c, base+"/webhook", intakeSecret, "issue_comment", delivery,
-		webhooktest.IssueComment("/agent fix"))
+	r, err := hookshot.Deliver(ctx, c, base+"/webhook", intakeSecret, "issue_comment", delivery,
+		hookshot.IssueComment("/agent fix"))
 	if err != nil && r.Status == 0 {
 		return 0
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // command records a comment by login on the world's issue as intake

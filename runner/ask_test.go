@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // askTask is "/agent ask <question>" by ada on the world's issue.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // taskText is the task message of the model's first request.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
@@ -23,6 +22,7 @@ import (
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 	"github.com/agentbot/agentbot/runner/workspace"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // goProxy is a Go module proxy served from a directory in the GOPROXY

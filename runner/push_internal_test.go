@@ -10,10 +10,10 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/workspace"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // pushWorld is the simulator with acme/push, agentbot's App against it

@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/githubapp"
@@ -25,6 +24,7 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 	"github.com/agentbot/agentbot/runner/workspace"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // The runner's tests run it as a worker does — the GitHub simulator, git,

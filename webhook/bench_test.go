@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // BenchmarkDeliverCommand measures the ack latency of a signed
@@ -19,7 +19,7 @@ func BenchmarkDeliverCommand(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		payload := webhooktest.IssueComment("/agent fix the flaky test") // each delivery its own comment
+		payload := hookshot.IssueComment("/agent fix the flaky test") // each delivery its own comment
 		start := time.Now()
 		r := in.deliver(b, "issue_comment", fmt.Sprint("bench-", i), payload)
 		lat = append(lat, time.Since(start))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/webhook"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
 )
 
@@ -147,7 +148,7 @@ func TestBodyBudget(t *testing.T) {
 	in := startIntake(t, nil)
 	// Made before the budget is held: the held bodies are given up after
 	// BodyTimeout, and making 15 MiB of JSON may take seconds under -race.
-	payload := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) {
+	payload := rewrite(t, hookshot.IssueComment("/agent fix"), func(m map[string]any) {
 		m["padding"] = strings.Repeat(" ", 15<<20)
 	})
 	var conns []net.Conn

@@ -9,15 +9,15 @@ import (
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // FuzzHandler sends arbitrary bodies and headers, signed or not, through
 // the handler over a live Redis: it must never panic nor answer anything
 // but the documented statuses.
 func FuzzHandler(f *testing.F) {
-	f.Add(webhooktest.IssueComment("/agent fix the typo"), "issue_comment", "d1", true, "")
-	f.Add(webhooktest.IssueComment("```\n/agent fix\n```"), "issue_comment", "d2", true, "")
+	f.Add(hookshot.IssueComment("/agent fix the typo"), "issue_comment", "d1", true, "")
+	f.Add(hookshot.IssueComment("```\n/agent fix\n```"), "issue_comment", "d2", true, "")
 	f.Add([]byte(`{"action":"labeled","label":{"name":"agent:fix"},"issue":{"number":1}}`), "issues", "d3", true, "")
 	f.Add([]byte(`{"action":"submitted","review":{"body":null},"pull_request":{}}`), "pull_request_review", "d4", true, "")
 	f.Add([]byte(`{"zen":"hi"}`), "ping", "d5", false, "sha256=00")

@@ -17,7 +17,7 @@ func isOutcomeEvent(event string) bool { return event == "pull_request" || event
 // interpretOutcome reads a pull_request or push delivery. A merged pull
 // request is queued whoever opened it: which pull requests are the agent's
 // is in Redis, and the worker looks it up. A push is queued only when it
-// reverts commits on the default branch, which app.DetectReverts finds
+// reverts commits on the default branch, which DetectReverts finds
 // from the payload alone. Everything else is ignored with its reason.
 func (h *Handler) interpretOutcome(event, delivery string, body []byte) answer {
 	var p struct {
@@ -57,13 +57,13 @@ func (h *Handler) outcomeAnswer(event, delivery string, body []byte, action stri
 		case !merged:
 			return ignored("pull_request closed without merging")
 		}
-		m, err := app.DetectMerge(event, body)
+		m, err := DetectMerge(event, body)
 		if err != nil {
 			return invalid("%s", app.ErrorMessage(err))
 		}
 		e.Merge = m
 	}
-	reverts, err := app.DetectReverts(event, body)
+	reverts, err := DetectReverts(event, body)
 	if err != nil {
 		return invalid("%s", app.ErrorMessage(err))
 	}

@@ -29,7 +29,7 @@ import (
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 var secret = []byte("test secret")
@@ -81,9 +81,9 @@ func newHandler(t testing.TB, rdb redis.UniversalClient, wrap func(webhook.Enque
 	return h, reg
 }
 
-func (in *intake) deliver(t testing.TB, event, delivery string, payload []byte) webhooktest.Reply {
+func (in *intake) deliver(t testing.TB, event, delivery string, payload []byte) hookshot.Reply {
 	t.Helper()
-	r, err := webhooktest.Deliver(t.Context(), in.http, in.url+"/webhook", secret, event, delivery, payload)
+	r, err := hookshot.Deliver(t.Context(), in.http, in.url+"/webhook", secret, event, delivery, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestSignatureVector(t *testing.T) {
 func TestRefusedDeliveriesQueueNothing(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
-	command := webhooktest.IssueComment("/agent fix")
+	command := hookshot.IssueComment("/agent fix")
 	post := func(payload []byte, header map[string]string) (int, string) {
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, in.url+"/webhook", bytes.NewReader(payload))
 		if err != nil {
@@ -384,11 +384,11 @@ func TestRefusedDeliveriesQueueNothing(t *testing.T) {
 func TestBadPayloads(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
-	bot := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) {
+	bot := rewrite(t, hookshot.IssueComment("/agent fix"), func(m map[string]any) {
 		m["sender"].(map[string]any)["type"] = "Bot"
 	})
-	noComment := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) { delete(m, "comment") })
-	noRepo := rewrite(t, webhooktest.IssueComment("/agent fix"), func(m map[string]any) { delete(m, "repository") })
+	noComment := rewrite(t, hookshot.IssueComment("/agent fix"), func(m map[string]any) { delete(m, "comment") })
+	noRepo := rewrite(t, hookshot.IssueComment("/agent fix"), func(m map[string]any) { delete(m, "repository") })
 	tests := []struct {
 		name    string
 		event   string
@@ -403,7 +403,7 @@ func TestBadPayloads(t *testing.T) {
 		{"no repository", "issue_comment", noRepo, 400, "error"},
 		{"sender is a bot", "issue_comment", bot, 200, "ignored"},
 		{"unknown event", "deployment", []byte(`{}`), 200, "ignored"},
-		{"help reply", "issue_comment", webhooktest.IssueComment("/agent"), 202, "task"},
+		{"help reply", "issue_comment", hookshot.IssueComment("/agent"), 202, "task"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -422,7 +422,7 @@ func TestBadPayloads(t *testing.T) {
 func TestDuplicateDeliveries(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
-	payload := webhooktest.IssueComment("/agent status")
+	payload := hookshot.IssueComment("/agent status")
 	if r := in.deliver(t, "issue_comment", "once", payload); r.Status != http.StatusAccepted {
 		t.Fatalf("first delivery: %d %v", r.Status, r.Body)
 	}
@@ -430,7 +430,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 		t.Fatalf("redelivery: %d %v; want 200 duplicate", r.Status, r.Body)
 	}
 
-	plain := webhooktest.IssueComment("just a comment")
+	plain := hookshot.IssueComment("just a comment")
 	if r := in.deliver(t, "issue_comment", "plain", plain); r.Status != http.StatusOK || r.Body["ignored"] == nil {
 		t.Fatalf("first delivery of a plain comment: %d %v; want 200 ignored", r.Status, r.Body)
 	}
@@ -439,7 +439,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 	}
 
 	const n = 16
-	concurrent := webhooktest.IssueComment("/agent status")
+	concurrent := hookshot.IssueComment("/agent status")
 	count := in.deliverAtOnce(t, "issue_comment", concurrent, n, func(int) string { return "concurrent" })
 	if count[http.StatusAccepted] != 1 || count[http.StatusOK] != n-1 {
 		t.Errorf("concurrent deliveries answered %v; want one 202 and %d 200", count, n-1)
@@ -456,7 +456,7 @@ func TestDuplicateDeliveries(t *testing.T) {
 func TestReplayedBodyIsDuplicate(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
-	command := webhooktest.IssueComment("/agent fix")
+	command := hookshot.IssueComment("/agent fix")
 	if r := in.deliver(t, "issue_comment", "original", command); r.Status != http.StatusAccepted {
 		t.Fatalf("original: %d %v; want 202", r.Status, r.Body)
 	}
@@ -476,7 +476,7 @@ func TestReplayedBodyIsDuplicate(t *testing.T) {
 	}
 
 	const n = 16
-	fresh := webhooktest.IssueComment("/agent fix it again")
+	fresh := hookshot.IssueComment("/agent fix it again")
 	count := in.deliverAtOnce(t, "issue_comment", fresh, n, func(i int) string { return fmt.Sprint("replay-", i) })
 	if count[http.StatusAccepted] != 1 || count[http.StatusOK] != n-1 {
 		t.Errorf("one body under %d delivery ids at once answered %v; want one 202 and %d 200", n, count, n-1)
@@ -508,7 +508,7 @@ func (f *failingEnqueuer) Enqueue(ctx context.Context, t app.Task) (bool, error)
 func TestFailedEnqueueLeavesDeliveryFree(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, func(q webhook.Enqueuer) webhook.Enqueuer { return &failingEnqueuer{Enqueuer: q} })
-	payload := webhooktest.IssueComment("/agent fix")
+	payload := hookshot.IssueComment("/agent fix")
 	if r := in.deliver(t, "issue_comment", "flaky", payload); r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("failed enqueue: %d %v; want 503", r.Status, r.Body)
 	}
@@ -531,13 +531,13 @@ func TestRedisStoppedThenBack(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	payload := webhooktest.IssueComment("/agent fix")
+	payload := hookshot.IssueComment("/agent fix")
 	if r := in.deliver(t, "issue_comment", "before", payload); r.Status != http.StatusAccepted {
 		t.Fatalf("with Redis: %d %v", r.Status, r.Body)
 	}
 
 	in.redis.Stop()
-	payload = webhooktest.IssueComment("/agent fix")
+	payload = hookshot.IssueComment("/agent fix")
 	for _, event := range []string{"issue_comment", "push"} {
 		if r := in.deliver(t, event, "during-"+event, payload); r.Status != http.StatusServiceUnavailable {
 			t.Errorf("%s with Redis stopped: %d %v; want 503", event, r.Status, r.Body)
@@ -562,8 +562,8 @@ func TestRedisStoppedThenBack(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
-	in.deliver(t, "issue_comment", "m1", webhooktest.IssueComment("/agent fix"))
-	in.deliver(t, "issue_comment", "m2", webhooktest.IssueComment("no command"))
+	in.deliver(t, "issue_comment", "m1", hookshot.IssueComment("/agent fix"))
+	in.deliver(t, "issue_comment", "m2", hookshot.IssueComment("no command"))
 	resp, err := in.http.Get(in.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -656,8 +656,8 @@ func TestRedisThatNeverAnswers(t *testing.T) {
 	defer srv.Close()
 
 	client := &http.Client{Timeout: 30 * time.Second} // a guard against a hang, not a measurement
-	r, err := webhooktest.Deliver(t.Context(), client, srv.URL, secret, "issue_comment", "silent",
-		webhooktest.IssueComment("/agent fix"))
+	r, err := hookshot.Deliver(t.Context(), client, srv.URL, secret, "issue_comment", "silent",
+		hookshot.IssueComment("/agent fix"))
 	if err != nil || r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("with a silent Redis: %d %v %v; want 503", r.Status, r.Body, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // TestReadingHistory reads a squash-merged pull request back the way

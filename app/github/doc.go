@@ -9,5 +9,5 @@
 // them cannot reach another repository of the same installation.
 //
 // go-github is imported as gh, since this package's name is github. The
-// simulator the tests and the demo run against is githubsim, beside it.
+// simulator the tests and the demo run against is sim/github.
 package github

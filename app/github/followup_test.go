@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 func TestCIChecksReadWhyAnotherAppsCheckFailed(t *testing.T) {

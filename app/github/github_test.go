@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // world is a simulator with one installation on the account "acme", and the

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 func TestIssueReadsIssuesAndPullRequests(t *testing.T) {

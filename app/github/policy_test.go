@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 const mainPolicy = `version: 1

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/localnet"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 )
@@ -23,7 +24,7 @@ import (
 // returns its base URL once it answers.
 func startAdmin(t *testing.T, vars map[string]string, args ...string) string {
 	t.Helper()
-	addr, err := freeAddr()
+	addr, err := localnet.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}

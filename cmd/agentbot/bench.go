@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 func cmdBench(ctx context.Context, args []string, env Env) error {
@@ -83,7 +83,7 @@ type benchResult struct {
 // for a full budget is not one for an unreachable queue) can be told from
 // a client that gave up waiting (timeout) and from a connection that
 // failed (conn-error).
-func failureCause(r webhooktest.Reply, err error) string {
+func failureCause(r hookshot.Reply, err error) string {
 	var nerr net.Error
 	status := r.Status
 	switch {
@@ -139,10 +139,10 @@ func benchWebhook(ctx context.Context, url string, secret []byte, rate int, dura
 		res.sent++
 		// Each delivery is its own comment, as GitHub's are; the same body
 		// twice would be answered as a replay.
-		payload := webhooktest.IssueComment("/agent fix the flaky test\nSee the CI log above.")
+		payload := hookshot.IssueComment("/agent fix the flaky test\nSee the CI log above.")
 		wg.Go(func() {
 			t0 := time.Now()
-			r, err := webhooktest.Deliver(ctx, client, url, secret, "issue_comment", fmt.Sprintf("%s-%d", run, i), payload)
+			r, err := hookshot.Deliver(ctx, client, url, secret, "issue_comment", fmt.Sprintf("%s-%d", run, i), payload)
 			lat := time.Since(t0)
 			mu.Lock()
 			defer mu.Unlock()

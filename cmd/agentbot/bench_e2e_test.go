@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -49,20 +50,20 @@ func BenchmarkFix(b *testing.B) {
 	defer proxy.Close()
 	modelURL, _ := url.Parse(model.URL())
 
-	w := startWorld(b, demoOptions{files: map[string]string{app.PolicyPath: benchPolicy}},
+	w := startWorld(b, worldOptions{files: map[string]string{app.PolicyPath: benchPolicy}},
 		map[string]string{"AGENTBOT_LLM_BASE_URL": proxy.URL + modelURL.Path})
 	// fix runs one task and returns when, after the webhook was sent, it
 	// was answered, admitted (its checkout began), asked the model first
 	// and last, and had its pull request.
 	fix := func() [5]time.Duration {
-		n, err := w.sim.AddIssue(w.repo, "grace", fmt.Sprintf("Sum drops the first sample (%d)", len(calls.times())), "as titled")
+		n, err := w.Sim.AddIssue(w.Repo, "grace", fmt.Sprintf("Sum drops the first sample (%d)", len(calls.times())), "as titled")
 		if err != nil {
 			b.Fatal(err)
 		}
-		w.issue = n
-		before, prs := len(calls.times()), len(w.sim.PullRequests(w.repo))
+		w.Issue = n
+		before, prs := len(calls.times()), len(w.Sim.PullRequests(w.Repo))
 		start := time.Now()
-		_, id, err := w.deliverComment(b.Context(), demoRequester, demoComment)
+		_, id, err := w.DeliverComment(b.Context(), demo.Requester, demo.Comment)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -72,10 +73,10 @@ func BenchmarkFix(b *testing.B) {
 			if time.Now().After(deadline) {
 				b.Fatal("no pull request")
 			}
-			if rec, err := w.store.Task(b.Context(), id); at[1] == 0 && err == nil && rec.State != app.StateQueued {
+			if rec, err := w.Store.Task(b.Context(), id); at[1] == 0 && err == nil && rec.State != app.StateQueued {
 				at[1] = time.Since(start)
 			}
-			if len(w.sim.PullRequests(w.repo)) > prs {
+			if len(w.Sim.PullRequests(w.Repo)) > prs {
 				at[4] = time.Since(start)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/internal/localnet"
 	"github.com/agentbot/agentbot/queue/redistest"
 )
 
@@ -187,7 +188,7 @@ func TestConfigCheckedBeforeListening(t *testing.T) {
 func TestWorkerServesHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
-	addr, err := freeAddr()
+	addr, err := localnet.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,12 +200,12 @@ func TestWorkerServesHealthAndMetrics(t *testing.T) {
 			"--github-url", "http://127.0.0.1:1/api/v3", "--data-dir", t.TempDir(), "--metrics-addr", addr, "--skip-reach-probe"}, env)
 	}()
 	base := "http://" + addr
-	if err := waitHealthy(t.Context(), base+"/healthz", nil); err != nil {
+	if err := localnet.WaitHealthy(t.Context(), base+"/healthz", nil); err != nil {
 		cancel()
 		t.Fatalf("%v: %v\n%s", err, <-done, logs)
 	}
 	// Ready once its workers have started, with Redis up.
-	if err := waitHealthy(t.Context(), base+"/readyz", nil); err != nil {
+	if err := localnet.WaitHealthy(t.Context(), base+"/readyz", nil); err != nil {
 		cancel()
 		t.Fatalf("%v: %v\n%s", err, <-done, logs)
 	}

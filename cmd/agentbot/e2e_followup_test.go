@@ -10,9 +10,10 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // The sample's fix goes to this branch and opens pull request #2.
@@ -37,9 +38,9 @@ func edit(path, old, replacement string) llmtest.Call {
 
 // branchLog is the subjects of the commits on the agent's branch, newest
 // first.
-func branchLog(t *testing.T, w *demoWorld) []string {
+func branchLog(t *testing.T, w *demo.World) []string {
 	t.Helper()
-	out, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "log", "--format=%s", "main.."+sampleBranch).Output()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(w.SimDir, "acme", "stats.git"), "log", "--format=%s", "main.."+sampleBranch).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +49,9 @@ func branchLog(t *testing.T, w *demoWorld) []string {
 
 // firstRequestAfter is the text of the first model request after the
 // first n: the task message of the task that began there.
-func firstRequestAfter(t *testing.T, w *demoWorld, n int) string {
+func firstRequestAfter(t *testing.T, w *demo.World, n int) string {
 	t.Helper()
-	reqs := w.llm.Requests()
+	reqs := w.LLM.Requests()
 	if len(reqs) <= n {
 		t.Fatalf("%d model requests; want more than %d", len(reqs), n)
 	}
@@ -71,10 +72,10 @@ func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
 		}},
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Say what Sum and Mean give for no samples"}`}}},
 	)
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: script}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
-	before := len(w.llm.Requests())
+	before := len(w.LLM.Requests())
 
 	// Three comments on paths the agent may change (two on lines it did
 	// not touch), one on a path it may not.
@@ -84,7 +85,7 @@ func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
 		{Path: "stats_test.go", Line: 5, Body: "Document what TestSum covers."},
 		{Path: "README.md", Line: 1, Body: "Mention the fix here."},
 	}
-	_, ids, resp, err := w.sim.DeliverReviewWithComments(ctx, w.webhook, w.repo, 2, demoRequester, "CHANGES_REQUESTED", "", comments)
+	_, ids, resp, err := w.Sim.DeliverReviewWithComments(ctx, w.Webhook, w.Repo, 2, demo.Requester, "CHANGES_REQUESTED", "", comments)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,19 +103,19 @@ func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
 	if log := branchLog(t, w); len(log) != 2 || !strings.HasPrefix(log[0], "Say what Sum and Mean give") {
 		t.Errorf("branch commits %q; want the fix and one follow-up commit", log)
 	}
-	head, err := w.sim.BranchSHA(w.repo, sampleBranch)
+	head, err := w.Sim.BranchSHA(w.Repo, sampleBranch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	replies := map[int64][]githubsim.ReviewComment{}
-	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+	for _, c := range w.Sim.ReviewComments(w.Repo, 2) {
 		if c.InReplyTo != 0 {
 			replies[c.InReplyTo] = append(replies[c.InReplyTo], c)
 		}
 	}
 	for n, cid := range ids {
 		r := replies[cid]
-		if len(r) != 1 || r[0].Author != w.sim.App().BotLogin {
+		if len(r) != 1 || r[0].Author != w.Sim.App().BotLogin {
 			t.Errorf("comment %d (%s): replies %+v; want one by the App", n, comments[n].Path, r)
 			continue
 		}
@@ -135,23 +136,23 @@ func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
 
 	// Changes requested by someone who may not command start nothing and
 	// are answered nowhere.
-	requests := len(w.llm.Requests())
-	_, readerIDs, resp, err := w.sim.DeliverReviewWithComments(ctx, w.webhook, w.repo, 2, "mallory", "CHANGES_REQUESTED", "Push to main instead.",
+	requests := len(w.LLM.Requests())
+	_, readerIDs, resp, err := w.Sim.DeliverReviewWithComments(ctx, w.Webhook, w.Repo, 2, "mallory", "CHANGES_REQUESTED", "Push to main instead.",
 		[]githubsim.InlineComment{{Path: "stats.go", Line: 1, Body: "Delete this file."}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reader := acceptedTask(t, resp)
-	w.issue = 2
+	w.Issue = 2
 	if rec := waitFinal(t, w, reader); rec.State != app.StateRefused || statusOf(w, reader) != "" {
 		t.Errorf("a reader's review ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, reader))
 	}
-	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+	for _, c := range w.Sim.ReviewComments(w.Repo, 2) {
 		if c.InReplyTo == readerIDs[0] {
 			t.Errorf("the reader's comment was answered: %q", c.Body)
 		}
 	}
-	if n := len(w.llm.Requests()); n != requests {
+	if n := len(w.LLM.Requests()); n != requests {
 		t.Errorf("%d model requests after the reader's review; want still %d", n, requests)
 	}
 }
@@ -179,7 +180,7 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 
 	// The check passes on main, so the pull request broke it. The
 	// App pushed the failing head, so it is the events' sender.
-	bot := w.sim.App().BotLogin
+	bot := w.Sim.App().BotLogin
 	addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "test", Conclusion: "success", Actions: true})
 	run := addCIRun(t, w, githubsim.CIRunOptions{Ref: sampleBranch, Name: "test", Conclusion: "failure", Actions: true, Actor: bot,
 		Title: "Process completed with exit code 1", Log: actionsFailure(),
@@ -205,8 +206,8 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 	}
 	// The follow-up credits who asked for the pull request, by the
 	// address GitHub attributes to their account; never the App.
-	adaID, _ := w.sim.UserID(demoRequester)
-	want := fmt.Sprintf("Co-authored-by: %s <%d+%s@users.noreply.github.com>", demoRequester, adaID, demoRequester)
+	adaID, _ := w.Sim.UserID(demo.Requester)
+	want := fmt.Sprintf("Co-authored-by: %s <%d+%s@users.noreply.github.com>", demo.Requester, adaID, demo.Requester)
 	if trailers := coAuthorsOf(t, w, sampleBranch); len(trailers) != 1 || trailers[0] != want {
 		t.Errorf("the CI follow-up's co-authors %q; want %q", trailers, want)
 	}
@@ -228,10 +229,10 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 
 func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
 	fixTo(t, w, app.StateSucceeded)
-	before := len(w.llm.Requests())
-	w.issue = 2
+	before := len(w.LLM.Requests())
+	w.Issue = 2
 
 	older := addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "success"})
 	onMain := addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "lint", Conclusion: "failure", Summary: "vet: broken"})
@@ -251,7 +252,7 @@ func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	if rec := waitFinal(t, w, dup); rec.State != app.StateRefused || statusOf(w, dup) != "" {
 		t.Errorf("the same failure again ended %s (%s), status %q; want ignored without a word", rec.State, rec.Step, statusOf(w, dup))
 	}
-	if n := len(w.llm.Requests()); n != before {
+	if n := len(w.LLM.Requests()); n != before {
 		t.Errorf("%d model requests after the fix's %d; want none", n, before)
 	}
 	if log := branchLog(t, w); len(log) != 1 {
@@ -266,7 +267,7 @@ func TestSecondWorkflowFailingOnAHeadGetsItsFollowUp(t *testing.T) {
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Shorten Mean's doc for the vet check"}`}}},
 	)
 	w, before := agentPull(t, quickPolicy, script)
-	bot := w.sim.App().BotLogin
+	bot := w.Sim.App().BotLogin
 
 	// "Test" fails on the head and on main: not the pull request's doing.
 	onMain := addCIRun(t, w, githubsim.CIRunOptions{Ref: "main", Name: "Test", Conclusion: "failure", Actions: true})
@@ -313,7 +314,7 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Document Sum and Mean for the doc and vet checks"}`}}},
 	)
 	w, before := agentPull(t, quickPolicy, script)
-	bot := w.sim.App().BotLogin
+	bot := w.Sim.App().BotLogin
 
 	// Two workflows fail on the head, and pass on main, before either
 	// event is answered.
@@ -345,18 +346,18 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 // fixes the sample, and waits for the fix's pull request #2, the world's
 // issue from then on. It returns the number of model requests the fix
 // made.
-func agentPull(t *testing.T, policy string, script *llmtest.Script) (*demoWorld, int) {
+func agentPull(t *testing.T, policy string, script *llmtest.Script) (*demo.World, int) {
 	t.Helper()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
 	fixTo(t, w, app.StateSucceeded)
-	w.issue = 2
-	return w, len(w.llm.Requests())
+	w.Issue = 2
+	return w, len(w.LLM.Requests())
 }
 
 // oneFollowsUp waits for CI tasks a and b, started by failures on one
 // head: either may run first, and one follows up on them, which it
 // returns; the other ends without a word.
-func oneFollowsUp(t *testing.T, w *demoWorld, a, b string) queue.Record {
+func oneFollowsUp(t *testing.T, w *demo.World, a, b string) queue.Record {
 	t.Helper()
 	one, other := waitFinal(t, w, a), waitFinal(t, w, b)
 	if one.State == app.StateRefused {
@@ -372,9 +373,9 @@ func oneFollowsUp(t *testing.T, w *demoWorld, a, b string) queue.Record {
 }
 
 // coAuthorsOf are the Co-authored-by trailers of the commit ref names.
-func coAuthorsOf(t *testing.T, w *demoWorld, ref string) []string {
+func coAuthorsOf(t *testing.T, w *demo.World, ref string) []string {
 	t.Helper()
-	out, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "log", "-1", "--format=%(trailers:key=Co-authored-by)", ref).Output()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(w.SimDir, "acme", "stats.git"), "log", "-1", "--format=%(trailers:key=Co-authored-by)", ref).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,9 +383,9 @@ func coAuthorsOf(t *testing.T, w *demoWorld, ref string) []string {
 }
 
 // addCIRun records a CI run on the simulated GitHub.
-func addCIRun(t *testing.T, w *demoWorld, o githubsim.CIRunOptions) githubsim.CIRun {
+func addCIRun(t *testing.T, w *demo.World, o githubsim.CIRunOptions) githubsim.CIRun {
 	t.Helper()
-	run, err := w.sim.AddCIRun(w.repo, o)
+	run, err := w.Sim.AddCIRun(w.Repo, o)
 	if err != nil {
 		t.Fatalf("add CI run %s on %s: %v", o.Name, o.Ref, err)
 	}
@@ -392,9 +393,9 @@ func addCIRun(t *testing.T, w *demoWorld, o githubsim.CIRunOptions) githubsim.CI
 }
 
 // deliverCIRun delivers run's webhook and returns the task it queued.
-func deliverCIRun(t *testing.T, w *demoWorld, run githubsim.CIRun) string {
+func deliverCIRun(t *testing.T, w *demo.World, run githubsim.CIRun) string {
 	t.Helper()
-	resp, err := w.sim.DeliverCIRun(t.Context(), w.webhook, run)
+	resp, err := w.Sim.DeliverCIRun(t.Context(), w.Webhook, run)
 	if err != nil {
 		t.Fatalf("deliver CI run %d: %v", run.RunID, err)
 	}

@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // TestMergedAndRevertedPullRequestInStats follows the agent's pull request
@@ -24,25 +25,25 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	w := startE2E(t, map[string]string{app.PolicyPath: quickPolicy})
 	ctx := t.Context()
 	id := fixTo(t, w, app.StateSucceeded)
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 {
 		t.Fatalf("%d pull requests, want 1", len(prs))
 	}
 	pr := prs[0].Number
-	outcomes := queue.NewOutcomes(w.rdb)
+	outcomes := queue.NewOutcomes(w.RDB)
 
-	merge, resp, err := w.sim.DeliverMerge(ctx, w.webhook, w.repo, pr, githubsim.MergeSquash, "grace")
+	merge, resp, err := w.Sim.DeliverMerge(ctx, w.Webhook, w.Repo, pr, githubsim.MergeSquash, "grace")
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("deliver the merge: %v %v", resp, err)
 	}
-	o := waitOutcome(t, outcomes, w.repo, pr, func(o app.TaskOutcome) bool { return o.Merged })
+	o := waitOutcome(t, outcomes, w.Repo, pr, func(o app.TaskOutcome) bool { return o.Merged })
 	if o.MergeCommit != merge || o.Survival == nil || o.Survival.Total == 0 || o.Survival.Kept != o.Survival.Total || o.Task != id {
 		t.Fatalf("outcome after the merge %+v (survival %+v); want task %s merged as %s with every line kept", o, o.Survival, id, merge)
 	}
 
 	// The outcome names the model that did the work (the worker's default,
 	// as the policy names none), which is what stats --by model groups by.
-	opt := w.rdb.Options()
+	opt := w.RDB.Options()
 	redisURL := fmt.Sprintf("redis://%s/%d", opt.Addr, opt.DB)
 	env, out, _ := testEnv(map[string]string{"AGENTBOT_REDIS_URL": redisURL})
 	if err := cmdStats(ctx, []string{"--by", "model", "--json", "--since", "all"}, env); err != nil {
@@ -57,19 +58,19 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 		t.Errorf("stats --by model %s; want the task's model, gpt-4.1, with one merge, fully kept", out)
 	}
 
-	revert, err := w.sim.RevertCommit(w.repo, "main", merge, "grace")
+	revert, err := w.Sim.RevertCommit(w.Repo, "main", merge, "grace")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The intake answers the second, a replay of the first's body, as a
 	// duplicate (200); either way the revert counts once.
 	for i, want := range []int{http.StatusAccepted, http.StatusOK} {
-		resp, err := w.sim.DeliverPush(ctx, w.webhook, w.repo, "main", merge, revert, "grace")
+		resp, err := w.Sim.DeliverPush(ctx, w.Webhook, w.Repo, "main", merge, revert, "grace")
 		if err != nil || resp.StatusCode != want {
 			t.Fatalf("deliver the push, time %d: %v %v; want %d", i+1, resp, err, want)
 		}
 	}
-	waitOutcome(t, outcomes, w.repo, pr, func(o app.TaskOutcome) bool { return o.Reverted })
+	waitOutcome(t, outcomes, w.Repo, pr, func(o app.TaskOutcome) bool { return o.Reverted })
 
 	env, out, _ = testEnv(map[string]string{"AGENTBOT_REDIS_URL": redisURL})
 	if err := cmdStats(ctx, []string{"--json", "--since", "all"}, env); err != nil {
@@ -91,16 +92,16 @@ func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	// serve's workers count the same on its /metrics, each event once.
 	metrics := servedMetrics(t, w)
 	for _, want := range []string{"agentbot_tasks_total", "agentbot_prs_merged_total", "agentbot_prs_reverted_total", "agentbot_pr_survival_ratio_count"} {
-		if !countsOne(metrics, want, w.repo) {
-			t.Errorf("/metrics lacks %s{…repo=%q…} 1", want, w.repo)
+		if !countsOne(metrics, want, w.Repo) {
+			t.Errorf("/metrics lacks %s{…repo=%q…} 1", want, w.Repo)
 		}
 	}
 }
 
 // servedMetrics is what serve answers on /metrics.
-func servedMetrics(t *testing.T, w *demoWorld) string {
+func servedMetrics(t *testing.T, w *demo.World) string {
 	t.Helper()
-	resp, err := http.Get(strings.TrimSuffix(w.webhook, "/webhook") + "/metrics")
+	resp, err := http.Get(strings.TrimSuffix(w.Webhook, "/webhook") + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -32,20 +33,20 @@ paths: {allow: ["**/*.go"]}
 // added skip in their own section.
 func TestTamperingIsShownInThePullRequestAndCheckRun(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: tamperablePolicy}, script: &tamperingModel}, nil)
-	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: tamperablePolicy}, script: &tamperingModel}, nil)
+	_, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 {
 		t.Fatalf("%d pull requests; want 1", len(prs))
 	}
 	var summary string
-	for _, c := range w.sim.CheckRuns(w.repo) {
+	for _, c := range w.Sim.CheckRuns(w.Repo) {
 		summary += c.Summary
 	}
 	for where, text := range map[string]string{"pull request body": prs[0].Body, "check run summary": summary} {

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // The end-to-end tests of a task's run beyond the plain fix: approvals,
@@ -23,10 +24,10 @@ import (
 
 // waitState waits until task id is in state want; a final state on the
 // way is a failure.
-func waitState(t *testing.T, w *demoWorld, id string, want app.State) queue.Record {
+func waitState(t *testing.T, w *demo.World, id string, want app.State) queue.Record {
 	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
-		rec, err := w.store.Task(t.Context(), id)
+		rec, err := w.Store.Task(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,8 +41,8 @@ func waitState(t *testing.T, w *demoWorld, id string, want app.State) queue.Reco
 }
 
 // statusOf is the body of task id's status comment on the world's issue.
-func statusOf(w *demoWorld, id string) string {
-	for _, c := range w.sim.Comments(w.repo, w.issue) {
+func statusOf(w *demo.World, id string) string {
+	for _, c := range w.Sim.Comments(w.Repo, w.Issue) {
 		if strings.Contains(c.Body, "agentbot:task="+id) {
 			return c.Body
 		}
@@ -50,9 +51,9 @@ func statusOf(w *demoWorld, id string) string {
 }
 
 // loopState is the agent loop's saved state of task id.
-func loopState(t *testing.T, w *demoWorld, id string) agent.State {
+func loopState(t *testing.T, w *demo.World, id string) agent.State {
 	t.Helper()
-	raw, err := w.store.LoadState(t.Context(), id)
+	raw, err := w.Store.LoadState(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +69,12 @@ const humanWrites = quickPolicy + "tools: {write: human}\n"
 
 func TestApproveResumesThePausedFix(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
 	ctx := t.Context()
-	if err := w.sim.SetPermission(w.repo, "grace", "maintain"); err != nil {
+	if err := w.Sim.SetPermission(w.Repo, "grace", "maintain"); err != nil {
 		t.Fatal(err)
 	}
-	_, none, err := w.deliverComment(ctx, "grace", "/agent approve")
+	_, none, err := w.DeliverComment(ctx, "grace", "/agent approve")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 		t.Errorf("approve with nothing paused: %s\n%s", rec.State, statusOf(w, none))
 	}
 
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,18 +99,18 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 		}
 	}
 	// The requester may write but is no approver.
-	_, refused, err := w.deliverComment(ctx, demoRequester, "/agent approve")
+	_, refused, err := w.DeliverComment(ctx, demo.Requester, "/agent approve")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, refused); rec.State != app.StateRefused || !strings.Contains(statusOf(w, refused), "only approvers may approve or deny") {
 		t.Errorf("approve by a writer: %s\n%s", rec.State, statusOf(w, refused))
 	}
-	if rec, _ := w.store.Task(ctx, fix); rec.State != app.StateAwaitingApproval {
+	if rec, _ := w.Store.Task(ctx, fix); rec.State != app.StateAwaitingApproval {
 		t.Fatalf("the refused approval moved the fix to %s", rec.State)
 	}
 
-	_, approve, err := w.deliverComment(ctx, "grace", "/agent approve")
+	_, approve, err := w.DeliverComment(ctx, "grace", "/agent approve")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +130,11 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 	if len(st.Approvals) != 1 || st.Approvals[0].By != "grace" || !st.Approvals[0].Approved || st.Approvals[0].Tool != "edit_file" {
 		t.Errorf("approvals %+v; want edit_file approved by grace", st.Approvals)
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 {
 		t.Fatalf("pull requests %+v; want one", prs)
 	}
-	src, _ := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "show", prs[0].Pull.Head+":stats.go").Output()
+	src, _ := exec.Command("git", "--git-dir", filepath.Join(w.SimDir, "acme", "stats.git"), "show", prs[0].Pull.Head+":stats.go").Output()
 	if !strings.Contains(string(src), "for i := 0;") {
 		t.Errorf("the approved edit is not on the branch:\n%s", src)
 	}
@@ -146,17 +147,17 @@ func TestDeniedCallIsToldToTheModel(t *testing.T) {
 	// The sample's model edits (paused, then denied), then calls finish,
 	// which the failing check refuses; its four iterations are then spent.
 	policy := humanWrites + "limits: {iterations: 4}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
 	ctx := t.Context()
-	if err := w.sim.SetPermission(w.repo, "grace", "admin"); err != nil {
+	if err := w.Sim.SetPermission(w.Repo, "grace", "admin"); err != nil {
 		t.Fatal(err)
 	}
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, w, fix, app.StateAwaitingApproval)
-	_, deny, err := w.deliverComment(ctx, "grace", "/agent deny")
+	_, deny, err := w.DeliverComment(ctx, "grace", "/agent deny")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,21 +184,21 @@ func TestDeniedCallIsToldToTheModel(t *testing.T) {
 	if !told || st.Step != 4 {
 		t.Errorf("the model was not told of the denial, or did not go on (%d steps)", st.Step)
 	}
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)
 	}
 }
 
 // assertCheckOnHead checks that the one check run of head's task is on
 // the branch's head commit, where the pull request shows it.
-func assertCheckOnHead(t *testing.T, w *demoWorld, branch, conclusion string) {
+func assertCheckOnHead(t *testing.T, w *demo.World, branch, conclusion string) {
 	t.Helper()
-	sha, err := w.sim.BranchSHA(w.repo, branch)
+	sha, err := w.Sim.BranchSHA(w.Repo, branch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var on []githubsim.CheckRun
-	for _, c := range w.sim.CheckRuns(w.repo) {
+	for _, c := range w.Sim.CheckRuns(w.Repo) {
 		if c.HeadSHA == sha {
 			on = append(on, c)
 		}
@@ -220,32 +221,32 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 	policy := strings.Replace(slowCheckPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
 	// Two slots for the installation: the second fix must wait on its
 	// issue's lock, not on the installation's limit.
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script,
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &script,
 		workerFlags: []string{"--max-per-installation", "2"}}, nil)
 	ctx := t.Context()
-	_, first, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, first, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, w, first, app.StateRunning)
-	_, second, err := w.deliverComment(ctx, demoRequester, "/agent fix it differently")
+	_, second, err := w.DeliverComment(ctx, demo.Requester, "/agent fix it differently")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// stop and status never wait.
-	_, status, err := w.deliverComment(ctx, demoRequester, "/agent status")
+	_, status, err := w.DeliverComment(ctx, demo.Requester, "/agent status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, status); rec.State != app.StateSucceeded {
 		t.Errorf("status ended %s", rec.State)
 	}
-	if rec, _ := w.store.Task(ctx, first); rec.State.Final() {
+	if rec, _ := w.Store.Task(ctx, first); rec.State.Final() {
 		t.Fatalf("the first fix ended (%s) before status was answered: the test shows nothing", rec.State)
 	}
 	waiting := "waiting behind task " + first
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := w.store.Task(ctx, second)
+		rec, err := w.Store.Task(ctx, second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,20 +267,20 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 	if rec.State != app.StateFailed || !strings.Contains(statusOf(w, second), "iterations: 4 steps taken") {
 		t.Errorf("second fix ended %s (%s); want failed on its iterations:\n%s", rec.State, rec.Step, statusOf(w, second))
 	}
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 1 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 1 {
 		t.Errorf("%d pull requests; want the first fix's", len(prs))
 	}
 }
 
 func TestReviewCommentFollowUpIsAnsweredInItsThread(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	const branch = "agent/1-sum-drops-the-first-sample"
 	assertCheckOnHead(t, w, branch, "success")
 
-	commentID, resp, err := w.sim.DeliverReviewComment(ctx, w.webhook, w.repo, 2, demoRequester, "stats.go", 3, "/agent also say what Sum of no samples is")
+	commentID, resp, err := w.Sim.DeliverReviewComment(ctx, w.Webhook, w.Repo, 2, demo.Requester, "stats.go", 3, "/agent also say what Sum of no samples is")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,22 +289,22 @@ func TestReviewCommentFollowUpIsAnsweredInItsThread(t *testing.T) {
 		t.Fatalf("follow-up ended %s (%s)", rec.State, rec.Step)
 	}
 	var replies []githubsim.ReviewComment
-	for _, c := range w.sim.ReviewComments(w.repo, 2) {
+	for _, c := range w.Sim.ReviewComments(w.Repo, 2) {
 		if c.InReplyTo == commentID {
 			replies = append(replies, c)
 		}
 	}
-	if len(replies) != 1 || replies[0].Author != w.sim.App().BotLogin || !strings.Contains(replies[0].Body, "**Done:** #2") {
+	if len(replies) != 1 || replies[0].Author != w.Sim.App().BotLogin || !strings.Contains(replies[0].Body, "**Done:** #2") {
 		t.Errorf("replies in the review thread %+v; want one by the App saying Done", replies)
 	}
-	w.issue = 2
+	w.Issue = 2
 	if s := statusOf(w, id); !strings.Contains(s, "**Done:** #2") {
 		t.Errorf("status comment of the follow-up:\n%s", s)
 	}
 	// The follow-up's commit has its own check run; the fix's stays on
 	// the commit before it.
 	assertCheckOnHead(t, w, branch, "success")
-	if runs := w.sim.CheckRuns(w.repo); len(runs) != 2 || runs[0].HeadSHA == runs[1].HeadSHA {
+	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 2 || runs[0].HeadSHA == runs[1].HeadSHA {
 		t.Errorf("check runs %+v; want one on each commit", runs)
 	}
 }
@@ -324,10 +325,10 @@ func acceptedTask(t *testing.T, resp *http.Response) string {
 func TestTheRepositorysTriggerLabelStartsAFix(t *testing.T) {
 	t.Parallel()
 	policy := quickPolicy + "trigger: {label: \"bot:fix\"}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
 	ctx := t.Context()
 	label := func(name string) string {
-		resp, err := w.sim.DeliverLabeled(ctx, w.webhook, w.repo, w.issue, name, demoRequester)
+		resp, err := w.Sim.DeliverLabeled(ctx, w.Webhook, w.Repo, w.Issue, name, demo.Requester)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +346,7 @@ func TestTheRepositorysTriggerLabelStartsAFix(t *testing.T) {
 	if rec := waitFinal(t, w, label("bot:fix")); rec.State != app.StateSucceeded {
 		t.Fatalf("label bot:fix: task ended %s (%s)", rec.State, rec.Step)
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "Fixes #1") {
 		t.Errorf("pull requests %+v; want one fixing #1", prs)
 	}
@@ -366,19 +367,19 @@ checks:
 paths: {allow: ["**/*.go"]}
 `,
 	}
-	w := startWorld(t, demoOptions{files: files}, nil)
-	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	w := startWorld(t, worldOptions{files: files}, nil)
+	_, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("task ended %s (%s):\n%s", rec.State, rec.Step, statusOf(w, id))
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "| prepared | ") {
 		t.Fatalf("pull requests %+v; want one whose checks include prepared", prs)
 	}
-	out, err := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "diff", "--name-only", "main..."+prs[0].Pull.Head).Output()
+	out, err := exec.Command("git", "--git-dir", filepath.Join(w.SimDir, "acme", "stats.git"), "diff", "--name-only", "main..."+prs[0].Pull.Head).Output()
 	if err != nil || string(out) != "stats.go\n" {
 		t.Errorf("changed files %q (%v); want stats.go only, not the setup's cache", out, err)
 	}
@@ -391,8 +392,8 @@ setup: {network: false, run: ["echo 'go: module cache unreachable' >&2; exit 3"]
 checks:
   - {name: fixed, run: "! grep -q 'i := 1' stats.go"}
 `
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
-	commentID, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	commentID, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,11 +406,11 @@ checks:
 			t.Errorf("status comment lacks %q:\n%s", want, s)
 		}
 	}
-	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
+	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Errorf("check runs %+v; want one failure", runs)
 	}
 	_, command := botComments(w, commentID)
-	if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "confused"}) {
+	if r := reactionsBy(command, w.Sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "confused"}) {
 		t.Errorf("reactions %v; want eyes then confused", r)
 	}
 }

@@ -18,14 +18,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/github/githubsim"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/queuetest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // The end-to-end tests run the product as "make demo" does — the GitHub
@@ -65,49 +66,73 @@ const sandboxedCheck = `  - {name: sandboxed, run: 'test "$(ls /sys/class/net)" 
 
 // startE2E starts the demo's world for a test, with the sample
 // repository's files replaced by files.
-func startE2E(t testing.TB, files map[string]string) *demoWorld {
+func startE2E(t testing.TB, files map[string]string) *demo.World {
 	t.Helper()
-	return startWorld(t, demoOptions{files: files}, nil)
+	return startWorld(t, worldOptions{files: files}, nil)
 }
 
-// startWorld starts the demo's world with o's files, script and workers,
-// and the environment variables vars.
-func startWorld(t testing.TB, o demoOptions, vars map[string]string) *demoWorld {
+// worldOptions configure startWorld.
+type worldOptions struct {
+	// files replace or add files of the sample repository.
+	files map[string]string
+	// script replaces the sample's recorded model.
+	script *llmtest.Script
+	// noWorkers starts the intake only: the test starts workers apart.
+	noWorkers bool
+	// workerFlags are added to the workers' flags.
+	workerFlags []string
+}
+
+// startWorld starts the demo's world with o's files and script, the
+// environment variables vars, and "agentbot serve" against it, wired by
+// run in-process as the binary wires it, with o's workers.
+func startWorld(t testing.TB, o worldOptions, vars map[string]string) *demo.World {
 	t.Helper()
 	sandboxtest.RequireDocker(t)
 	rs := redistest.Start(t)
-	all := map[string]string{"AGENTBOT_DEMO_LOGS": "1"}
-	maps.Copy(all, vars)
-	env, _, logs := testEnv(all)
-	o.redisURL, o.sample, o.executor, o.image, o.env = rs.URL, sampleDir, sandboxtest.Executor(t), sandboxtest.Image(t), env
+	sample, err := demo.LoadSample(sampleDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(sample.Files, o.files)
+	if o.script != nil {
+		sample.Script = *o.script
+	}
+	w, err := demo.Start(t.Context(), sample, demo.Options{RedisURL: rs.URL, Image: sandboxtest.Image(t),
+		Executor: sandboxtest.Executor(t), Getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatalf("start the world: %v", err)
+	}
+	t.Cleanup(w.Close)
+	args := slices.Concat(w.Args, o.workerFlags)
 	if !strings.Contains(o.files[app.PolicyPath], "setup:") {
 		dir, err := sharedEnvs()
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.workerFlags = append(o.workerFlags, "--env-cache-dir", dir)
+		args = append(args, "--env-cache-dir", dir)
 	}
-	w, err := startDemo(t.Context(), o)
-	if err != nil {
-		t.Fatalf("start: %v\n%s", err, logs)
+	if o.noWorkers {
+		args = append(args, "--no-workers")
 	}
+	base, _, logs := startServe(t, w.Env, args...)
 	t.Cleanup(func() {
-		w.close()
 		if t.Failed() {
 			t.Logf("serve's logs:\n%s", logs)
 		}
 	})
+	w.Attach(base + "/webhook")
 	return w
 }
 
 // samplePolicy is the sample's policy with extra checks appended.
 func samplePolicy(t *testing.T, extra string) map[string]string {
 	t.Helper()
-	files, err := readTree(filepath.Join(sampleDir, "repo"))
+	sample, err := demo.LoadSample(sampleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := files[app.PolicyPath]
+	p := sample.Files[app.PolicyPath]
 	i := strings.Index(p, "paths:")
 	return map[string]string{app.PolicyPath: p[:i] + extra + p[i:]}
 }
@@ -116,22 +141,22 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 	t.Parallel()
 	w := startE2E(t, samplePolicy(t, sandboxedCheck))
 	ctx := t.Context()
-	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	commentID, id, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := waitFinal(t, w, id)
 	if rec.State != app.StateSucceeded {
-		t.Fatalf("task ended %s (%s); comments: %+v", rec.State, rec.Step, w.sim.Comments(w.repo, w.issue))
+		t.Fatalf("task ended %s (%s); comments: %+v", rec.State, rec.Step, w.Sim.Comments(w.Repo, w.Issue))
 	}
-	bot := w.sim.App().BotLogin
+	bot := w.Sim.App().BotLogin
 
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 {
 		t.Fatalf("%d pull requests; want 1: %+v", len(prs), prs)
 	}
 	pr := prs[0]
-	if pr.Pull.Head != "agent/1-sum-drops-the-first-sample" || pr.Pull.Base != "main" || pr.Pull.HeadRepo != w.repo || pr.Author != bot {
+	if pr.Pull.Head != "agent/1-sum-drops-the-first-sample" || pr.Pull.Base != "main" || pr.Pull.HeadRepo != w.Repo || pr.Author != bot {
 		t.Errorf("pull request %+v %+v; want agent/1-sum-drops-the-first-sample into main by %s", pr, pr.Pull, bot)
 	}
 	if pr.Title != "Fix Sum dropping the first sample" {
@@ -152,7 +177,7 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 
 	// The fix is on the branch, committed by the App with the requester as
 	// co-author, on top of main.
-	gitDir := filepath.Join(w.simDir, "acme", "stats.git")
+	gitDir := filepath.Join(w.SimDir, "acme", "stats.git")
 	git := func(args ...string) string {
 		out, err := exec.Command("git", append([]string{"--git-dir", gitDir}, args...)...).CombinedOutput()
 		if err != nil {
@@ -171,7 +196,7 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 		t.Errorf("commit:\n%s", msg)
 	}
 	// Made through the Git database API, so GitHub signed it as the App's.
-	if ok, reason, err := w.sim.CommitVerification(w.repo, strings.TrimSpace(git("rev-parse", pr.Pull.Head))); err != nil || !ok {
+	if ok, reason, err := w.Sim.CommitVerification(w.Repo, strings.TrimSpace(git("rev-parse", pr.Pull.Head))); err != nil || !ok {
 		t.Errorf("the agent's commit shows as verified=%v (%s, %v); want verified", ok, reason, err)
 	}
 
@@ -181,7 +206,7 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 	if len(status) != 1 || !strings.Contains(status[0].Body, "**Done:** #2") || !strings.Contains(status[0].Body, "/acme/stats/pull/2") {
 		t.Errorf("status comments %+v; want one saying Done with the link", status)
 	}
-	runs := w.sim.CheckRuns(w.repo)
+	runs := w.Sim.CheckRuns(w.Repo)
 	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "success" || runs[0].Name != app.CheckName {
 		t.Errorf("check runs %+v; want one completed successfully", runs)
 	}
@@ -193,9 +218,9 @@ func TestFixOpensOnePullRequest(t *testing.T) {
 // fixTo delivers the sample's "/agent fix" comment from the sample's
 // requester, waits for the task to end, and fails the test unless it ended
 // in want; it returns the task's id.
-func fixTo(t testing.TB, w *demoWorld, want app.State) string {
+func fixTo(t testing.TB, w *demo.World, want app.State) string {
 	t.Helper()
-	_, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	_, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,9 +231,9 @@ func fixTo(t testing.TB, w *demoWorld, want app.State) string {
 }
 
 // waitFinal waits for task id to end.
-func waitFinal(t testing.TB, w *demoWorld, id string) queue.Record {
+func waitFinal(t testing.TB, w *demo.World, id string) queue.Record {
 	t.Helper()
-	rec, err := w.wait(t.Context(), id, e2eTimeout, func(r queue.Record) { t.Logf("%s %s", r.State, r.Step) })
+	rec, err := w.Wait(t.Context(), id, e2eTimeout, func(r queue.Record) { t.Logf("%s %s", r.State, r.Step) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,15 +249,15 @@ func TestRefusalsAreAnsweredWithAComment(t *testing.T) {
 		want  string
 	}{
 		{"commenter without write permission", nil, "mallory", "@mallory"},
-		{"policy without checks", map[string]string{app.PolicyPath: "version: 1\n"}, demoRequester, "checks"},
+		{"policy without checks", map[string]string{app.PolicyPath: "version: 1\n"}, demo.Requester, "checks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := startE2E(t, tt.files)
-			if err := w.sim.SetPermission(w.repo, "mallory", "read"); err != nil {
+			if err := w.Sim.SetPermission(w.Repo, "mallory", "read"); err != nil {
 				t.Fatal(err)
 			}
-			commentID, id, err := w.deliverComment(t.Context(), tt.login, demoComment)
+			commentID, id, err := w.DeliverComment(t.Context(), tt.login, demo.Comment)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,10 +268,10 @@ func TestRefusalsAreAnsweredWithAComment(t *testing.T) {
 			if len(replies) != 1 || !strings.Contains(replies[0].Body, tt.want) {
 				t.Errorf("replies %+v; want one mentioning %q", replies, tt.want)
 			}
-			if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"confused"}) {
+			if r := reactionsBy(command, w.Sim.App().BotLogin); !slices.Equal(r, []string{"confused"}) {
 				t.Errorf("reactions %v; want confused only", r)
 			}
-			if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+			if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 				t.Errorf("pull requests %+v; want none", prs)
 			}
 		})
@@ -267,18 +292,18 @@ func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 	t.Parallel()
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
-	w := startWorld(t, demoOptions{files: files, script: &unsafeModel}, nil)
-	commentID, id, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	w := startWorld(t, worldOptions{files: files, script: &unsafeModel}, nil)
+	commentID, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, id); rec.State != app.StateFailed {
 		t.Errorf("task ended %s; want failed", rec.State)
 	}
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)
 	}
-	if b, _ := w.sim.Branches(w.repo); len(b) != 1 {
+	if b, _ := w.Sim.Branches(w.Repo); len(b) != 1 {
 		t.Errorf("branches %v; want main only", b)
 	}
 	replies, _ := botComments(w, commentID)
@@ -296,10 +321,10 @@ func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 			t.Errorf("status comment lacks %q:\n%s", want, replies[0].Body)
 		}
 	}
-	if o, err := queue.NewOutcomes(w.rdb).Outcome(t.Context(), id); err != nil || o.SafetyIncidents != 2 || o.PR != 0 || o.State != app.StateFailed {
+	if o, err := queue.NewOutcomes(w.RDB).Outcome(t.Context(), id); err != nil || o.SafetyIncidents != 2 || o.PR != 0 || o.State != app.StateFailed {
 		t.Errorf("outcome %+v (%v); want failed with 2 safety incidents", o, err)
 	}
-	runs := w.sim.CheckRuns(w.repo)
+	runs := w.Sim.CheckRuns(w.Repo)
 	if len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Fatalf("check runs %+v; want one failure", runs)
 	}
@@ -311,10 +336,10 @@ func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 }
 
 // botComments returns the App's comments on the issue and the comment id.
-func botComments(w *demoWorld, id int64) (bot []githubsim.Comment, command githubsim.Comment) {
-	for _, c := range w.sim.Comments(w.repo, w.issue) {
+func botComments(w *demo.World, id int64) (bot []githubsim.Comment, command githubsim.Comment) {
+	for _, c := range w.Sim.Comments(w.Repo, w.Issue) {
 		switch {
-		case c.Author == w.sim.App().BotLogin:
+		case c.Author == w.Sim.App().BotLogin:
 			bot = append(bot, c)
 		case c.ID == id:
 			command = c
@@ -356,33 +381,33 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 	ctx := t.Context()
 	// The pull request is created but its answer is lost; an edit of the
 	// status comment meets a rate limit; a check run's creation fails.
-	w.sim.Inject("POST", "/repos/acme/stats/pulls", githubsim.Fault{Status: 502, Processed: true, Times: 1})
-	w.sim.Inject("PATCH", "/repos/acme/stats/issues/comments/*", githubsim.Fault{Status: 429, RetryAfter: time.Second, Times: 1})
-	w.sim.Inject("POST", "/repos/acme/stats/check-runs", githubsim.Fault{Status: 500, Times: 1})
+	w.Sim.Inject("POST", "/repos/acme/stats/pulls", githubsim.Fault{Status: 502, Processed: true, Times: 1})
+	w.Sim.Inject("PATCH", "/repos/acme/stats/issues/comments/*", githubsim.Fault{Status: 429, RetryAfter: time.Second, Times: 1})
+	w.Sim.Inject("POST", "/repos/acme/stats/check-runs", githubsim.Fault{Status: 500, Times: 1})
 
-	commentID, err := w.sim.AddComment(w.repo, w.issue, demoRequester, demoComment)
+	commentID, err := w.Sim.AddComment(w.Repo, w.Issue, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	payload, err := json.Marshal(map[string]any{
 		"action":       "created",
-		"installation": map[string]any{"id": w.installation},
-		"repository":   map[string]any{"full_name": w.repo},
-		"sender":       map[string]any{"login": demoRequester, "type": "User"},
-		"issue":        map[string]any{"number": w.issue},
-		"comment":      map[string]any{"id": commentID, "body": demoComment},
+		"installation": map[string]any{"id": w.Installation},
+		"repository":   map[string]any{"full_name": w.Repo},
+		"sender":       map[string]any{"login": demo.Requester, "type": "User"},
+		"issue":        map[string]any{"number": w.Issue},
+		"comment":      map[string]any{"id": commentID, "body": demo.Comment},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// GitHub delivers at least once: the same delivery three times, at once.
 	delivery := uuid.NewString()
-	secret := []byte(w.sim.App().WebhookSecret)
-	replies := make([]webhooktest.Reply, 3)
+	secret := []byte(w.Sim.App().WebhookSecret)
+	replies := make([]hookshot.Reply, 3)
 	var wg sync.WaitGroup
 	for i := range replies {
 		wg.Go(func() {
-			r, err := webhooktest.Deliver(ctx, http.DefaultClient, w.webhook, secret, "issue_comment", delivery, payload)
+			r, err := hookshot.Deliver(ctx, http.DefaultClient, w.Webhook, secret, "issue_comment", delivery, payload)
 			if err != nil {
 				t.Error(err)
 			}
@@ -396,7 +421,7 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 			id = task
 		}
 	}
-	recs, err := w.store.List(ctx, 10)
+	recs, err := w.Store.List(ctx, 10)
 	if err != nil || len(recs) != 1 || recs[0].ID != id {
 		t.Fatalf("tasks %+v (%v); want one, %s; replies %+v", recs, err, id, replies)
 	}
@@ -404,7 +429,7 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 		t.Fatalf("task ended %s (%s)", rec.State, rec.Step)
 	}
 	assertOnePullRequest(t, w, commentID)
-	o, err := queue.NewOutcomes(w.rdb).Outcome(ctx, id)
+	o, err := queue.NewOutcomes(w.RDB).Outcome(ctx, id)
 	if err != nil || o.State != app.StateSucceeded || o.PR != 2 || !o.ChecksPassed || o.Iterations != 4 || o.Tokens == 0 {
 		t.Errorf("outcome %+v (%v); want succeeded with #2 after 4 iterations", o, err)
 	}
@@ -425,10 +450,10 @@ func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 // testResumedByAnother stops a worker with sig while its sandbox runs the
 // checks, then starts another.
 func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: slowCheckPolicy}, noWorkers: true}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slowCheckPolicy}, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
-	commentID, id, err := w.deliverComment(ctx, demoRequester, demoComment)
+	commentID, id, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +466,7 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		startWorker(t, w, bin)
 	} else {
 		// The only worker is dead: every lease is its own.
-		if n, err := queuetest.ExpireLeases(ctx, w.rdb, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
+		if n, err := queuetest.ExpireLeases(ctx, w.RDB, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
 			t.Fatalf("expired %d leases (%v); want the killed worker's task's one", n, err)
 		}
 		// Started at once, the next worker finds the dead one's lease still
@@ -465,7 +490,7 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 		}
 		// The lease's key as queue's package doc lists it, gone as it
 		// would be a TTL after the kill.
-		if err := w.rdb.Del(ctx, "agentbot:worker:"+strings.TrimSpace(string(out))+":lease").Err(); err != nil {
+		if err := w.RDB.Del(ctx, "agentbot:worker:"+strings.TrimSpace(string(out))+":lease").Err(); err != nil {
 			t.Fatal(err)
 		}
 		// Every 100 ms: a minute is a sweep that never comes.
@@ -485,10 +510,10 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 // first step, two reads, is recorded, and the sample's second step runs the
 // checks at once) and the task has a sandbox, which may come after the step
 // is saved; it returns the task's sandboxes.
-func waitSandbox(t *testing.T, w *demoWorld, task string) []string {
+func waitSandbox(t *testing.T, w *demo.World, task string) []string {
 	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(20 * time.Millisecond) {
-		rec, err := w.store.Task(t.Context(), task)
+		rec, err := w.Store.Task(t.Context(), task)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,19 +540,19 @@ func sandboxesOf(t *testing.T, task string) []string {
 
 // assertOnePullRequest checks the end of a successful task: one pull
 // request, one status comment saying so, one check run, 👀 and 🚀.
-func assertOnePullRequest(t *testing.T, w *demoWorld, commentID int64) {
+func assertOnePullRequest(t *testing.T, w *demo.World, commentID int64) {
 	t.Helper()
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 1 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 1 {
 		t.Errorf("%d pull requests; want 1: %+v", len(prs), prs)
 	}
 	status, command := botComments(w, commentID)
 	if len(status) != 1 || !strings.Contains(status[0].Body, "**Done:** #2") {
 		t.Errorf("status comments %+v; want one saying Done", status)
 	}
-	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "success" {
+	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 1 || runs[0].Conclusion != "success" {
 		t.Errorf("check runs %+v; want one success", runs)
 	}
-	if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "rocket"}) {
+	if r := reactionsBy(command, w.Sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "rocket"}) {
 		t.Errorf("reactions %v; want eyes then rocket", r)
 	}
 }
@@ -547,13 +572,13 @@ func buildAgentbot(t *testing.T) string {
 
 // startWorker starts "agentbot worker" for w as a process, with flags
 // besides the world's, stopped with SIGTERM when the test ends.
-func startWorker(t *testing.T, w *demoWorld, bin string, flags ...string) *exec.Cmd {
+func startWorker(t *testing.T, w *demo.World, bin string, flags ...string) *exec.Cmd {
 	t.Helper()
 	// Several workers run at once, beside other tests: each serves its
 	// probes and metrics on a port of its own.
-	cmd := exec.Command(bin, slices.Concat([]string{"worker"}, w.workerArgs, []string{"--metrics-addr", "127.0.0.1:0"}, flags)...)
+	cmd := exec.Command(bin, slices.Concat([]string{"worker"}, w.Args, []string{"--metrics-addr", "127.0.0.1:0"}, flags)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range w.workerEnv {
+	for k, v := range w.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	var logs ostest.SyncBuffer
@@ -591,27 +616,27 @@ func followUp(t *testing.T) *llmtest.Script {
 
 func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	const branch = "agent/1-sum-drops-the-first-sample"
-	first, err := w.sim.BranchSHA(w.repo, branch)
+	first, err := w.Sim.BranchSHA(w.Repo, branch)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	w.issue = 2 // the pull request
-	commentID, id, err := w.deliverComment(ctx, demoRequester, "/agent also say what Sum of no samples is")
+	w.Issue = 2 // the pull request
+	commentID, id, err := w.DeliverComment(ctx, demo.Requester, "/agent also say what Sum of no samples is")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("follow-up ended %s (%s)", rec.State, rec.Step)
 	}
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 1 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 1 {
 		t.Errorf("%d pull requests; want still 1", len(prs))
 	}
-	gitDir := filepath.Join(w.simDir, "acme", "stats.git")
+	gitDir := filepath.Join(w.SimDir, "acme", "stats.git")
 	out, err := exec.Command("git", "--git-dir", gitDir, "log", "--format=%P %s", "main.."+branch).Output()
 	if err != nil {
 		t.Fatal(err)
@@ -627,16 +652,16 @@ func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 	if len(replies) != 1 || !strings.Contains(replies[0].Body, "**Done:** #2") {
 		t.Errorf("replies on the pull request %+v; want one saying Done", replies)
 	}
-	if r := reactionsBy(command, w.sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "rocket"}) {
+	if r := reactionsBy(command, w.Sim.App().BotLogin); !slices.Equal(r, []string{"eyes", "rocket"}) {
 		t.Errorf("reactions %v; want eyes then rocket", r)
 	}
 }
 
 func TestStatusAndHelpAreAnswered(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
 	ctx := t.Context()
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,13 +677,13 @@ func TestStatusAndHelpAreAnswered(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.command, func(t *testing.T) {
-			_, id, err := w.deliverComment(ctx, demoRequester, tt.command)
+			_, id, err := w.DeliverComment(ctx, demo.Requester, tt.command)
 			if err != nil {
 				t.Fatal(err)
 			}
 			waitFinal(t, w, id)
 			var reply string
-			for _, c := range w.sim.Comments(w.repo, w.issue) {
+			for _, c := range w.Sim.Comments(w.Repo, w.Issue) {
 				if strings.Contains(c.Body, "agentbot:task="+id) {
 					reply = c.Body
 				}
@@ -676,23 +701,23 @@ func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 	t.Parallel()
 	script := llmtest.Script{Steps: slices.Concat(unsafeModel.Steps, followUp(t).Steps[:4])}
 	policy := quickPolicy + "limits: {iterations: 4}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
 	ctx := t.Context()
-	_, failed, err := w.deliverComment(ctx, demoRequester, "/agent fix Sum")
+	_, failed, err := w.DeliverComment(ctx, demo.Requester, "/agent fix Sum")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, failed); rec.State != app.StateFailed {
 		t.Fatalf("first fix ended %s; want failed", rec.State)
 	}
-	_, id, err := w.deliverComment(ctx, demoRequester, "/agent retry")
+	_, id, err := w.DeliverComment(ctx, demo.Requester, "/agent retry")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("retry ended %s (%s)", rec.State, rec.Step)
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "> Sum") {
 		t.Errorf("pull requests %+v; want one quoting the failed fix's request", prs)
 	}
@@ -701,14 +726,14 @@ func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	t.Parallel()
 	slow := "version: 1\nchecks:\n  - {name: slow, run: \"sleep 300\"}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: slow}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slow}}, nil)
 	ctx := t.Context()
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitSandbox(t, w, fix)
-	_, stop, err := w.deliverComment(ctx, demoRequester, "/agent stop")
+	_, stop, err := w.DeliverComment(ctx, demo.Requester, "/agent stop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +745,7 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 		t.Errorf("containers of the stopped task: %q; want none", left)
 	}
 	var status string
-	for _, c := range w.sim.Comments(w.repo, w.issue) {
+	for _, c := range w.Sim.Comments(w.Repo, w.Issue) {
 		if strings.Contains(c.Body, "agentbot:task="+fix) {
 			status = c.Body
 		}
@@ -728,12 +753,12 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	if !strings.Contains(status, "stopped by @ada") {
 		t.Errorf("status comment of the stopped fix:\n%s", status)
 	}
-	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
+	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
 		t.Errorf("check runs %+v; want one cancelled", runs)
 	} else if strings.Contains(runs[0].Text, "edit_file") {
 		t.Errorf("the loop went on past the stopped check:\n%s", runs[0].Text)
 	}
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)
 	}
 }
@@ -741,13 +766,13 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 	t.Parallel()
 	policy := quickPolicy + "limits: {iterations: 4}\npull_request: {on_failure: draft_pr}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
 	fixTo(t, w, app.StateFailed)
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 || !prs[0].Pull.Draft || !strings.Contains(prs[0].Body, "Draft: the checks did not pass") {
 		t.Fatalf("pull requests %+v; want one draft", prs)
 	}
-	src, _ := exec.Command("git", "--git-dir", filepath.Join(w.simDir, "acme", "stats.git"), "show", prs[0].Pull.Head+":stats.go").Output()
+	src, _ := exec.Command("git", "--git-dir", filepath.Join(w.SimDir, "acme", "stats.git"), "show", prs[0].Pull.Head+":stats.go").Output()
 	if !strings.Contains(string(src), "total := 1") {
 		t.Errorf("the draft's branch lacks the partial change:\n%s", src)
 	}
@@ -755,7 +780,7 @@ func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 	if len(replies) != 1 || !strings.Contains(replies[0].Body, "the partial change is in draft #2") {
 		t.Errorf("status %+v; want one naming the draft", replies)
 	}
-	if runs := w.sim.CheckRuns(w.repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
+	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
 		t.Errorf("check runs %+v; want one failure", runs)
 	}
 }
@@ -766,31 +791,31 @@ func TestAskIsAnsweredWithoutAPullRequest(t *testing.T) {
 		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts at index 1: stats.go:7."}`}}},
 	}}
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: &script}, nil)
-	_, id, err := w.deliverComment(t.Context(), demoRequester, "/agent ask why does Sum drop a sample?")
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: &script}, nil)
+	_, id, err := w.DeliverComment(t.Context(), demo.Requester, "/agent ask why does Sum drop a sample?")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec := waitFinal(t, w, id); rec.State != app.StateSucceeded {
 		t.Fatalf("question ended %s (%s)", rec.State, rec.Step)
 	}
-	main, err := w.sim.BranchSHA(w.repo, "main")
+	main, err := w.Sim.BranchSHA(w.Repo, "main")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var reply string
-	for _, c := range w.sim.Comments(w.repo, w.issue) {
+	for _, c := range w.Sim.Comments(w.Repo, w.Issue) {
 		if strings.Contains(c.Body, "agentbot:task="+id) {
 			reply = c.Body
 		}
 	}
-	if want := "[`stats.go:7`](" + w.sim.URL() + "/" + w.repo + "/blob/" + main + "/stats.go#L7)"; !strings.Contains(reply, want) {
+	if want := "[`stats.go:7`](" + w.Sim.URL() + "/" + w.Repo + "/blob/" + main + "/stats.go#L7)"; !strings.Contains(reply, want) {
 		t.Errorf("answer lacks %q:\n%s", want, reply)
 	}
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("%d pull requests after a question", len(prs))
 	}
-	if branches, _ := w.sim.Branches(w.repo); len(branches) != 1 {
+	if branches, _ := w.Sim.Branches(w.Repo); len(branches) != 1 {
 		t.Errorf("branches %v after a question; want main alone", branches)
 	}
 }

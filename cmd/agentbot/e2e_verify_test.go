@@ -24,13 +24,13 @@ func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], `allow: ["go test ./...", "go vet ./..."]`,
 		`allow: ["go test ./...", "go env -w GOFLAGS=-run=NONE"]`, 1)
-	w := startWorld(t, demoOptions{files: files, script: &goenvModel}, nil)
+	w := startWorld(t, worldOptions{files: files, script: &goenvModel}, nil)
 	id := fixTo(t, w, app.StateFailed)
 
-	if prs := w.sim.PullRequests(w.repo); len(prs) != 0 {
+	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)
 	}
-	if b, _ := w.sim.Branches(w.repo); len(b) != 1 {
+	if b, _ := w.Sim.Branches(w.Repo); len(b) != 1 {
 		t.Errorf("branches %v; want main only", b)
 	}
 	status := statusOf(w, id)
@@ -43,7 +43,7 @@ func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
 			t.Errorf("status comment lacks %q:\n%s", want, status)
 		}
 	}
-	runs := w.sim.CheckRuns(w.repo)
+	runs := w.Sim.CheckRuns(w.Repo)
 	if len(runs) != 1 || runs[0].Conclusion != "failure" || !strings.Contains(runs[0].Summary, "Verified in a fresh sandbox") {
 		t.Fatalf("check runs %+v; want one failure saying the verified checks", runs)
 	}
@@ -52,7 +52,7 @@ func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
 	}
 
 	// Both results are in the stored trace.
-	events, err := queue.NewTraces(w.rdb, 0).Trace(t.Context(), id)
+	events, err := queue.NewTraces(w.RDB, 0).Trace(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +68,11 @@ func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
 	}
 
 	// The outcome and the metrics count it as a safety incident.
-	o, err := queue.NewOutcomes(w.rdb).Outcome(t.Context(), id)
+	o, err := queue.NewOutcomes(w.RDB).Outcome(t.Context(), id)
 	if err != nil || o.SafetyIncidents != 1 || o.ChecksPassed || o.PR != 0 {
 		t.Errorf("outcome %+v (%v); want failed checks, one safety incident, no pull request", o, err)
 	}
-	if metrics := servedMetrics(t, w); !countsOne(metrics, "agentbot_safety_incidents_total", w.repo) {
+	if metrics := servedMetrics(t, w); !countsOne(metrics, "agentbot_safety_incidents_total", w.Repo) {
 		t.Errorf("/metrics does not count the incident:\n%s", metrics)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // A repository whose Add subtracts; its existing test checks Sub only.

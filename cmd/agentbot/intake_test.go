@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 	"github.com/agentbot/agentbot/webhook/webhooktest"
 )
 
@@ -201,8 +202,8 @@ func deliverFrom(t testing.TB, base string, from netip.Addr, delivery string) in
 	t.Helper()
 	c := webhooktest.ClientFrom(from)
 	defer c.CloseIdleConnections()
-	r, err := webhooktest.Deliver(t.Context(), c, base+"/webhook", []byte(intakeSecret), "issue_comment", delivery,
-		webhooktest.IssueComment("/agent fix the flaky test"))
+	r, err := hookshot.Deliver(t.Context(), c, base+"/webhook", []byte(intakeSecret), "issue_comment", delivery,
+		hookshot.IssueComment("/agent fix the flaky test"))
 	if err != nil {
 		t.Fatal(err)
 	}

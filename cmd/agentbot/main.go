@@ -40,7 +40,6 @@ func commands() map[string]subcommand {
 		"worker":       {cmdWorker, "run queued tasks only, beside an intake started with serve --no-workers"},
 		"tasks":        {cmdTasks, "list or show queued tasks and their state: tasks list | tasks show ID"},
 		"bench":        {cmdBench, "measure webhook intake: bench webhook --rate R --duration D --url URL --secret S"},
-		"demo":         {cmdDemo, "run the intake on this machine and queue one sample command"},
 		"probe":        {cmdProbe, "ask a health route and succeed on a 2xx answer: the image's HEALTHCHECK (probe [URL])"},
 		"run":          {cmdRun, "run the agent loop on a local checkout in the sandbox, without GitHub"},
 		"eval":         {cmdEval, "score a model on a suite of tasks: eval SUITE_DIR [--model M] [--runs N] [--json]; eval capture OWNER/REPO#PR --out SUITE_DIR"},

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/localnet"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/webhook"
-	"github.com/agentbot/agentbot/webhook/webhooktest"
+	"github.com/agentbot/agentbot/webhook/hookshot"
 )
 
 // testEnv is an Env whose environment is vars and whose output the test
@@ -28,7 +29,7 @@ func testEnv(vars map[string]string) (Env, *ostest.SyncBuffer, *ostest.SyncBuffe
 // returned stop cancels it and returns what run returned.
 func startServe(t testing.TB, vars map[string]string, args ...string) (base string, stop func() error, logs *ostest.SyncBuffer) {
 	t.Helper()
-	addr, err := freeAddr()
+	addr, err := localnet.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func startServe(t testing.TB, vars map[string]string, args ...string) (base stri
 	}
 	t.Cleanup(func() { _ = stop() })
 	base = "http://" + addr
-	if err := waitHealthy(t.Context(), base+"/healthz", served); err != nil {
+	if err := localnet.WaitHealthy(t.Context(), base+"/healthz", served); err != nil {
 		t.Fatalf("%v (serve: %v)\n%s", err, serveErr, logs)
 	}
 	return base, stop, logs
@@ -65,13 +66,13 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 
 	var payload []byte
 	for _, secret := range []string{"old-secret", "new-secret"} {
-		payload = webhooktest.IssueComment("/agent fix the build")
-		r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte(secret), "issue_comment", "d-"+secret, payload)
+		payload = hookshot.IssueComment("/agent fix the build")
+		r, err := hookshot.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte(secret), "issue_comment", "d-"+secret, payload)
 		if err != nil || r.Status != http.StatusAccepted {
 			t.Fatalf("delivery signed with %s: %d %v %v", secret, r.Status, r.Body, err)
 		}
 	}
-	if r, _ := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("other"), "issue_comment", "d-x", payload); r.Status != http.StatusUnauthorized {
+	if r, _ := hookshot.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("other"), "issue_comment", "d-x", payload); r.Status != http.StatusUnauthorized {
 		t.Errorf("delivery signed with an unknown secret: %d; want 401", r.Status)
 	}
 	if got := get(t, base+"/readyz"); !strings.Contains(got, `"ok":true`) {
@@ -90,7 +91,7 @@ func TestServeQueuesSignedWebhooksAndDrains(t *testing.T) {
 
 	// A delivery whose body is still arriving when serve is told to stop
 	// is answered before serve returns.
-	payload = webhooktest.IssueComment("/agent fix the build")
+	payload = hookshot.IssueComment("/agent fix the build")
 	body, w := io.Pipe()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/webhook", body)
 	if err != nil {
@@ -142,7 +143,7 @@ func TestServeServesTheAdminPages(t *testing.T) {
 	t.Parallel()
 	rs := redistest.Start(t)
 	seedTask(t, rs.URL)
-	adminAddr, err := freeAddr()
+	adminAddr, err := localnet.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,8 +242,8 @@ func TestServeReadsTheWebhookSecretFromTheAppDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _, logs := startServe(t, map[string]string{"AGENTBOT_REDIS_URL": rs.URL}, "--no-workers", "--app-dir", dir)
-	r, err := webhooktest.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("from-setup"), "issue_comment",
-		"d-1", webhooktest.IssueComment("/agent fix"))
+	r, err := hookshot.Deliver(t.Context(), http.DefaultClient, base+"/webhook", []byte("from-setup"), "issue_comment",
+		"d-1", hookshot.IssueComment("/agent fix"))
 	if err != nil || r.Status != http.StatusAccepted {
 		t.Errorf("delivery signed with the App dir's secret: %d %v %v\n%s", r.Status, r.Body, err, logs)
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/internal/ostest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 var (

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +16,8 @@ import (
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/githubapp"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/workspace"
+	"github.com/agentbot/agentbot/worker"
 )
 
 // workerShutdown is how long a stopping worker waits for its tasks: they
@@ -164,25 +161,13 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	leases := queue.NewWorkerLeases(rdb, 0)
-	deployment, err := leases.Deployment(ctx)
+	lease, err := worker.Hold(ctx, queue.NewWorkerLeases(rdb, 0), log)
 	if err != nil {
 		return err
 	}
-	workerID := newWorkerID(deployment)
-	host, _ := os.Hostname()
-	holder := host + " pid " + strconv.Itoa(os.Getpid())
-	if err := leases.Hold(ctx, workerID, holder); err != nil {
-		return err
-	}
-	leaseCtx, releaseLease := context.WithCancel(context.WithoutCancel(ctx))
-	leaseKept := make(chan struct{})
-	go func() {
-		defer close(leaseKept)
-		leases.Keep(leaseCtx, workerID, holder, func(err error) { log.Warn("worker lease", "err", err) })
-	}()
 	// Released last, once this worker's sandboxes are closed.
-	defer func() { releaseLease(); <-leaseKept }()
+	defer lease.Release()
+	workerID := lease.ID
 	drv, err := cfg.driver(ctx, workerID, log)
 	if err != nil {
 		return err
@@ -193,8 +178,8 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	}
 	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL})
 	defer ws.Close()
-	orphans := orphanSweeper{drv: drv, ws: ws, alive: leasedWorkerAlive(workerID, deployment, leases), log: log}
-	orphans.sweep(ctx)
+	orphans := worker.Sweeper{Sandboxes: drv, Trees: ws, Alive: lease.Alive, Log: log}
+	orphans.Sweep(ctx)
 	envs, err := cfg.envs.open(cfg.dataDir)
 	if err != nil {
 		return err
@@ -232,49 +217,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log, MaxPerInstallation: perInstallation,
 	}).Run,
 		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log),
-		orphans.every(cfg.orphanSweep))
-}
-
-// orphanSweeper removes what the dead workers of the deployment left:
-// their sandbox containers with their volumes and networks, and their work
-// trees. A worker sweeps as it starts and then every --orphan-sweep: one
-// killed just before it started still holds its lease for up to
-// queue.DefaultLeaseTTL, and what it left would otherwise stay until the
-// next worker starts.
-type orphanSweeper struct {
-	drv   *docker.Driver
-	ws    *workspace.Manager
-	alive func(ctx context.Context, workerID string) (bool, error)
-	log   *slog.Logger
-}
-
-func (o orphanSweeper) sweep(ctx context.Context) {
-	if n, err := o.drv.RemoveOrphans(ctx, o.alive); err != nil {
-		o.log.Warn("remove orphaned sandboxes", "err", err)
-	} else if n > 0 {
-		o.log.Info("removed orphaned sandboxes", "count", n)
-	}
-	if n, err := o.ws.RemoveOrphans(); err != nil {
-		o.log.Warn("remove orphaned work trees", "err", err)
-	} else if n > 0 {
-		o.log.Info("removed orphaned work trees", "count", n)
-	}
-}
-
-// every sweeps every interval until ctx ends.
-func (o orphanSweeper) every(interval time.Duration) func(context.Context) error {
-	return func(ctx context.Context) error {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-tick.C:
-				o.sweep(ctx)
-			}
-		}
-	}
+		orphans.Every(cfg.orphanSweep))
 }
 
 // maxPerInstallation is the limit of one installation's running tasks:
@@ -287,38 +230,6 @@ func (c *workerConfig) maxPerInstallation() (int, error) {
 		return max(c.concurrency/2, 1), nil
 	}
 	return c.perInstallation, nil
-}
-
-// workerIDPrefix starts the id of every worker that holds a lease. Other
-// users of the engine (agentbot run, agentbot eval) label their sandboxes
-// with ids that do not, and are never judged by a lease.
-const workerIDPrefix = "worker/"
-
-// newWorkerID names a worker of deployment uniquely:
-// "worker/DEPLOYMENT/HOST/PID/RANDOM". The host and pid are for people;
-// the random part keeps two workers of one pid (in two containers of one
-// machine, or two in one process) apart.
-func newWorkerID(deployment string) string {
-	host, _ := os.Hostname()
-	b := make([]byte, 4)
-	rand.Read(b)
-	return fmt.Sprintf("%s%s/%s/%d/%x", workerIDPrefix, deployment, host, os.Getpid(), b)
-}
-
-// leasedWorkerAlive tells whether the worker that labelled a sandbox may
-// still run: itself, any user of the engine that is not a leased worker, a
-// worker of another deployment (its leases are in another Redis), and a
-// worker whose lease is still in Redis. Only a worker of this deployment
-// whose lease is gone is known dead; the liveness of a pid on this host
-// proves nothing (another pid namespace, a reused pid).
-func leasedWorkerAlive(self, deployment string, leases *queue.WorkerLeases) func(context.Context, string) (bool, error) {
-	ours := workerIDPrefix + deployment + "/"
-	return func(ctx context.Context, id string) (bool, error) {
-		if id == self || !strings.HasPrefix(id, ours) {
-			return true, nil
-		}
-		return leases.Held(ctx, id)
-	}
 }
 
 // storeTasks finds an issue's tasks through the store's per-issue index.

@@ -18,47 +18,6 @@ import (
 	"github.com/agentbot/agentbot/queue/redistest"
 )
 
-// A sandbox's worker is judged dead only by its lease: never itself, nor a
-// worker of another deployment (its leases are in another Redis), nor a
-// user of the engine that holds no lease (agentbot run, eval).
-func TestLeasedWorkerAlive(t *testing.T) {
-	t.Parallel()
-	rdb, err := queue.Connect(redistest.Start(t).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	leases := queue.NewWorkerLeases(rdb, 0)
-	deployment, err := leases.Deployment(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, other, gone := newWorkerID(deployment), newWorkerID(deployment), newWorkerID(deployment)
-	elsewhere := newWorkerID("another")
-	if self == other || !strings.HasPrefix(self, workerIDPrefix+deployment+"/") {
-		t.Fatalf("worker ids %q and %q", self, other)
-	}
-	if err := leases.Hold(t.Context(), other, "other"); err != nil {
-		t.Fatal(err)
-	}
-	alive := leasedWorkerAlive(self, deployment, leases)
-	for _, tt := range []struct {
-		id   string
-		want bool
-	}{
-		{self, true},
-		{other, true},
-		{gone, false},
-		{elsewhere, true},
-		{"task-1234", true},
-		{"eval-99", true},
-	} {
-		if got, err := alive(t.Context(), tt.id); err != nil || got != tt.want {
-			t.Errorf("alive(%q) = %v, %v; want %v", tt.id, got, err, tt.want)
-		}
-	}
-}
-
 // TestIssueTasksOutlastAFlood: 2,000 commands on other issues, received
 // after an issue's tasks, leave those tasks where stop (a running fix),
 // approve (a paused one) and retry (a failed one) look for them.

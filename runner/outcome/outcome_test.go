@@ -12,11 +12,12 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
-	"github.com/agentbot/agentbot/app/github/githubsim"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/outcome"
 	"github.com/agentbot/agentbot/runner/workspace"
+	githubsim "github.com/agentbot/agentbot/sim/github"
+	"github.com/agentbot/agentbot/webhook"
 )
 
 // counter is the Metrics, counting calls per task.
@@ -138,11 +139,11 @@ func (w *world) event(t *testing.T, name string) app.OutcomeEvent {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no delivery")
 	}
-	m, err := app.DetectMerge(name, body)
+	m, err := webhook.DetectMerge(name, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reverts, err := app.DetectReverts(name, body)
+	reverts, err := webhook.DetectReverts(name, body)
 	if err != nil {
 		t.Fatal(err)
 	}

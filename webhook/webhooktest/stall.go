@@ -1,3 +1,5 @@
+// Package webhooktest holds what the intake's tests send and no product
+// sends: forged signatures and stalled, endless bodies.
 package webhooktest
 
 import (

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/agentbot/agentbot/runner/llm"
@@ -67,9 +66,18 @@ func (r Request) ToolResults() []llm.Message {
 	return r.Messages[i:]
 }
 
+// TB is the part of testing.TB that NewServer uses. Naming it here rather
+// than importing testing keeps the testing package out of the agentbot
+// binary, whose eval and run --model-script replay scripts.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // NewServer starts a server for the test and closes it when the test ends.
 // An invalid script fails the test.
-func NewServer(t testing.TB, s Script) *Server {
+func NewServer(t TB, s Script) *Server {
 	t.Helper()
 	srv, err := Start(s)
 	if err != nil {
