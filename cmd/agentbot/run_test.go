@@ -319,7 +319,7 @@ func TestRunAndWorkerShareTheirSandboxFlags(t *testing.T) {
 		return out.String()
 	}
 	runHelp, workerHelp := help("run"), help("worker")
-	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "setup-ca-file", "config", "data-dir", "env-cache-dir", "env-cache-max"} {
+	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "setup-ca-file", "config", "data-dir", "env-cache-dir", "env-cache-max", "model", "fast-model"} {
 		if !strings.Contains(workerHelp, "-"+name+" ") {
 			t.Fatalf("worker has no --%s; is this its help?\n%s", name, workerHelp)
 		}
