@@ -77,6 +77,10 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("run: setup: %w", err)
 	}
 	out := env.Stdout
+	if n := policy.Limits.Attempts; n > 1 {
+		// Best of N is the worker's: it needs a checkout per attempt.
+		fmt.Fprintf(out, "limits.attempts is %d; agentbot run makes one attempt\n", n)
+	}
 	res, err := change.Make(ctx, change.Change{
 		ID: id, Tree: ws, Policy: policy, Sandbox: drv,
 		// The policy's image, which the server config's sandbox.images
