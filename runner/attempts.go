@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -263,7 +264,7 @@ func (r *Runner) judge(ctx context.Context, tk *task, at *attempt, run *attemptR
 	}
 	run.gate = report
 	if report.Diff == "" {
-		run.fail, run.why = &failure{gate: nothingChanged()}, "it changed nothing"
+		run.fail, run.why = &failure{gate: change.NothingChanged()}, "it changed nothing"
 		return nil
 	}
 	v, err := r.verified(ctx, tk, at.rep, at.ws, report.Tree, at.id+"-verify", st)
@@ -272,7 +273,7 @@ func (r *Runner) judge(ctx context.Context, tk *task, at *attempt, run *attemptR
 	}
 	run.verified = &v
 	if !v.Passed {
-		run.fail, run.why = &failure{verify: run.verified}, verifyReason(&v)
+		run.fail, run.why = &failure{verify: run.verified}, change.VerifyReason(&v)
 		return nil
 	}
 	if reproduceMode(tk) == app.ReproduceOff {
@@ -281,7 +282,7 @@ func (r *Runner) judge(ctx context.Context, tk *task, at *attempt, run *attemptR
 	if run.repro, err = r.reproduction(ctx, tk, at.rep, at.ws, report, at.id+"-reproduce"); err != nil {
 		return err
 	}
-	if err := refusalOf(run.repro); err != nil {
+	if err := run.repro.Refusal(); err != nil {
 		run.fail, run.why = &failure{gate: err, diff: report.Diff}, "not reproduced: "+run.repro.Why
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -29,9 +30,9 @@ func (r *Runner) checkBase(ctx context.Context, tk *task, ws *workspace.Workspac
 		// A fresh tree of the base, as the final verification's: what the
 		// checks write there (a build's output, a coverage file) never
 		// reaches the agent's tree and its diff.
-		v, err := r.verifyTree(ctx, tk, ws, ws.Base(), tk.ID+"-base", tk.policy.Policy.Checks)
+		v, err := r.fresh(ctx, tk).CheckBase(ctx, ws, tk.ID+"-base")
 		if err != nil {
-			return fmt.Errorf("run the checks on the base: %w", err)
+			return err
 		}
 		end := time.Now().UTC()
 		for _, c := range v.Checks {
@@ -43,15 +44,7 @@ func (r *Runner) checkBase(ctx context.Context, tk *task, ws *workspace.Workspac
 			return err
 		}
 	}
-	v := tk.prog.BaseChecks
-	if v.Passed || len(v.Checks) == 0 {
-		return nil
-	}
-	own := func(p string) bool {
-		_, err := ws.Root().Stat(p)
-		return err == nil
-	}
-	if cr := CannotRunOf(v.Checks[len(v.Checks)-1], own); cr != nil {
+	if cr := change.CannotRunOn(*tk.prog.BaseChecks, ws); cr != nil {
 		tk.log.Info("the checks cannot run on the base", "check", cr.Check, "cause", cr.Cause, "evidence", cr.Evidence)
 		return cr
 	}
@@ -70,7 +63,7 @@ func cannotRunText(tk *task, cr *CannotRun) string {
 	if v := tk.prog.BaseChecks; v != nil && len(v.Checks) > 0 {
 		c := v.Checks[len(v.Checks)-1]
 		fmt.Fprintf(&b, "<details><summary>%s on %s</summary>\n\n%s\n</details>\n\n", c.Name, base,
-			app.CodeBlock(tail(c.Output, outputExcerpt), "", ownIssue(tk)))
+			app.CodeBlock(change.Tail(c.Output, outputExcerpt), "", ownIssue(tk)))
 	}
 	return b.String()
 }

@@ -4,58 +4,15 @@ import (
 	"cmp"
 	"context"
 
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
-	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// Prepared is what a change's containers run on: the policy's image and
-// the prepared environment, when there is one. The worker and agentbot
-// run both hand it to the loop's sandbox and to VerifyFresh.
-type Prepared struct {
-	Image string
-	Env   *envcache.Env
-}
-
-// Spec completes s, a container of the agent phase or of the final
-// verification, with the image and a copy-on-write view of the
-// environment of its own: new upper directories, so that nothing another
-// container wrote over the environment ($HOME's tool configuration, such
-// as `go env -w`) is seen by this one.
-func (p *Prepared) Spec(s sandbox.Spec) (sandbox.Spec, error) {
-	if p == nil {
-		return s, nil
-	}
-	s.Image = p.Image
-	if p.Env == nil {
-		return s, nil
-	}
-	ov, err := p.Env.Overlays()
-	if err != nil {
-		return s, err
-	}
-	s.Overlays = ov
-	return s, nil
-}
-
-// Kept reports whether there is an environment: the final verification
-// then runs over it instead of running setup again.
-func (p *Prepared) Kept() bool { return p != nil && p.Env != nil }
-
-// release gives the environment back, once the containers are removed.
-func (p *Prepared) release(tk *task) {
-	if p == nil || p.Env == nil {
-		return
-	}
-	if err := p.Env.Release(); err != nil {
-		tk.log.Warn("release the prepared environment", "key", p.Env.Key, "err", err)
-	}
-	p.Env = nil
-}
-
 // prepareEnv runs the policy's setup, or reuses the environment an earlier
-// task's setup left under the same key, before the agent acts.
+// task's setup left under the same key, before the agent acts
+// (change.Prepare).
 //
 // A pull request's head is not the default branch the policy comes from:
 // its lock files and whatever setup fetches for them were written by
@@ -64,26 +21,23 @@ func (p *Prepared) release(tk *task) {
 // builds is the task's alone, never kept for another.
 func (r *Runner) prepareEnv(ctx context.Context, tk *task, ws *workspace.Workspace) (*Prepared, error) {
 	s := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
-	p := &Prepared{Image: s.Spec.Image}
-	if r.cfg.Envs == nil {
-		if len(s.Policy.Run) == 0 {
-			return p, nil
-		}
-		defer tk.rep.phase(ctx, "setup")
-		return p, s.Run(ctx)
-	}
 	// The repository's id, from the API, not its name: another repository
 	// can take a name, never an id.
 	owner := envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID)
-	env, detail, err := s.Prepare(ctx, r.cfg.Envs, owner, tk.Repo, ws.Root().FS())
+	p, detail, err := change.Prepare(ctx, s, r.cfg.Envs, owner, tk.Repo, ws.Root().FS())
+	if r.cfg.Envs == nil {
+		if len(s.Policy.Run) > 0 {
+			tk.rep.phase(ctx, "setup")
+		}
+		return p, err
+	}
 	if err != nil {
 		return nil, err
 	}
-	p.Env = env
-	if env.Cached {
-		tk.log.Info("prepared environment reused", "key", env.Key)
+	if p.Env.Cached {
+		tk.log.Info("prepared environment reused", "key", p.Env.Key)
 	} else {
-		tk.log.Info("prepared environment built", "key", env.Key, "size", env.Size, "dirs", env.Dirs, "kept", !s.Private)
+		tk.log.Info("prepared environment built", "key", p.Env.Key, "size", p.Env.Size, "dirs", p.Env.Dirs, "kept", !s.Private)
 	}
 	tk.rep.setupPhase(ctx, detail)
 	return p, nil
@@ -103,7 +57,7 @@ func (r *Runner) runSetup(ctx context.Context, tk *task, dir, id string) error {
 // request comes from its head, so its setup is private.
 func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	p := tk.policy.Policy
-	s := NewSetup(r.cfg.Sandbox, p, id, dir, cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()))
+	s := change.NewSetup(r.cfg.Sandbox, p, id, dir, cmp.Or(p.Sandbox.Image, r.cfg.Sandbox.Image()))
 	s.Private = tk.issue.Pull != nil
 	s.AllowHosts = r.cfg.Server.SetupAllowHosts
 	s.Registries = r.cfg.Server.SetupRegistries

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -66,7 +67,7 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	defer ws.Close()
 	// The environment outlives the loop: the final verification runs over
 	// it too.
-	defer func() { tk.env.release(tk) }()
+	defer func() { tk.env.Release(tk.log) }()
 
 	if tk.policy.Policy.Limits.Attempts > 1 {
 		return r.setupFailed(ctx, tk, r.bestOf(ctx, tk, tg, ws, remote))
@@ -189,7 +190,7 @@ func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) (
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	tk.env.release(tk) // a resumed loop's earlier one
+	tk.env.Release(tk.log) // a resumed loop's earlier one
 	tk.env, err = r.prepareEnv(ctx, tk, ws)
 	return err
 }
@@ -364,7 +365,7 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 		Date:      tk.prog.CommitDate,
 	})
 	if errors.Is(err, workspace.ErrNoChanges) {
-		return false, tk.rep.fail(ctx, st, failure{gate: nothingChanged()})
+		return false, tk.rep.fail(ctx, st, failure{gate: change.NothingChanged()})
 	}
 	if err != nil {
 		return false, err
@@ -383,11 +384,6 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 	}
 	tk.rep.phase(ctx, "push")
 	return true, nil
-}
-
-// nothingChanged refuses a change that is empty.
-func nothingChanged() error {
-	return app.Errorf(app.EPolicy, "The checks pass but the agent changed nothing, so there is nothing to propose.")
 }
 
 // pullRequest opens the pushed branch's pull request, or finds the one

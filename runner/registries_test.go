@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -53,7 +53,7 @@ func (p *goProxy) serveTLS(t *testing.T, ca *egress.Authority, auth string) (str
 // registrySetup is a setup with network of a Go module needing
 // example.com/mathx from proxy, under a server config whose only setup
 // settings are yaml's, running commands after "go mod download".
-func registrySetup(t *testing.T, proxy *goProxy, yaml string, commands ...string) runner.Setup {
+func registrySetup(t *testing.T, proxy *goProxy, yaml string, commands ...string) change.Setup {
 	t.Helper()
 	files := map[string]string{"main.go": "package main\n\nimport \"example.com/mathx\"\n\nfunc main() { println(mathx.Add(1, 2)) }\n",
 		"go.mod": "module example.com/app\n\ngo 1.21\n"}
@@ -64,7 +64,7 @@ func registrySetup(t *testing.T, proxy *goProxy, yaml string, commands ...string
 // setupUnder is a setup with network running commands over a tree of
 // files on image, under a server config whose only setup settings are
 // yaml's, which lists no host in allow_hosts.
-func setupUnder(t *testing.T, yaml, image string, files map[string]string, commands ...string) runner.Setup {
+func setupUnder(t *testing.T, yaml, image string, files map[string]string, commands ...string) change.Setup {
 	t.Helper()
 	server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
 	if err != nil {
@@ -80,7 +80,7 @@ func setupUnder(t *testing.T, yaml, image string, files map[string]string, comma
 		}
 	}
 	policy := app.Policy{Setup: app.Setup{Network: true, Run: commands}}
-	s := runner.NewSetup(sandboxtest.NewDriver(t), policy, "reg-"+strings.ToLower(t.Name()), tree, image)
+	s := change.NewSetup(sandboxtest.NewDriver(t), policy, "reg-"+strings.ToLower(t.Name()), tree, image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.Registries = server.SetupRegistries
 	return s
@@ -143,7 +143,7 @@ func TestSetupUsesTheServersPyPIAndNPMRegistries(t *testing.T) {
 }
 
 func describe(err error) string {
-	if sf, ok := errors.AsType[*runner.SetupFailure](err); ok {
+	if sf, ok := errors.AsType[*change.SetupFailure](err); ok {
 		return sf.Error() + ":\n" + sf.Output
 	}
 	return err.Error()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/tools"
 )
@@ -101,7 +102,7 @@ func reasonLine(st *agent.State, f failure) string {
 	case f.gate != nil:
 		return app.Inert(firstLine(app.ErrorMessage(f.gate)), app.IssueRef{})
 	case f.verify != nil:
-		return verifyReason(f.verify)
+		return change.VerifyReason(f.verify)
 	case f.stop != nil:
 		return app.Inert(fmt.Sprintf("%s: %s", f.stop.Reason, f.stop.Detail), app.IssueRef{})
 	}
@@ -120,7 +121,7 @@ func failureText(tk *task, st *agent.State, f failure) string {
 	}
 	if f.setup != nil {
 		fmt.Fprintf(&b, "The repository's setup (`setup.run` in the policy) failed, so the agent did not start:\n\n%s\n",
-			app.CodeBlock(tail(f.setup.Output, outputExcerpt), "", ownIssue(tk)))
+			app.CodeBlock(change.Tail(f.setup.Output, outputExcerpt), "", ownIssue(tk)))
 	}
 	if f.cannotRun != nil {
 		b.WriteString(cannotRunText(tk, f.cannotRun))
@@ -135,7 +136,7 @@ func failureText(tk *task, st *agent.State, f failure) string {
 		if c.TimedOut {
 			b.WriteString(", timed out")
 		}
-		fmt.Fprintf(&b, "):\n\n%s\n", app.CodeBlock(tail(c.Output, outputExcerpt), "", ownIssue(tk)))
+		fmt.Fprintf(&b, "):\n\n%s\n", app.CodeBlock(change.Tail(c.Output, outputExcerpt), "", ownIssue(tk)))
 	}
 	if n := st.Counts; n.BlockedWrites+n.BlockedCommands > 0 {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
@@ -149,7 +150,7 @@ func failureText(tk *task, st *agent.State, f failure) string {
 		diff = st.Diff
 	}
 	if diff != "" {
-		fmt.Fprintf(&b, "<details><summary>Partial diff</summary>\n\n%s\n</details>\n\n", app.CodeBlock(tail(diff, diffExcerpt), "diff", ownIssue(tk)))
+		fmt.Fprintf(&b, "<details><summary>Partial diff</summary>\n\n%s\n</details>\n\n", app.CodeBlock(change.Tail(diff, diffExcerpt), "diff", ownIssue(tk)))
 	}
 	b.WriteString(quoteRequest(tk))
 	return b.String()
@@ -304,7 +305,7 @@ func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
 	if tk.issue.Pull == nil {
 		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
 	}
-	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n%s\n</details>\n", app.CodeBlock(tail(trace(st), diffExcerpt), "", ownIssue(tk)))
+	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n%s\n</details>\n", app.CodeBlock(change.Tail(trace(st), diffExcerpt), "", ownIssue(tk)))
 	return b.String()
 }
 
@@ -364,13 +365,4 @@ func head(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
-}
-
-// tail is at most n bytes of s's end, marked when cut: failures are at
-// the end of a log.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + strings.ToValidUTF8(s[len(s)-n:], "")
 }

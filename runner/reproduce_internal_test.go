@@ -1,47 +1,12 @@
 package runner
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/tools"
 )
-
-func TestNarrowChecks(t *testing.T) {
-	t.Parallel()
-	checks := []app.Check{
-		{Name: "build", Run: "go build ./..."},
-		{Name: "test", Run: "go test -count=1 ./..."},
-		{Name: "spaced", Run: "  go   test ./pkg/..."},
-		{Name: "own-run", Run: "go test -run TestX ./..."},
-		{Name: "shell", Run: "go test ./... && make lint"},
-		{Name: "quoted", Run: `go test -tags "a b" ./...`},
-		{Name: "make", Run: "make test"},
-	}
-	got := narrowChecks(checks, []string{"TestSum", "TestMean"})
-	want := []string{
-		"go build ./...",
-		"go test -run '^(TestSum|TestMean)$' -count=1 ./...",
-		"go test -run '^(TestSum|TestMean)$' ./pkg/...",
-		"go test -run TestX ./...",
-		"go test ./... && make lint",
-		`go test -tags "a b" ./...`,
-		"make test",
-	}
-	for i, c := range got {
-		if c.Run != want[i] || c.Name != checks[i].Name {
-			t.Errorf("%s: %q; want %q", checks[i].Name, c.Run, want[i])
-		}
-	}
-	if checks[1].Run != "go test -count=1 ./..." {
-		t.Errorf("the policy's checks were changed: %q", checks[1].Run)
-	}
-	if none := narrowChecks(checks, nil); !slices.Equal(none, checks) {
-		t.Errorf("checks narrowed without tests: %v", none)
-	}
-}
 
 func TestReproductionSection(t *testing.T) {
 	t.Parallel()

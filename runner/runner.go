@@ -15,13 +15,15 @@
 //     of done and the target branch; hold (lock.go) keeps one task per issue;
 //     followUp (followup.go) reads a review or failing CI;
 //   - workspace (fix.go): the checkout on the host;
-//   - setup: prepareEnv (environment.go) prepares the environment, with
-//     Setup (setup.go), egress through its proxy;
+//   - setup: prepareEnv (environment.go) prepares the environment through
+//     runner/change's setup step, egress through its proxy;
 //   - loop (fix.go): the agent in a network-less sandbox; under
 //     limits.attempts, bestOf (attempts.go) runs several loops side by
 //     side, judges each change and proposes the best;
-//   - then deliver (fix.go): gate, verification (verify.go runs the
-//     checks in a fresh sandbox), pushChange (push.go pushes), pullRequest;
+//   - then deliver (fix.go): gate, verification and reproduction
+//     (verify.go, reproduce.go: runner/change's steps, which agentbot run
+//     and agentbot eval make their changes with too), pushChange (push.go
+//     pushes), pullRequest;
 //   - report: the task's reporter (reporter.go) owns every write a task
 //     makes about itself — status comment, check run, reactions, thread
 //     replies, state, audit log, trace, outcome and saved progress; the
@@ -46,7 +48,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -55,6 +56,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -508,31 +510,9 @@ func (r *Runner) watchStop(ctx context.Context, id string, cancel context.Cancel
 // renderPrompts renders the system prompt and the task message; th is
 // the conversation the model may read.
 func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
-	return Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, prompts.TaskData{
+	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, prompts.TaskData{
 		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk), Review: tk.ReviewComment,
 	})
-}
-
-// Prompts renders the system prompt of policy p and the task message of
-// td over the tree, whose README and agent instructions are its context;
-// reproduce says that the change must come with a test that proves it.
-// The worker, agentbot run and agentbot eval all open a loop with them.
-func Prompts(tree fs.FS, p app.Policy, reproduce bool, td prompts.TaskData) (system, text string, err error) {
-	repo, err := prompts.LoadRepo(tree)
-	if err != nil {
-		return "", "", fmt.Errorf("read the repository for the prompt: %w", err)
-	}
-	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff,
-		Reproduce: reproduce}
-	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
-		sd.ShellAllow = p.Tools.Shell.Allow
-	}
-	if system, err = prompts.System(sd); err != nil {
-		return "", "", err
-	}
-	td.Context = repo
-	text, err = prompts.Task(td)
-	return system, text, err
 }
 
 // usageLine is the loop's usage in one sentence.

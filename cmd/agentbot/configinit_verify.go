@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 )
@@ -103,10 +103,10 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 }
 
 // runEachCheck runs every check of p, as the final verification does
-// (runner.VerifyChecks), each container on its own view of the prepared
+// (change.VerifyChecks), each container on its own view of the prepared
 // environment, going on in a new sandbox after each that fails, so that
 // each is seen to run or not.
-func runEachCheck(ctx context.Context, boxes sandbox.Sandboxes, prepared *runner.Prepared, p app.Policy, dir, id string) ([]tools.CheckRun, error) {
+func runEachCheck(ctx context.Context, boxes sandbox.Sandboxes, prepared *change.Prepared, p app.Policy, dir, id string) ([]tools.CheckRun, error) {
 	s := p.Sandbox
 	var runs []tools.CheckRun
 	for rest := p.Checks; len(rest) > 0; {
@@ -115,7 +115,7 @@ func runEachCheck(ctx context.Context, boxes sandbox.Sandboxes, prepared *runner
 		if err != nil {
 			return runs, err
 		}
-		v, err := runner.VerifyChecks(ctx, boxes, spec, rest)
+		v, err := change.VerifyChecks(ctx, boxes, spec, rest)
 		if err != nil {
 			return runs, err
 		}
@@ -126,13 +126,13 @@ func runEachCheck(ctx context.Context, boxes sandbox.Sandboxes, prepared *runner
 }
 
 // reportChecks prints how each check ended, and returns how many cannot
-// run (runner.CannotRunOf): those are the policy's to fix, named with
+// run (change.CannotRunOf): those are the policy's to fix, named with
 // their line in text; a check that runs and fails is what a task is for.
 // own says whether a path is the repository's.
 func reportChecks(w io.Writer, text string, runs []tools.CheckRun, own func(path string) bool) int {
 	n := 0
 	for _, c := range runs {
-		switch cr := runner.CannotRunOf(c, own); {
+		switch cr := change.CannotRunOf(c, own); {
 		case c.Passed:
 			fmt.Fprintf(w, "  %-8s runs (passes)           %s\n", c.Name, c.Run)
 		case cr != nil:

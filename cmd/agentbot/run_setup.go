@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -48,12 +48,12 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 }
 
 // newRunSetup is the policy's setup over the tree at dir, as a worker's
-// (runner.Setup): in its own container on the policy's image, with
+// (change.Setup): in its own container on the policy's image, with
 // network only through the egress proxy to server's setup.allow_hosts,
 // trusting caBundle. It prints each command and every connection the
 // proxy refused.
-func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, out io.Writer) runner.Setup {
-	s := runner.NewSetup(sb, p, id+"-setup", dir, p.Sandbox.Image)
+func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, out io.Writer) change.Setup {
+	s := change.NewSetup(sb, p, id+"-setup", dir, p.Sandbox.Image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.CABundle = caBundle
 	s.Registries = server.SetupRegistries
@@ -64,24 +64,24 @@ func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id
 	return s
 }
 
-// prepareRun prepares the environment the agent and the checks run over,
-// as a worker does: an environment of envs whose key (image, setup
-// commands, lock files) matches is reused without running setup;
-// otherwise the image's seed of $HOME and the policy's setup commands run
-// and what they leave is kept under the key, for the checkout at src
-// alone.
-func prepareRun(ctx context.Context, s runner.Setup, envs *envcache.Cache, src string, ws *workspace.Workspace, out io.Writer) (*runner.Prepared, error) {
+// prepareRun prepares the environment config init --verify's checks run
+// over, as a worker's setup step does (change.Prepare): an environment of
+// envs whose key (image, setup commands, lock files) matches is reused
+// without running setup; otherwise the image's seed of $HOME and the
+// policy's setup commands run and what they leave is kept under the key,
+// for the checkout at src alone.
+func prepareRun(ctx context.Context, s change.Setup, envs *envcache.Cache, src string, ws *workspace.Workspace, out io.Writer) (*change.Prepared, error) {
 	owner, err := envcache.LocalOwner(src)
 	if err != nil {
-		return nil, fmt.Errorf("run: setup: %w", err)
+		return nil, fmt.Errorf("setup: %w", err)
 	}
-	env, detail, err := s.Prepare(ctx, envs, owner, filepath.Base(src), ws.Root().FS())
-	if sf, ok := errors.AsType[*runner.SetupFailure](err); ok {
+	env, detail, err := change.Prepare(ctx, s, envs, owner, filepath.Base(src), ws.Root().FS())
+	if sf, ok := errors.AsType[*change.SetupFailure](err); ok {
 		return nil, &exitError{code: 1, err: fmt.Errorf("setup %q exited %d (timed out: %v); the agent did not start:\n%s", sf.Run, sf.Exit, sf.TimedOut, strings.TrimSpace(sf.Output))}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("run: setup: %w", err)
+		return nil, fmt.Errorf("setup: %w", err)
 	}
 	fmt.Fprintln(out, detail)
-	return &runner.Prepared{Image: s.Spec.Image, Env: env}, nil
+	return env, nil
 }

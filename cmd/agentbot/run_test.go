@@ -259,18 +259,18 @@ func TestRunStopsWhenSetupFails(t *testing.T) {
 
 // TestRunUsesThePolicysImage: a policy naming an image of its own gets it
 // for the loop and the verification, where --image lacks the image's
-// marker.
+// marker. Its limits.attempts gets one attempt, and the run says so.
 func TestRunUsesThePolicysImage(t *testing.T) {
 	t.Parallel()
 	marked := sandboxtest.MarkedImage(t)
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nsandbox: {image: " + marked + "}\n"})
+	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nlimits: {attempts: 2}\nsandbox: {image: " + marked + "}\n"})
 	check := "grep -qx " + marked + " " + sandboxtest.MarkerPath + " || exit 2; " + grepCheck
 	out, err := runCalc(t, dir, fixScript, check)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"check1   FAIL  exit 1", "verified in a fresh sandbox ("} {
+	for _, want := range []string{"limits.attempts is 2; agentbot run makes one attempt", "check1   FAIL  exit 1", "verified in a fresh sandbox ("} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -319,7 +319,7 @@ func TestRunAndWorkerShareTheirSandboxFlags(t *testing.T) {
 		return out.String()
 	}
 	runHelp, workerHelp := help("run"), help("worker")
-	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "setup-ca-file", "config", "data-dir", "env-cache-dir", "env-cache-max"} {
+	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "setup-ca-file", "config", "data-dir", "env-cache-dir", "env-cache-max", "model", "fast-model"} {
 		if !strings.Contains(workerHelp, "-"+name+" ") {
 			t.Fatalf("worker has no --%s; is this its help?\n%s", name, workerHelp)
 		}

@@ -1,7 +1,8 @@
-// Package eval runs tasks on local trees, without GitHub, through the agent
-// loop in the sandbox: one checkout for agentbot run, or a suite of tasks,
-// scored, for agentbot eval, so that a team can compare models and prompts
-// on its own repositories before it trusts one.
+// Package eval runs a suite of tasks on local trees, without GitHub,
+// through the worker's loop step (runner/change) in the sandbox, and
+// scores them, for agentbot eval, so that a team can compare models and
+// prompts on its own repositories before it trusts one. LoadPolicy reads
+// a local checkout's policy, as agentbot run does.
 //
 // A suite is a directory with one directory per task:
 //
@@ -45,7 +46,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	makechange "github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
@@ -217,10 +220,7 @@ func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run in
 	policy.Model.Edit = r.Model
 	id := runID(t.Name, run)
 	start := time.Now()
-	st, err := Local{
-		Driver: cfg.Driver, Policy: policy, Model: model, Repo: t.Name,
-		Title: t.Title, Body: t.Body, Logger: cfg.Logger, Env: home,
-	}.Run(ctx, id, tree)
+	st, err := cfg.loop(ctx, policy, model, home, t, id, tree)
 	r.Seconds = time.Since(start).Seconds()
 	if st != nil {
 		r.Iterations, r.Tokens, r.CostUSD = st.Step, st.Usage.Total(), st.Usage.CostUSD
@@ -249,6 +249,17 @@ func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run in
 		}
 	}
 	return r
+}
+
+// loop runs the agent on tree as a worker's loop step does
+// (makechange.Loop), with the worker's prompts for a task on no pull request.
+func (cfg *Config) loop(ctx context.Context, policy app.Policy, model agent.Model, home *seededHome, t Task, id string, tree *Tree) (*agent.State, error) {
+	system, task, err := makechange.Prompts(tree.Root().FS(), policy, policy.ReproduceFor(false) != app.ReproduceOff,
+		prompts.TaskData{Repo: t.Name, Title: t.Title, Body: t.Body})
+	if err != nil {
+		return nil, err
+	}
+	return makechange.Loop{Sandbox: cfg.Driver, Policy: policy, Model: model, Env: home, System: system, Task: task, Logger: cfg.Logger}.Run(ctx, id, tree)
 }
 
 // hidden lays the hidden tests over the tree and runs the hidden commands,

@@ -1,4 +1,4 @@
-package runner_test
+package change_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
@@ -60,7 +60,7 @@ func TestCannotRunOf(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := tools.CheckRun{Name: "test", Run: "the check", ExitCode: tt.exit, Output: string(out)}
-			got := runner.CannotRunOf(c, own)
+			got := change.CannotRunOf(c, own)
 			if tt.cause == "" {
 				if got != nil {
 					t.Fatalf("classified as %q (%s); want a failure the loop works on", got.Cause, got.Evidence)
@@ -76,7 +76,7 @@ func TestCannotRunOf(t *testing.T) {
 			}
 			// A check that passed, or ran out of time, is never one that cannot run.
 			c.Passed = true
-			if runner.CannotRunOf(c, own) != nil {
+			if change.CannotRunOf(c, own) != nil {
 				t.Error("a passing check was classified")
 			}
 		})
