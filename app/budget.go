@@ -108,6 +108,15 @@ func (b Budget) Applies(s BudgetSubject) bool {
 	})
 }
 
+// Span is the period in a word: "month", or the window as configured
+// ("30d").
+func (b Budget) Span() string {
+	if b.Window == 0 {
+		return "month"
+	}
+	return formatWindow(b.Window)
+}
+
 // PeriodName says what the period is: "this month" or "in the last 30 days".
 func (b Budget) PeriodName() string {
 	if b.Window == 0 {
