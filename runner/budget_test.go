@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -134,16 +136,80 @@ func TestBudgetStopsARunningTask(t *testing.T) {
 	if got := w.status("SPENDER"); !strings.Contains(got, want) {
 		t.Errorf("the status comment does not say the budget stopped the task:\n%s\nwant it to hold:\n%s", got, want)
 	}
-	o, err := outcomes.Outcome(ctx, "SPENDER")
+	counted, recorded := adaSpent(t, spending, outcomes, people, "SPENDER", clock.Now())
+	if counted != recorded || recorded != 3300 {
+		t.Errorf("the budget counts %d tokens, the outcome %d; want both 3300", counted, recorded)
+	}
+}
+
+// Under limits.attempts every attempt spends against the budgets, each
+// loop recorded once, and every attempt stops once their sum spends one.
+func TestBudgetCountsEveryAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	models, servers := scriptedModels(t, llm.Price{Input: 10}, searchScripts(100_000, "a", "b", "c"))
+	rdb, err := queue.Connect(redistest.Start(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	spending, outcomes := queue.NewBudgets(rdb), queue.NewOutcomes(rdb)
+	clock := &testClock{now: time.Date(2026, 12, 15, 12, 0, 0, 0, time.UTC)}
+	people := app.Budget{Name: "people", Per: app.PerRequester, Tokens: 450_000}
+	w := newWorldWith(t, quickPolicy+"limits: {attempts: 3}\nmodel: {attempts: [a, b, c]}\n", llmtest.Script{}, func(c *runner.Config) {
+		c.Model, c.Server.Budgets = models, []app.Budget{people}
+		c.Budgets, c.Outcomes, c.Now = spending, outcomes, clock.Now
+	})
+	if err := w.runner.ProcessTask(ctx, w.adaFix(t, "ATTEMPTS")); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.store.record("ATTEMPTS"); r.State != app.StateFailed || !strings.HasPrefix(r.Step, "budget: ") {
+		t.Fatalf("task ended %s (%s); want failed on the budget:\n%s", r.State, r.Step, w.status("ATTEMPTS"))
+	}
+	asked := 0
+	for _, srv := range servers {
+		asked += len(srv.Requests())
+	}
+	// Every answer the attempts got, and nothing twice.
+	counted, recorded := adaSpent(t, spending, outcomes, people, "ATTEMPTS", clock.Now())
+	if want := int64(asked) * 100_000; counted != want || recorded != want {
+		t.Errorf("the budget counts %d tokens and the outcome %d; want the %d answers' %d", counted, recorded, asked, want)
+	}
+	// Each attempt asks while the sum is below 450,000 tokens: five
+	// answers at most, and one each in flight.
+	if asked < 5 || asked > 7 {
+		t.Errorf("the attempts asked %d times in all; want 5 to 7", asked)
+	}
+}
+
+// adaSpent is what ada's budget counts in tokens at now, and what task's
+// outcome records it spent.
+func adaSpent(t *testing.T, spending *queue.Budgets, outcomes *queue.Outcomes, b app.Budget, task string, now time.Time) (counted, recorded int64) {
+	t.Helper()
+	o, err := outcomes.Outcome(t.Context(), task)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ada := app.BudgetSubject{Scope: app.PerRequester, ID: adaID, Name: "ada"}
-	st, err := spending.Statuses(ctx, []app.BudgetOf{{Budget: people, Subject: ada}}, clock.Now())
+	st, err := spending.Statuses(t.Context(), []app.BudgetOf{{Budget: b, Subject: ada}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st[0].Spent.Tokens != o.Tokens || o.Tokens != 3300 {
-		t.Errorf("the budget counts %d tokens, the outcome %d; want both 3300", st[0].Spent.Tokens, o.Tokens)
+	return st[0].Spent.Tokens, o.Tokens
+}
+
+// searchScripts are scripts of ten searches each, one per model name,
+// whose every answer reports tokens prompt tokens.
+func searchScripts(tokens int64, names ...string) map[string]llmtest.Script {
+	scripts := map[string]llmtest.Script{}
+	for _, name := range names {
+		var calls []llmtest.Call
+		for i := range 10 {
+			calls = append(calls, llmtest.Call{Name: "search", Arguments: llmtest.Arguments(fmt.Sprintf(`{"pattern":"%s%d"}`, name, i))})
+		}
+		s := steps(calls...)
+		s.Usage = llmtest.Usage{PromptTokens: tokens}
+		scripts[name] = s
 	}
+	return scripts
 }
