@@ -53,7 +53,10 @@ type ServerConfig struct {
 	// cost is real and limits.cost_usd can stop it. A model missing here
 	// costs nothing.
 	Prices map[string]ModelPrice
-	Source string // the file read, or "" for the defaults
+	// Budgets cap what tasks spend per period, per installation,
+	// repository or requester (budget.go).
+	Budgets []Budget
+	Source  string // the file read, or "" for the defaults
 
 	defaultImageSet bool // the file names sandbox.default_image
 }
@@ -115,9 +118,10 @@ type rawServerConfig struct {
 			Disk    *RawSize     `yaml:"disk"`
 		} `yaml:"sandbox"`
 	} `yaml:"max"`
-	Policy RawPolicy       `yaml:"policy"`
-	Locked []string        `yaml:"locked"`
-	Models []rawModelPrice `yaml:"models"`
+	Policy  RawPolicy       `yaml:"policy"`
+	Locked  []string        `yaml:"locked"`
+	Models  []rawModelPrice `yaml:"models"`
+	Budgets []rawBudget     `yaml:"budgets"`
 }
 
 // rawModelPrice is one entry of models:, a list rather than a mapping so
@@ -232,6 +236,8 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 	}
 	errs = append(errs, c.parseLocked(raw.Locked, lines)...)
 	c.Prices, problems = parsePrices(name, raw.Models, lines)
+	errs = append(errs, problems...)
+	c.Budgets, problems = parseBudgets(name, raw.Budgets, lines)
 	errs = append(errs, problems...)
 	slices.SortStableFunc(errs, func(x, y fieldError) int { return cmp.Compare(x.line, y.line) })
 	if err := fieldErrors(errs); err != nil {

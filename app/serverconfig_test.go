@@ -32,6 +32,11 @@ func TestServerConfigExample(t *testing.T) {
 			"gpt-4.1":      {Prompt: 2, CachedPrompt: 0.5, Completion: 8},
 			"gpt-4.1-mini": {Prompt: 0.4, CachedPrompt: 0.1, Completion: 1.6},
 		},
+		Budgets: []Budget{
+			{Name: "organisation", Per: PerInstallation, USD: 500},
+			{Name: "infra", Per: PerRepository, Only: []string{"acme/infra-*"}, Window: 7 * 24 * time.Hour, Tokens: 20000000},
+			{Name: "per requester, monthly", Per: PerRequester, USD: 40},
+		},
 		Source:          "../deploy/server.example.yaml",
 		defaultImageSet: true,
 	}

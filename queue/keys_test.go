@@ -125,6 +125,8 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	_, err = store.AnswerCI(ctx, task.Repo, 4, []app.CIAnswer{{Head: "abc", Check: "vet", Task: task.ID, Decision: app.CIFollowUp}})
 	must(err)
 
+	must(NewBudgets(rdb).Record(ctx, task.ID, app.TaskSubjects(task, 42), app.Spend{Tokens: 10, USD: 0.5}, time.Now()))
+
 	documented := documentedKeys(t)
 	seen := map[string]bool{}
 	iter := rdb.Scan(ctx, 0, "*", 100).Iterator()

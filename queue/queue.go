@@ -47,7 +47,14 @@
 //	agentbot:outcome:{task}             string  kept       JSON app.TaskOutcome
 //	agentbot:outcomes                   zset    kept       task ids by finish time (ms)
 //	agentbot:outcome:pr:{repo}#{n}      string  kept       the task whose pull request is repo#n
+//	agentbot:task:{id}:spent            hash    spend      what a loop (the task's, or an attempt's, {id}-attempt-{n}) has spent so far, as counted in budgets: t tokens, u micro-dollars (Budgets)
+//	agentbot:spend:{scope}:{id}         hash    spend      an installation's, repository's or requester's spending by id, by the hour: t:{hour} tokens, u:{hour} micro-dollars (hour: unix hours); name for people
+//	agentbot:spenders                   zset    trimmed    "{scope}:{id}" of each subject that spent, by its latest spending (ms); those older than SpendHistory leave it
 //	asynq:*                             asynq   asynq      asynq's queues, task payloads and server state
+//
+// "spend" is SpendHistory (the longest budget window and a day) after the
+// key's last write; a subject's hash drops the hours older than that as
+// new ones arrive.
 //
 // {repo} and {who} are lower-cased, as GitHub compares them. The per-issue
 // index is kept with the record in one script, so a task that has a

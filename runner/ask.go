@@ -122,7 +122,7 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: tk.ID, Policy: *p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
+		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx), Budget: r.budgetCheck(tk, tk.ID),
 	})
 	if err != nil {
 		return nil, err
@@ -130,7 +130,8 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 	if err := tk.rep.say(ctx, runningText(tk, "reading the code")); err != nil {
 		return nil, err
 	}
-	return a.Run(ctx)
+	st, err := a.Run(ctx)
+	return st, r.loopSpent(ctx, tk, tk.ID, a.State(), err)
 }
 
 // question is what the model is asked: the question, or for a bare

@@ -184,17 +184,7 @@ func TestBestOfStopsEveryAttemptOnceTheirCostReachesTheCap(t *testing.T) {
 	t.Parallel()
 	// Every answer costs $1: 100,000 prompt tokens at $10 a million.
 	price := llm.Price{Input: 10}
-	scripts := map[string]llmtest.Script{}
-	for _, name := range []string{"a", "b", "c"} {
-		var calls []llmtest.Call
-		for i := range 10 {
-			calls = append(calls, llmtest.Call{Name: "search", Arguments: llmtest.Arguments(fmt.Sprintf(`{"pattern":"%s%d"}`, name, i))})
-		}
-		s := steps(calls...)
-		s.Usage = llmtest.Usage{PromptTokens: 100_000}
-		scripts[name] = s
-	}
-	models, servers := scriptedModels(t, price, scripts)
+	models, servers := scriptedModels(t, price, searchScripts(100_000, "a", "b", "c"))
 	w := newWorldWith(t, quickPolicy+"limits: {attempts: 3, cost_usd: 2.5}\nmodel: {attempts: [a, b, c]}\n", llmtest.Script{},
 		func(c *runner.Config) { c.Model = models })
 	if err := w.runner.ProcessTask(t.Context(), w.task(t, "C1")); err != nil {

@@ -218,7 +218,7 @@ func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.S
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: at.id, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: at.ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: at.observe, ObserveModel: at.observeModel, Spent: at.spent,
+		Observe: at.observe, ObserveModel: at.observeModel, Spent: at.spent, Budget: r.budgetCheck(tk, at.id),
 	})
 	if err != nil {
 		return nil, "", err
@@ -244,6 +244,7 @@ func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.S
 	} else {
 		st, err = a.Run(loopCtx)
 	}
+	err = r.loopSpent(ctx, tk, at.id, a.State(), err)
 	if err != nil && ctx.Err() == nil && loopCtx.Err() != nil && box.Err() != nil {
 		// Cut short because the sandbox did not start: an outage, tried
 		// again from the saved state.

@@ -169,6 +169,11 @@ type Config struct {
 	// the agent phase sees copy-on-write; without it, setup runs in the
 	// task's tree and only what it writes there reaches the agent.
 	Envs *envcache.Cache
+	// Budgets, when set, counts what tasks spend against Server.Budgets
+	// (budget.go); queue.Budgets satisfies it. Now is the clock of their
+	// periods, time.Now when nil.
+	Budgets Budgets
+	Now     func() time.Time
 }
 
 // Runner handles queued tasks; it satisfies queue.Handler.
@@ -352,6 +357,9 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	}
 	if !d.Allowed {
 		return false, r.deny(ctx, tk, authz, inv, d.Reason)
+	}
+	if ok, err := r.admitBudgets(ctx, tk); !ok || err != nil {
+		return false, err
 	}
 	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
 	if err := tk.rep.admission(ctx, true, d.Reason); err != nil {

@@ -131,6 +131,9 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 		if err != nil {
 			return err
 		}
+		if err := registerBudgetMetrics(reg, rdb, cfg.worker.serverFile); err != nil {
+			return err
+		}
 		parts = append(parts, func(ctx context.Context) error {
 			return runWorkers(ctx, rdb, cfg.worker, env, log, outcomes, nil)
 		})

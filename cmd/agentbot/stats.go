@@ -17,9 +17,14 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("stats", env)
 	flags := addPeriodFlags(fs, "tasks", "30d", "print JSON")
 	by := fs.String("by", "", "one table with confidence intervals, grouped by model or repo")
+	budgets := fs.Bool("budgets", false, "spending against each budget of --config, with the forecast for the period at the current rate")
+	config := fs.String("config", "", "the server config (server.yaml) whose budgets --budgets reports")
 	from, err := flags.parse(fs, args, env)
 	if err != nil {
 		return err
+	}
+	if *budgets {
+		return statsBudgets(ctx, env.Stdout, *flags.redisURL, *config, *flags.json)
 	}
 	if _, ok := groupings[*by]; *by != "" && !ok {
 		return usageErrorf(fs, "--by %q: want model or repo", *by)

@@ -122,6 +122,9 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	if err := registerBudgetMetrics(reg, rdb, cfg.serverFile); err != nil {
+		return err
+	}
 	var started atomic.Bool
 	parts := []func(context.Context) error{func(ctx context.Context) error {
 		return runWorkers(ctx, rdb, cfg, env, log, outcomes, func() { started.Store(true) })
@@ -201,7 +204,8 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	r, err := runner.New(runner.Config{
 		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
-		Audit: audit, Traces: traces,
+		Budgets: queue.NewBudgets(rdb),
+		Audit:   audit, Traces: traces,
 		Tasks: storeTasks{store}, Pulls: store, Locks: queue.NewLocks(rdb),
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID), Envs: envs,

@@ -6,7 +6,8 @@
 // when finish is accepted (the checks pass), when the same check failure
 // comes back after a correction, when the model repeats an identical call,
 // when the model answers three times in a row without a tool call, when a
-// budget runs out (iterations, wall clock, tokens, cost), or when an
+// budget runs out (iterations, wall clock, tokens, cost, or a budget
+// Config.Budget checks, such as the operator's per period), or when an
 // approver denies a call. Malformed calls, unknown tools and refused writes
 // are results the model reads, never errors of the loop.
 //
@@ -99,7 +100,12 @@ type Config struct {
 	// has spent so far, this one's included: the attempts of one task
 	// share it, so that each stops once their sum reaches it. Nil: this
 	// loop's own usage.
-	Spent  func() float64
+	Spent func() float64
+	// Budget, when set, is asked before every step with the loop's usage
+	// so far, earlier processes' included: a reason it returns stops the
+	// loop with StopBudget. It is for budgets the loop does not own, such
+	// as the operator's per period, which other tasks spend from too.
+	Budget func(ctx context.Context, used llm.Usage) (reason string, err error)
 	Logger *slog.Logger
 }
 
@@ -223,6 +229,9 @@ func (a *Agent) Run(ctx context.Context) (*State, error) {
 		}
 		if reason, detail := a.overBudget(); reason != "" {
 			return a.st, a.stop(ctx, reason, detail)
+		}
+		if stopped, err := a.checkBudget(ctx); stopped || err != nil {
+			return a.st, err
 		}
 		if err := a.digest(ctx); err != nil {
 			return a.st, err
@@ -507,6 +516,22 @@ func (a *Agent) overBudget() (StopReason, string) {
 		return StopCost, fmt.Sprintf("$%.2f spent, the limit is $%.2f", a.spent(), l.CostUSD)
 	}
 	return "", ""
+}
+
+// checkBudget asks Config.Budget, if set, and stops the loop when it
+// gives a reason.
+func (a *Agent) checkBudget(ctx context.Context) (stopped bool, err error) {
+	if a.cfg.Budget == nil {
+		return false, nil
+	}
+	reason, err := a.cfg.Budget(ctx, a.st.Usage)
+	if err != nil {
+		return false, fmt.Errorf("step %d of task %s: check the budgets: %w", a.st.Step+1, a.st.TaskID, err)
+	}
+	if reason == "" {
+		return false, nil
+	}
+	return true, a.stop(ctx, StopBudget, reason)
 }
 
 // spent is the cost that counts against the policy's cost_usd.

@@ -66,6 +66,7 @@ type harness struct {
 	events []agent.Event
 	ran    []string    // commands that reached the runner
 	images []llm.Image // given with the task
+	budget func(context.Context, llm.Usage) (string, error)
 }
 
 func newHarness(t *testing.T, script llmtest.Script, policy app.Policy) *harness {
@@ -86,7 +87,7 @@ func (h *harness) agent(tree *agenttest.Tree) *agent.Agent {
 		Runner: toolstest.HostRunner{Dir: tree.Dir, OnRun: func(c sandbox.Cmd) { h.ran = append(h.ran, c.Shell) }},
 		System: "You fix bugs.", Task: "Fix Add.", Images: h.images,
 		Observe: func(e agent.Event) { h.events = append(h.events, e) },
-		Logger:  quiet,
+		Logger:  quiet, Budget: h.budget,
 	})
 	if err != nil {
 		h.t.Fatal(err)

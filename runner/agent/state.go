@@ -83,6 +83,7 @@ const (
 	StopWallClock   StopReason = "wall_clock"
 	StopTokens      StopReason = "tokens"
 	StopCost        StopReason = "cost"
+	StopBudget      StopReason = "budget" // Config.Budget's: a budget beyond the task's own
 )
 
 // state is the task state a stop leaves.
