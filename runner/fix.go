@@ -218,6 +218,7 @@ func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.S
 		TaskID: at.id, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: at.ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
 		Observe: at.observe, ObserveModel: at.observeModel, Spent: at.spent,
+		Steer: r.steer(ctx, tk, at),
 	})
 	if err != nil {
 		return nil, "", err

@@ -332,6 +332,7 @@ func helpText(p app.Policy) string {
 		{"fix-ci", "on an agent pull request: make its failing CI pass"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
+		{"note <text>", "guidance for the running fix, which the agent reads at its next step"},
 		{"status", "where the tasks on this issue or pull request are"},
 		{"help", "this message"},
 	} {

@@ -99,7 +99,10 @@ type Config struct {
 	// has spent so far, this one's included: the attempts of one task
 	// share it, so that each stops once their sum reaches it. Nil: this
 	// loop's own usage.
-	Spent  func() float64
+	Spent func() float64
+	// Steer, when set, is asked before every step for the notes people
+	// sent the task since (steer.go).
+	Steer  Steer
 	Logger *slog.Logger
 }
 
@@ -225,6 +228,9 @@ func (a *Agent) Run(ctx context.Context) (*State, error) {
 			return a.st, a.stop(ctx, reason, detail)
 		}
 		if err := a.digest(ctx); err != nil {
+			return a.st, err
+		}
+		if err := a.steer(ctx); err != nil {
 			return a.st, err
 		}
 		if err := a.ask(ctx); err != nil {
