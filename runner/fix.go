@@ -68,6 +68,9 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	// it too.
 	defer func() { tk.env.release(tk) }()
 
+	if ok, err := r.planFirst(ctx, tk, ws); !ok || err != nil {
+		return err
+	}
 	if tk.policy.Policy.Limits.Attempts > 1 {
 		return r.setupFailed(ctx, tk, r.bestOf(ctx, tk, tg, ws, remote))
 	}
@@ -214,6 +217,7 @@ func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.S
 	if err != nil {
 		return nil, "", err
 	}
+	text += approvedPlan(tk)
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: at.id, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: at.ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,

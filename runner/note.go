@@ -53,6 +53,13 @@ func (r *Runner) note(ctx context.Context, tk *task) error {
 		return err
 	}
 	tk.log.Info("note kept", "for", target.ID, "position", pos)
+	if target.State == app.StateAwaitingApproval && target.Step == planWait {
+		if err := r.revisePlan(ctx, tk, target.ID); err != nil {
+			return err
+		}
+		return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("📝 **Noted** — task `%s` revised its plan with this note; its status comment shows the plan.\n\n%s",
+			target.ID, quoteRequest(tk)), "")
+	}
 	when := "reads this note at its next step"
 	switch target.State {
 	case app.StateQueued:

@@ -287,7 +287,7 @@ func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
 	b.WriteString("\n## Checks\n\n" + checksSection(tk, st))
-	b.WriteString(reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk))
+	b.WriteString(reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk) + planSection(tk, st))
 	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
 	fmt.Fprintf(&b, "\nAsked by @%s on #%d", tk.Requester, tk.Number)
 	if what := strings.TrimSpace(tk.Instructions); what != "" {

@@ -166,6 +166,9 @@ type Config struct {
 	// Notes, when set, keeps the notes of "/agent note", which the loop
 	// reads at its next step (note.go); queue.Store satisfies it.
 	Notes Notes
+	// History, when set, reads finished tasks' outcomes for a plan's cost
+	// estimate (plan.go); queue.Outcomes satisfies it.
+	History History
 	// Envs, when set, keeps the prepared environments setup builds, which
 	// the agent phase sees copy-on-write; without it, setup runs in the
 	// task's tree and only what it writes there reaches the agent.
@@ -230,6 +233,9 @@ type progress struct {
 	// Attempts are what became of the attempts of limits.attempts and
 	// which one is proposed; nil for a task of one attempt.
 	Attempts *attemptsReport `json:"attempts,omitempty"`
+	// Plan is the plan written before the change, when the policy asks
+	// for one (plan.go).
+	Plan *plan `json:"plan,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {

@@ -66,13 +66,11 @@ func noted(t *testing.T, w *demoWorld, text string, want app.State) string {
 	if rec := waitFinal(t, w, id); rec.State != want {
 		t.Fatalf("the note task ended %s (%s); want %s", rec.State, rec.Step, want)
 	}
-	for _, c := range w.sim.Comments(w.repo, w.issue) {
-		if strings.Contains(c.Body, "agentbot:task="+id) {
-			return c.Body
-		}
+	body := statusOf(w, id)
+	if body == "" {
+		t.Fatalf("the note task %s left no status comment", id)
 	}
-	t.Fatalf("the note task %s left no status comment", id)
-	return ""
+	return body
 }
 
 // notesSeen counts the framed notes in a request to the model.
