@@ -290,15 +290,20 @@ func (r *Runner) decidePlan(ctx context.Context, tk *task) error {
 	if prog.Plan == nil {
 		return fmt.Errorf("task %s waits for approval of a plan it does not have", id)
 	}
-	if tk.Verb == app.VerbApprove {
-		prog.Plan.ApprovedBy = tk.Requester
+	approve := tk.Verb == app.VerbApprove
+	kind := app.AuditDenial
+	if approve {
+		prog.Plan.ApprovedBy, kind = tk.Requester, app.AuditApproval
 	} else {
 		prog.Plan.DeniedBy = tk.Requester
 	}
 	if err := r.saveProgress(ctx, id, prog); err != nil {
 		return err
 	}
-	tk.log.Info("plan decided", "paused", id, "approve", tk.Verb == app.VerbApprove)
+	if err := tk.rep.audit(ctx, kind, fmt.Sprintf("plan %d of task %s", prog.Plan.Version, id)); err != nil {
+		return err
+	}
+	tk.log.Info("plan decided", "paused", id, "approve", approve)
 	tk.prog.Resumes = id
 	return tk.rep.save(ctx)
 }
