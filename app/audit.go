@@ -10,8 +10,8 @@ type AuditKind string
 const (
 	AuditCommand     AuditKind = "command"      // a command was received
 	AuditAdmission   AuditKind = "admission"    // a task was admitted or refused, with the reason
-	AuditApproval    AuditKind = "approval"     // an approver let a paused tool call run
-	AuditDenial      AuditKind = "denial"       // an approver refused a paused tool call
+	AuditApproval    AuditKind = "approval"     // an approver let a paused tool call run, or a plan go on
+	AuditDenial      AuditKind = "denial"       // an approver refused a paused tool call, or a plan
 	AuditBlocked     AuditKind = "blocked"      // a write or command was refused: a safety incident
 	AuditPush        AuditKind = "push"         // a branch was pushed (detail names branch and commit)
 	AuditPROpened    AuditKind = "pr_opened"    // a pull request was opened

@@ -43,7 +43,7 @@ func (a Action) String() string {
 type Parsed struct {
 	Action       Action
 	Verb         Verb   // set for Run; VerbHelp for Reply
-	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask and explain
+	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask, explain and note
 	Reason       string // set for Ignore and Reply
 }
 
@@ -51,7 +51,7 @@ type Parsed struct {
 // follow it on the command line.
 func verbArgs(word string) (v Verb, known, args bool) {
 	switch v := Verb(strings.ToLower(word)); v {
-	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain:
+	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain, VerbNote:
 		return v, true, true
 	case VerbStop, VerbStatus, VerbHelp, VerbFixCI:
 		return v, true, false
@@ -116,6 +116,9 @@ func parseArgs(trigger, args, more string) Parsed {
 	}
 	if verb == VerbAsk && instr == "" {
 		return reply("`%s ask` needs a question, such as `%s ask where are retries configured?`.", trigger, trigger)
+	}
+	if verb == VerbNote && instr == "" {
+		return reply("`%s note` needs the note, such as `%s note keep the public API unchanged`.", trigger, trigger)
 	}
 	if len(instr) > MaxInstructions {
 		return reply("The instructions are %d bytes long; the limit is %d.", len(instr), MaxInstructions)

@@ -311,6 +311,7 @@ func policySettings() []policySetting {
 		valueSetting("pull_request.signed_commits", func(r *RawPolicy) *bool { return r.PullRequest.SignedCommits }, func(p *Policy) *bool { return &p.PullRequest.SignedCommits }, asIs[bool]),
 		valueSetting("pull_request.ci_followups", func(r *RawPolicy) *int { return r.PullRequest.CIFollowups }, func(p *Policy) *int { return &p.PullRequest.CIFollowups }, checkNotNegative),
 		valueSetting("quality.reproduce", func(r *RawPolicy) *string { return r.Quality.Reproduce }, func(p *Policy) *Reproduce { return &p.Quality.Reproduce }, checkReproduce),
+		valueSetting("quality.plan", func(r *RawPolicy) *string { return r.Quality.Plan }, func(p *Policy) *PlanMode { return &p.Quality.Plan }, checkPlan),
 	}
 }
 

@@ -93,7 +93,7 @@ func TestEveryKeySet(t *testing.T) {
 		Model: Models{Edit: "big-model", Fast: "small-model", Vision: true, Attempts: []string{"big-model", "other-model"},
 			Temperature: new(0.2), Temperatures: []float64{0, 0.7, 1}},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
-		Quality:     Quality{Reproduce: ReproduceRequired},
+		Quality:     Quality{Reproduce: ReproduceRequired, Plan: PlanApprove},
 		Source:      PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {

@@ -21,11 +21,14 @@ type Quality struct {
 	// Reproduce is the policy as written, or "" when no layer sets it;
 	// see ReproduceFor.
 	Reproduce Reproduce
+	// Plan is whether a fix plans first (plan.go); "" is off.
+	Plan PlanMode
 }
 
 // RawQuality is the quality section of a policy file.
 type RawQuality struct {
 	Reproduce *string `yaml:"reproduce" desc:"Whether the agent must first add or change a test that fails on the base commit, and the host prove it fails there and passes with the change: required opens no pull request without that proof, preferred says in the pull request that the fix is unproven, off skips it. Unset: preferred for fixes of issues, off for follow-ups on pull requests; set, it applies to both." enum:"required,preferred,off"`
+	Plan      *string `yaml:"plan" desc:"Whether a fix first writes a plan (what it will change and why, the test that reproduces the problem, the checks it will run, a cost estimate from similar tasks) from the code, read only: off does not, show posts it in the status comment and goes on, approve posts it and waits, with nothing written, for /agent approve, or /agent note to revise it, within limits.wall_clock. Default off." enum:"off,show,approve"`
 }
 
 // ReproduceFor is the reproduction policy of a task: the one written, or

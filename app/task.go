@@ -23,6 +23,8 @@ const (
 	// makes its failing CI pass; a failing check run of another App
 	// starts one by itself.
 	VerbFixCI Verb = "fix-ci"
+	// VerbNote passes guidance to the running fix (note.go).
+	VerbNote Verb = "note"
 )
 
 // ReadOnly reports whether the verb only reads the repository: it answers
@@ -30,9 +32,11 @@ const (
 func (v Verb) ReadOnly() bool { return v == VerbAsk || v == VerbExplain }
 
 // Control reports whether the verb steers or reports on other tasks
-// without running the agent itself: stop, status and help. They answer at
-// once, so they never wait behind the work they are about.
-func (v Verb) Control() bool { return v == VerbStop || v == VerbStatus || v == VerbHelp }
+// without running the agent itself: stop, note, status and help. They
+// answer at once, so they never wait behind the work they are about.
+func (v Verb) Control() bool {
+	return v == VerbStop || v == VerbNote || v == VerbStatus || v == VerbHelp
+}
 
 // State is where a task is in its lifecycle.
 type State string

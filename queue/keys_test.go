@@ -95,6 +95,8 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	must(store.SaveProgress(ctx, task.ID, []byte("progress")))
 	must(store.RequestStop(ctx, task.ID, "alice"))
 	must(store.RecordDecision(ctx, task.ID, []byte("approve")))
+	_, err = store.AddNote(ctx, task.ID, app.Note{Task: "t5", By: "alice", Text: "keep the API"})
+	must(err)
 	_, err = store.ClaimRefusal(ctx, task.Repo, task.Number, "mallory", "t2")
 	must(err)
 	_, err = store.TasksOfIssue(ctx, task.Repo, task.Number)

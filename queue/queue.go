@@ -2,9 +2,9 @@
 // operations: the task queue (asynq), the task records behind "agentbot
 // tasks" and their per-issue index, the delivery de-duplication of the
 // webhook, the per-task state a worker resumes from (the loop's and the
-// runner's progress), stop requests, approval decisions, refusal limits,
-// the per-issue locks, traces, the audit log, outcomes, and what is kept
-// with agentbot's own pull requests.
+// runner's progress), stop requests, notes, approval decisions, refusal
+// limits, the per-issue locks, traces, the audit log, outcomes, and what
+// is kept with agentbot's own pull requests.
 //
 // The webhook side uses a Client: Enqueue stores a task's record, then
 // queues it under the task's ID, so a redelivered webhook finds its task
@@ -26,6 +26,7 @@
 //	agentbot:task:{id}:progress         string  retention  the runner's own progress (opaque bytes)
 //	agentbot:task:{id}:stop             string  retention  the login that asked the running task to stop
 //	agentbot:task:{id}:decision         string  retention  an approver's decision on the paused task (opaque bytes)
+//	agentbot:task:{id}:notes            list    retention  JSON app.Note: the notes of "/agent note" for the task, oldest first; at most MaxNotes
 //	agentbot:task:{id}:trace            list    trace      JSON app.TraceEvent, oldest first; TTL after the last append; at most app.MaxTraceBytes and a cut event
 //	agentbot:task:{id}:trace:bytes      string  trace      the bytes of events the trace holds, past app.MaxTraceBytes once cut; expires with it
 //	agentbot:tasks                      zset    trimmed    task ids by received time (ms); tasks older than the retention leave it

@@ -41,6 +41,12 @@ func (r *Runner) decide(ctx context.Context, tk *task) error {
 
 func (r *Runner) resume(ctx context.Context, tk *task) error {
 	if tk.prog.Resumes == "" {
+		// A plan waiting for approval (plan.go), else a paused call.
+		if err := r.decidePlan(ctx, tk); err != nil {
+			return err
+		}
+	}
+	if tk.prog.Resumes == "" {
 		paused, st, err := r.pausedTask(ctx, tk)
 		if err != nil {
 			return err
@@ -65,27 +71,9 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 		}
 		tk.log.Info("decided", "paused", paused, "call", d.Call, "approve", d.Approve)
 	}
-	pt, err := r.issueTask(ctx, tk, tk.prog.Resumes)
+	ptk, err := r.goOn(ctx, tk, tk.prog.Resumes)
 	if err != nil {
 		return err
-	}
-	ptk := &task{Task: &pt, inst: tk.inst, status: tk.inst.StatusComment(pt.Repo, pt.Number, pt.ID),
-		log: r.log.With("task", pt.ID, "delivery", pt.Delivery, "repo", pt.Repo, "number", pt.Number, "verb", pt.Verb, "resumed_by", tk.ID)}
-	ptk.rep = r.reporter(ptk)
-	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {
-		return err
-	}
-	ptk.since = time.Now()
-	if ptk.prog.Final == "" {
-		tg, ok, err := r.prepare(ctx, ptk)
-		if err != nil {
-			return err
-		}
-		if ok {
-			if err := r.work(ctx, ptk, tg); err != nil {
-				return err
-			}
-		}
 	}
 	verb := "Approved"
 	if tk.Verb == app.VerbDeny {
@@ -96,7 +84,35 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 		end = "it is waiting for approval again"
 	}
 	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("%s by @%s: task `%s` went on, and %s; its status comment says more.",
-		verb, tk.Requester, pt.ID, end), "")
+		verb, tk.Requester, ptk.ID, end), "")
+}
+
+// goOn runs the paused task id on tk's issue on from its saved progress to
+// its end, or to its next pause, on tk's behalf, and returns it.
+func (r *Runner) goOn(ctx context.Context, tk *task, id string) (*task, error) {
+	pt, err := r.issueTask(ctx, tk, id)
+	if err != nil {
+		return nil, err
+	}
+	ptk := &task{Task: &pt, inst: tk.inst, status: tk.inst.StatusComment(pt.Repo, pt.Number, pt.ID),
+		log: r.log.With("task", pt.ID, "delivery", pt.Delivery, "repo", pt.Repo, "number", pt.Number, "verb", pt.Verb, "resumed_by", tk.ID)}
+	ptk.rep = r.reporter(ptk)
+	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {
+		return nil, err
+	}
+	ptk.since = time.Now()
+	if ptk.prog.Final == "" {
+		tg, ok, err := r.prepare(ctx, ptk)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			if err := r.work(ctx, ptk, tg); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ptk, nil
 }
 
 // pausedTask finds the newest task on tk's issue that waits for approval,

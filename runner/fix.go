@@ -69,6 +69,9 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	// it too.
 	defer func() { tk.env.Release(tk.log) }()
 
+	if ok, err := r.planFirst(ctx, tk, ws); !ok || err != nil {
+		return err
+	}
 	if tk.policy.Policy.Limits.Attempts > 1 {
 		return r.setupFailed(ctx, tk, r.bestOf(ctx, tk, tg, ws, remote))
 	}
@@ -215,10 +218,12 @@ func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.S
 	if err != nil {
 		return nil, "", err
 	}
+	text += approvedPlan(tk)
 	a, err := agent.New(ctx, agent.Config{
 		TaskID: at.id, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: at.ws,
 		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
 		Observe: at.observe, ObserveModel: at.observeModel, Spent: at.spent, Budget: r.budgetCheck(tk, at.id),
+		Steer: r.steer(ctx, tk, at),
 	})
 	if err != nil {
 		return nil, "", err

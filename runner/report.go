@@ -288,7 +288,7 @@ func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
 	b.WriteString("\n## Checks\n\n" + checksSection(tk, st))
-	b.WriteString(reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk))
+	b.WriteString(reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk) + planSection(tk, st))
 	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usageLine(st))
 	fmt.Fprintf(&b, "\nAsked by @%s on #%d", tk.Requester, tk.Number)
 	if what := strings.TrimSpace(tk.Instructions); what != "" {
@@ -333,6 +333,7 @@ func helpText(p app.Policy) string {
 		{"fix-ci", "on an agent pull request: make its failing CI pass"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
+		{"note <text>", "guidance for the running fix, which the agent reads at its next step"},
 		{"status", "where the tasks on this issue or pull request are"},
 		{"help", "this message"},
 	} {

@@ -165,6 +165,12 @@ type Config struct {
 	// Bot is the commits' author: the App's bot identity.
 	Bot    workspace.Signature
 	Logger *slog.Logger
+	// Notes, when set, keeps the notes of "/agent note", which the loop
+	// reads at its next step (note.go); queue.Store satisfies it.
+	Notes Notes
+	// History, when set, reads finished tasks' outcomes for a plan's cost
+	// estimate (plan.go); queue.Outcomes satisfies it.
+	History History
 	// Envs, when set, keeps the prepared environments setup builds, which
 	// the agent phase sees copy-on-write; without it, setup runs in the
 	// task's tree and only what it writes there reaches the agent.
@@ -234,6 +240,9 @@ type progress struct {
 	// Attempts are what became of the attempts of limits.attempts and
 	// which one is proposed; nil for a task of one attempt.
 	Attempts *attemptsReport `json:"attempts,omitempty"`
+	// Plan is the plan written before the change, when the policy asks
+	// for one (plan.go).
+	Plan *plan `json:"plan,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
@@ -305,6 +314,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.retry(ctx, tk)
 	case app.VerbStop:
 		err = r.stop(ctx, tk)
+	case app.VerbNote:
+		err = r.note(ctx, tk)
 	case app.VerbApprove, app.VerbDeny:
 		err = r.decide(ctx, tk)
 	case app.VerbAsk, app.VerbExplain:
@@ -452,7 +463,7 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 		case t.Verb != app.VerbFix || t.ID == tk.ID:
 			continue
 		case t.State == app.StateFailed || t.State == app.StateStopped:
-			tk.Instructions = t.Instructions
+			tk.Instructions = retryInstructions(t.Instructions, tk.Instructions)
 			tk.log.Info("retrying", "failed", t.ID)
 			return r.fix(ctx, tk)
 		}

@@ -205,8 +205,8 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 		Budgets: queue.NewBudgets(rdb),
-		Audit:   audit, Traces: traces,
-		Tasks: storeTasks{store}, Pulls: store, Locks: queue.NewLocks(rdb),
+		Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb),
+		Tasks: storeTasks{store}, Pulls: store, Locks: queue.NewLocks(rdb), Notes: store,
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID), Envs: envs,
 	})

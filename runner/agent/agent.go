@@ -106,6 +106,9 @@ type Config struct {
 	// loop with StopBudget. It is for budgets the loop does not own, such
 	// as the operator's per period, which other tasks spend from too.
 	Budget func(ctx context.Context, used llm.Usage) (reason string, err error)
+	// Steer, when set, is asked before every step for the notes people
+	// sent the task since (steer.go).
+	Steer  Steer
 	Logger *slog.Logger
 }
 
@@ -234,6 +237,9 @@ func (a *Agent) Run(ctx context.Context) (*State, error) {
 			return a.st, err
 		}
 		if err := a.digest(ctx); err != nil {
+			return a.st, err
+		}
+		if err := a.steer(ctx); err != nil {
 			return a.st, err
 		}
 		if err := a.ask(ctx); err != nil {

@@ -36,6 +36,8 @@ type State struct {
 	Stop      *Stop         `json:"stop,omitempty"`
 	Summary   string        `json:"summary,omitempty"` // finish's summary, or a question's answer
 	Title     string        `json:"title,omitempty"`   // finish's title for the pull request
+	// NotesRead counts the notes of "/agent note" added to the transcript.
+	NotesRead int `json:"notes_read,omitempty"`
 
 	// The stop rules' memory.
 	Recent      []string `json:"recent,omitempty"`       // signatures of the last calls

@@ -1,0 +1,350 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// History reads the outcomes of finished tasks, for a plan's cost
+// estimate; queue.Outcomes satisfies it.
+type History interface {
+	Since(ctx context.Context, since time.Time) ([]app.TaskOutcome, error)
+}
+
+// plan is the plan a fix wrote before it changed anything (quality.plan),
+// kept in the task's progress so that a task resumed, approved or revised
+// finds it.
+type plan struct {
+	Version int      `json:"version"` // 1 for the first, one more for each revision
+	Text    string   `json:"text"`    // the model's plan, as it wrote it
+	Files   []string `json:"files,omitempty"`
+	// Notes is how many of the task's notes the plan took in: a note
+	// past them revises it.
+	Notes    int       `json:"notes,omitempty"`
+	Estimate string    `json:"estimate,omitempty"`
+	PostedAt time.Time `json:"posted_at"`
+	// ApprovedBy is who approved it with "/agent approve"; DeniedBy who
+	// refused it with "/agent deny".
+	ApprovedBy string `json:"approved_by,omitempty"`
+	DeniedBy   string `json:"denied_by,omitempty"`
+}
+
+// planWait is the step a task shows while its plan waits for approval.
+const planWait = "waiting for /agent approve of the plan"
+
+// planFirst writes, or revises after a note, the plan of a fix whose
+// policy asks for one, and posts it. ok is false while the plan waits for
+// "/agent approve": the task is left awaiting approval, holding no
+// sandbox and no slot, and an approval or a note takes it up again. A
+// plan denied, or left waiting past limits.wall_clock, ends the task.
+func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspace) (ok bool, err error) {
+	mode := tk.policy.Policy.PlanFor()
+	p := tk.prog.Plan
+	switch {
+	case mode == app.PlanOff:
+		return true, nil
+	case p != nil && p.DeniedBy != "":
+		return false, tk.rep.finish(ctx, app.StateStopped, fmt.Sprintf("⏹️ **Stopped** — @%s denied the plan, so nothing was changed.\n\n%s", p.DeniedBy, quoteRequest(tk)), "plan denied")
+	case p != nil && (mode == app.PlanShow || p.ApprovedBy != ""):
+		return true, nil
+	}
+	if wc := tk.policy.Policy.Limits.WallClock; p != nil && wc > 0 && time.Since(p.PostedAt) > wc {
+		return false, tk.rep.finish(ctx, app.StateStopped, fmt.Sprintf("⏹️ **Stopped** — the plan waited for approval longer than limits.wall_clock (%s), so nothing was changed. Ask again to start over.\n\n%s",
+			wc, quoteRequest(tk)), "plan expired")
+	}
+	notes, err := r.notesOf(ctx, tk)
+	if err != nil {
+		return false, err
+	}
+	if p == nil || len(notes) > p.Notes {
+		if p, err = r.writePlan(ctx, tk, ws, p, notes); err != nil || p == nil {
+			return false, err
+		}
+		tk.prog.Plan = p
+		if err := tk.rep.save(ctx); err != nil {
+			return false, err
+		}
+		if err := tk.rep.say(ctx, planText(tk, p, mode)); err != nil {
+			return false, err
+		}
+		tk.log.Info("plan posted", "version", p.Version, "files", len(p.Files), "mode", mode)
+	}
+	if mode == app.PlanShow {
+		return true, nil
+	}
+	return false, tk.rep.state(ctx, app.StateAwaitingApproval, planWait)
+}
+
+// notesOf are the notes kept for tk; none without a store for them.
+func (r *Runner) notesOf(ctx context.Context, tk *task) ([]app.Note, error) {
+	if r.cfg.Notes == nil {
+		return nil, nil
+	}
+	return r.cfg.Notes.Notes(ctx, tk.ID, 0)
+}
+
+// writePlan runs a read-only loop over ws that answers with the plan: the
+// task, and for a revision the plan before and every note. A loop that
+// gives no plan ends the task (reported; nil plan).
+func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspace, prev *plan, notes []app.Note) (*plan, error) {
+	p := tk.policy.Policy
+	version := 1
+	if prev != nil {
+		version = prev.Version + 1
+	}
+	if err := tk.rep.running(ctx, "plan", "the agent is writing its plan, reading the code only"); err != nil {
+		return nil, err
+	}
+	th, err := r.thread(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	_, text, err := renderPrompts(tk, ws, th)
+	if err != nil {
+		return nil, err
+	}
+	system, err := prompts.Plan(prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits})
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		text += "\n\n## Your plan before the notes below — revise it to take them in\n\n<plan>\n" + strings.ReplaceAll(prev.Text, "</plan", "&lt;/plan") + "\n</plan>"
+		for _, n := range notes {
+			framed, err := prompts.Note(prompts.NoteData{By: n.By, At: n.At, Text: n.Text})
+			if err != nil {
+				return nil, err
+			}
+			text += "\n\n" + framed
+		}
+	}
+	if p.Model.Edit == "" {
+		p.Model.Edit = r.cfg.Models.Edit
+	}
+	if p.Model.Fast == "" {
+		p.Model.Fast = r.cfg.Models.Fast
+	}
+	a, err := agent.New(ctx, agent.Config{
+		TaskID: fmt.Sprintf("%s-plan-%d", tk.ID, version), Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
+		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
+		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
+	})
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if st.Status != app.StateSucceeded || strings.TrimSpace(st.Summary) == "" {
+		tk.run = st
+		return nil, tk.rep.fail(ctx, st, failure{stop: st.Stop})
+	}
+	return &plan{Version: version, Text: st.Summary, Files: planFiles(st.Summary), Notes: len(notes),
+		Estimate: r.estimate(ctx, tk), PostedAt: time.Now().UTC()}, nil
+}
+
+// planFile is one line of a plan's Files section: "- `path`".
+var planFile = regexp.MustCompile("^\\s*[-*]\\s+`([^`]+)`")
+
+// planFiles are the files a plan names under its "## Files" heading.
+func planFiles(text string) []string {
+	var files []string
+	in := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "#") {
+			in = strings.EqualFold(strings.TrimSpace(strings.TrimLeft(line, "#")), "Files")
+			continue
+		}
+		if m := planFile.FindStringSubmatch(line); in && m != nil && !slices.Contains(files, m[1]) {
+			files = append(files, m[1])
+		}
+	}
+	return files
+}
+
+// historyWindow is how far back the estimate looks for similar tasks.
+const historyWindow = 90 * 24 * time.Hour
+
+// estimate is what similar tasks cost: the finished fixes of the same
+// repository over historyWindow, from the outcomes "agentbot stats"
+// reads, as their median and range.
+func (r *Runner) estimate(ctx context.Context, tk *task) string {
+	if r.cfg.History == nil {
+		return "No outcome history is kept, so there is no estimate."
+	}
+	all, err := r.cfg.History.Since(ctx, time.Now().Add(-historyWindow))
+	if err != nil {
+		tk.log.Warn("read the outcomes for the plan's estimate", "err", err)
+		return "The outcome history could not be read, so there is no estimate."
+	}
+	var steps, tokens, cost []float64
+	for _, o := range all {
+		if strings.EqualFold(o.Repo, tk.Repo) && o.Iterations > 0 {
+			steps, tokens, cost = append(steps, float64(o.Iterations)), append(tokens, float64(o.Tokens)), append(cost, o.Cost)
+		}
+	}
+	if len(steps) == 0 {
+		return fmt.Sprintf("No task on %s has finished in the last %d days, so there is no estimate.", tk.Repo, int(historyWindow.Hours()/24))
+	}
+	return fmt.Sprintf("From %d finished tasks on %s in the last %d days: %s steps, %s tokens, $%s (median, and the range).",
+		len(steps), tk.Repo, int(historyWindow.Hours()/24), spread(steps, "%.0f"), spread(tokens, "%.0f"), spread(cost, "%.2f"))
+}
+
+// spread is the median of xs and their range, in format f.
+func spread(xs []float64, f string) string {
+	slices.Sort(xs)
+	mid := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		mid = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	if xs[0] == xs[len(xs)-1] {
+		return fmt.Sprintf(f, mid)
+	}
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", mid, xs[0], xs[len(xs)-1])
+}
+
+// planText is the status comment that shows the plan.
+func planText(tk *task, p *plan, mode app.PlanMode) string {
+	var b strings.Builder
+	title := "The plan"
+	if p.Version > 1 {
+		title = fmt.Sprintf("The plan, revised (%d)", p.Version)
+	}
+	if mode == app.PlanApprove {
+		cmd := tk.policy.Policy.Trigger.Command
+		if cmd == "" {
+			cmd = app.DefaultCommand
+		}
+		fmt.Fprintf(&b, "📋 **%s — waiting for approval.** Nothing has been changed. Comment `%s approve` to go on, `%s note <text>` to revise it, or `%s deny` to stop",
+			title, cmd, cmd, cmd)
+		if wc := tk.policy.Policy.Limits.WallClock; wc > 0 {
+			fmt.Fprintf(&b, "; it waits until %s", p.PostedAt.Add(wc).UTC().Format("15:04 MST"))
+		}
+		b.WriteString(".\n\n")
+	} else {
+		fmt.Fprintf(&b, "📋 **%s** — the agent is working to it.\n\n", title)
+	}
+	// The model's text, posted in the App's name: inert.
+	b.WriteString(app.Inert(p.Text, ownIssue(tk)) + "\n\n")
+	fmt.Fprintf(&b, "**Cost estimate:** %s\n\n%s", p.Estimate, quoteRequest(tk))
+	return b.String()
+}
+
+// planSection is the pull request's account of where the work departed
+// from the approved plan: the files it changed that the plan did not name.
+func planSection(tk *task, st *agent.State) string {
+	p := tk.prog.Plan
+	if p == nil || p.ApprovedBy == "" {
+		return ""
+	}
+	var off []string
+	for _, f := range st.Touched {
+		if !slices.Contains(p.Files, f) {
+			off = append(off, "`"+f+"`")
+		}
+	}
+	if len(off) == 0 {
+		return fmt.Sprintf("\n## Plan\n\n@%s approved the plan; the change keeps to its files.\n", p.ApprovedBy)
+	}
+	return fmt.Sprintf("\n## Departures from the approved plan\n\n@%s approved a plan that did not name these changed files: %s.\n",
+		p.ApprovedBy, strings.Join(off, ", "))
+}
+
+// awaitingPlan is the newest task on tk's issue whose plan waits for
+// approval; "" when none does.
+func (r *Runner) awaitingPlan(ctx context.Context, tk *task) (string, error) {
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range all {
+		if t.State == app.StateAwaitingApproval && t.Step == planWait {
+			return t.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// decidePlan records "/agent approve" or "/agent deny" on the plan that
+// waits on tk's issue, if one does, in that task's progress, and sets it
+// as the task tk resumes. The issue's lock is held.
+func (r *Runner) decidePlan(ctx context.Context, tk *task) error {
+	id, err := r.awaitingPlan(ctx, tk)
+	if err != nil || id == "" {
+		return err
+	}
+	prog, err := r.loadProgress(ctx, id)
+	if err != nil {
+		return err
+	}
+	if prog.Plan == nil {
+		return fmt.Errorf("task %s waits for approval of a plan it does not have", id)
+	}
+	approve := tk.Verb == app.VerbApprove
+	kind := app.AuditDenial
+	if approve {
+		prog.Plan.ApprovedBy, kind = tk.Requester, app.AuditApproval
+	} else {
+		prog.Plan.DeniedBy = tk.Requester
+	}
+	if err := r.saveProgress(ctx, id, prog); err != nil {
+		return err
+	}
+	if err := tk.rep.audit(ctx, kind, fmt.Sprintf("plan %d of task %s", prog.Plan.Version, id)); err != nil {
+		return err
+	}
+	tk.log.Info("plan decided", "paused", id, "approve", approve)
+	tk.prog.Resumes = id
+	return tk.rep.save(ctx)
+}
+
+// revisePlan takes up task id, whose plan waits on tk's issue, after a
+// note: holding the issue's lock, it runs it on to a revised plan, which
+// waits again.
+func (r *Runner) revisePlan(ctx context.Context, tk *task, id string) error {
+	ctx, release, err := r.hold(ctx, tk)
+	if err != nil {
+		return err
+	}
+	_, err = r.goOn(ctx, tk, id)
+	release(err == nil)
+	return err
+}
+
+// approvedPlan is the plan, once shown or approved, as the loop's task
+// message ends: the work it is held to.
+func approvedPlan(tk *task) string {
+	p := tk.prog.Plan
+	if p == nil {
+		return ""
+	}
+	who := "which was shown to the requester"
+	if p.ApprovedBy != "" {
+		who = "which @" + p.ApprovedBy + " approved"
+	}
+	return fmt.Sprintf("\n\n## Your plan, %s\n\nKeep to it; where the code makes you depart from it, say why in finish's summary.\n\n<plan>\n%s\n</plan>",
+		who, strings.ReplaceAll(p.Text, "</plan", "&lt;/plan"))
+}
+
+// saveProgress keeps the progress of the task id, which is not running:
+// a plan's decision, recorded for it.
+func (r *Runner) saveProgress(ctx context.Context, id string, prog progress) error {
+	raw, err := json.Marshal(prog)
+	if err != nil {
+		return err
+	}
+	if err := r.cfg.Store.SaveProgress(ctx, id, raw); err != nil {
+		return fmt.Errorf("save progress of task %s: %w", id, err)
+	}
+	return nil
+}
