@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -25,7 +26,7 @@ func TestWorkerAndRunMakeTheSameChange(t *testing.T) {
 	t.Parallel()
 	w := startE2E(t, samplePolicy(t, ""))
 	id := fixTo(t, w, app.StateSucceeded)
-	raw, err := w.store.LoadProgress(t.Context(), id)
+	raw, err := w.Store.LoadProgress(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,30 +38,30 @@ func TestWorkerAndRunMakeTheSameChange(t *testing.T) {
 	if err := json.Unmarshal(raw, &worker); err != nil {
 		t.Fatal(err)
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 {
 		t.Fatalf("the worker opened %d pull requests; want 1", len(prs))
 	}
-	gitDir := filepath.Join(w.simDir, "acme", "stats.git")
+	gitDir := filepath.Join(w.SimDir, "acme", "stats.git")
 	workerDiff, err := exec.Command("git", "--git-dir", gitDir, "diff", "--binary", "--full-index", "--find-renames", "--no-color",
 		"--src-prefix=a/", "--dst-prefix=b/", "main", prs[0].Pull.Head, "--").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	files, err := readTree(filepath.Join(sampleDir, "repo"))
+	sample, err := demo.LoadSample(sampleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	ostest.WriteTree(t, dir, files)
+	ostest.WriteTree(t, dir, sample.Files)
 	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base"}} {
 		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
 	result := filepath.Join(t.TempDir(), "result.json")
-	out, err := runCmd(t, "--repo", dir, "--task", w.title, "--model-script", filepath.Join(sampleDir, "model.yaml"), "--result", result,
+	out, err := runCmd(t, "--repo", dir, "--task", w.Title, "--model-script", filepath.Join(sampleDir, "model.yaml"), "--result", result,
 		"--sandbox-image", sandboxtest.Image(t), "--sandbox-executor", sandboxtest.Executor(t))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)

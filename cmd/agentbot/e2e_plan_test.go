@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -27,10 +28,10 @@ func planAnswer(t *testing.T, change string, files ...string) llmtest.Step {
 }
 
 // waitStep waits until task id is in state st with step.
-func waitStep(t *testing.T, w *demoWorld, id string, st app.State, step string) {
+func waitStep(t *testing.T, w *demo.World, id string, st app.State, step string) {
 	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
-		rec, err := w.store.Task(t.Context(), id)
+		rec, err := w.Store.Task(t.Context(), id)
 		if err == nil && rec.State == st && rec.Step == step {
 			return
 		}
@@ -50,9 +51,9 @@ func TestPlanWaitsForApprovalAndANoteRevisesIt(t *testing.T) {
 		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"title":"Fix Sum dropping the first sample","summary":"Start Sum's loop at 0."}`}}},
 	}}
 	policy := quickPolicy + "quality: {plan: approve}\ntrigger: {approvers: [ada]}\n"
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
 	ctx := t.Context()
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestPlanWaitsForApprovalAndANoteRevisesIt(t *testing.T) {
 		}
 	}
 	// Waiting, it wrote nothing, ran nothing and holds no sandbox.
-	for i, req := range w.llm.Requests() {
+	for i, req := range w.LLM.Requests() {
 		if names := req.ToolNames(); slices.ContainsFunc(names, func(n string) bool { return n == "edit_file" || n == "write_file" || n == "run_checks" }) {
 			t.Errorf("request %d, before approval, offered %v", i+1, names)
 		}
@@ -74,13 +75,13 @@ func TestPlanWaitsForApprovalAndANoteRevisesIt(t *testing.T) {
 	if left := sandboxesOf(t, fix); len(left) != 0 {
 		t.Errorf("sandboxes while the plan waits: %q", left)
 	}
-	if b, _ := w.sim.Branches(w.repo); len(b) != 1 {
+	if b, _ := w.Sim.Branches(w.Repo); len(b) != 1 {
 		t.Errorf("branches %v before approval; want main only", b)
 	}
 
 	noted(t, w, noteText, app.StateSucceeded)
 	waitStep(t, w, fix, app.StateAwaitingApproval, waiting)
-	reqs := w.llm.Requests()
+	reqs := w.LLM.Requests()
 	if len(reqs) != 3 || notesSeen(reqs[2]) != 1 || !strings.Contains(reqs[2].Messages[1].Content, "<plan>\n## Change\n\nStart Sum's loop at 0.") {
 		t.Fatalf("%d requests; want the third to revise the plan with the note:\n%+v", len(reqs), reqs[len(reqs)-1].Messages)
 	}
@@ -88,7 +89,7 @@ func TestPlanWaitsForApprovalAndANoteRevisesIt(t *testing.T) {
 		t.Errorf("the status comment after the note:\n%s", status)
 	}
 
-	_, approve, err := w.deliverComment(ctx, demoRequester, "/agent approve")
+	_, approve, err := w.DeliverComment(ctx, demo.Requester, "/agent approve")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +97,11 @@ func TestPlanWaitsForApprovalAndANoteRevisesIt(t *testing.T) {
 	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
 		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
 	}
-	reqs = w.llm.Requests()
+	reqs = w.LLM.Requests()
 	if len(reqs) != 5 || !strings.Contains(reqs[3].Messages[1].Content, "## Your plan, which @ada approved") {
 		t.Errorf("%d requests; want the loop's first to hold the approved plan", len(reqs))
 	}
-	prs := w.sim.PullRequests(w.repo)
+	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 || !strings.Contains(prs[0].Body, "## Departures from the approved plan") || !strings.Contains(prs[0].Body, "did not name these changed files: `stats.go`") {
 		t.Errorf("pull requests %+v; want one that names the file the plan did not", prs)
 	}

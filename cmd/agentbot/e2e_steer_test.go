@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/queuetest"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -32,17 +33,17 @@ const noteText = "Keep Sum's signature as it is."
 // waitGated waits until the task's model answered its first request and
 // the task's sandbox, other than those in old, runs; it returns that
 // sandbox.
-func waitGated(t *testing.T, w *demoWorld, task string, old []string) string {
+func waitGated(t *testing.T, w *demo.World, task string, old []string) string {
 	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
-		if len(w.llm.Requests()) >= 1 {
+		if len(w.LLM.Requests()) >= 1 {
 			for _, id := range sandboxesOf(t, task) {
 				if !slices.Contains(old, id) {
 					return id
 				}
 			}
 		}
-		if rec, err := w.store.Task(t.Context(), task); err != nil || rec.State.Final() || time.Now().After(deadline) {
+		if rec, err := w.Store.Task(t.Context(), task); err != nil || rec.State.Final() || time.Now().After(deadline) {
 			t.Fatalf("the task never waited in a sandbox: %+v (%v)", rec, err)
 		}
 	}
@@ -57,9 +58,9 @@ func letGo(t *testing.T, box string) {
 }
 
 // noted sends the note and waits for its answer, which it returns.
-func noted(t *testing.T, w *demoWorld, text string, want app.State) string {
+func noted(t *testing.T, w *demo.World, text string, want app.State) string {
 	t.Helper()
-	_, id, err := w.deliverComment(t.Context(), demoRequester, "/agent note "+text)
+	_, id, err := w.DeliverComment(t.Context(), demo.Requester, "/agent note "+text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func noted(t *testing.T, w *demoWorld, text string, want app.State) string {
 func notesSeen(req llmtest.Request) int {
 	n := 0
 	for _, m := range req.Messages {
-		if m.Role == llm.RoleUser && strings.Contains(m.Content, "# A note from @"+demoRequester+" at ") {
+		if m.Role == llm.RoleUser && strings.Contains(m.Content, "# A note from @"+demo.Requester+" at ") {
 			if !strings.Contains(m.Content, "guidance, not permission") || !strings.Contains(m.Content, "\n"+noteText+"\n</note>") {
 				return -1
 			}
@@ -89,8 +90,8 @@ func notesSeen(req llmtest.Request) int {
 
 func TestNoteReachesTheModelsNextStep(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &gatedModel}, nil)
-	_, fix, err := w.deliverComment(t.Context(), demoRequester, demoComment)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &gatedModel}, nil)
+	_, fix, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestNoteReachesTheModelsNextStep(t *testing.T) {
 	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
 		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
 	}
-	reqs := w.llm.Requests()
+	reqs := w.LLM.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests to the model; want 3", len(reqs))
 	}
@@ -125,10 +126,10 @@ func TestNoteReachesTheModelsNextStep(t *testing.T) {
 func TestNoteSurvivesAKilledWorker(t *testing.T) {
 	t.Parallel()
 	bin := buildAgentbot(t)
-	w := startWorld(t, demoOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &gatedModel, noWorkers: true}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &gatedModel, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
-	_, fix, err := w.deliverComment(ctx, demoRequester, demoComment)
+	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestNoteSurvivesAKilledWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	first.Wait()
-	if n, err := queuetest.ExpireLeases(ctx, w.rdb, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
+	if n, err := queuetest.ExpireLeases(ctx, w.RDB, queue.DefaultQueue, time.Now().Add(time.Minute)); err != nil || n != 1 {
 		t.Fatalf("expired %d leases (%v); want the killed worker's task's one", n, err)
 	}
 	startWorker(t, w, bin)
@@ -148,7 +149,7 @@ func TestNoteSurvivesAKilledWorker(t *testing.T) {
 	if rec := waitFinal(t, w, fix); rec.State != app.StateSucceeded {
 		t.Fatalf("fix ended %s (%s)", rec.State, rec.Step)
 	}
-	reqs := w.llm.Requests()
+	reqs := w.LLM.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests to the model; want 3: the resumed loop asks no step again", len(reqs))
 	}
@@ -163,7 +164,7 @@ func TestNoteOnAnEndedTaskSuggestsARetry(t *testing.T) {
 	t.Parallel()
 	files := samplePolicy(t, "")
 	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
-	w := startWorld(t, demoOptions{files: files, script: &unsafeModel}, nil)
+	w := startWorld(t, worldOptions{files: files, script: &unsafeModel}, nil)
 	fix := fixTo(t, w, app.StateFailed)
 	answer := noted(t, w, noteText, app.StateRefused)
 	for _, want := range []string{
@@ -175,7 +176,7 @@ func TestNoteOnAnEndedTaskSuggestsARetry(t *testing.T) {
 			t.Errorf("the note's answer lacks %q:\n%s", want, answer)
 		}
 	}
-	if n, err := queue.NewStore(w.rdb).Notes(t.Context(), fix, 0); err != nil || len(n) != 0 {
+	if n, err := queue.NewStore(w.RDB).Notes(t.Context(), fix, 0); err != nil || len(n) != 0 {
 		t.Errorf("notes kept for the ended task: %+v (%v); want none", n, err)
 	}
 }
