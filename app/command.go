@@ -43,7 +43,7 @@ func (a Action) String() string {
 type Parsed struct {
 	Action       Action
 	Verb         Verb   // set for Run; VerbHelp for Reply
-	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask and explain
+	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask, explain and review
 	Reason       string // set for Ignore and Reply
 }
 
@@ -51,7 +51,7 @@ type Parsed struct {
 // follow it on the command line.
 func verbArgs(word string) (v Verb, known, args bool) {
 	switch v := Verb(strings.ToLower(word)); v {
-	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain:
+	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain, VerbReview:
 		return v, true, true
 	case VerbStop, VerbStatus, VerbHelp, VerbFixCI:
 		return v, true, false
