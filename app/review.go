@@ -172,3 +172,26 @@ func SeverityOf(s string) Severity {
 	}
 	return v
 }
+
+// ReviewDraft is a review to submit on a pull request: one GitHub review
+// with its inline comments.
+type ReviewDraft struct {
+	CommitID string // the head the comments' lines are on
+	Body     string
+	Event    string // COMMENT or REQUEST_CHANGES
+	Comments []ReviewDraftComment
+}
+
+// ReviewDraftComment is one inline comment of a ReviewDraft, on a line of
+// the head's side of the diff.
+type ReviewDraftComment struct {
+	Path string
+	Line int
+	Body string
+}
+
+// Review events a ReviewDraft may carry; agentbot never approves.
+const (
+	ReviewEventComment        = "COMMENT"
+	ReviewEventRequestChanges = "REQUEST_CHANGES"
+)

@@ -227,6 +227,8 @@ type progress struct {
 	// Attempts are what became of the attempts of limits.attempts and
 	// which one is proposed; nil for a task of one attempt.
 	Attempts *attemptsReport `json:"attempts,omitempty"`
+	// Review is a review's findings and their proofs (review.go).
+	Review *reviewProgress `json:"review,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
@@ -302,6 +304,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.decide(ctx, tk)
 	case app.VerbAsk, app.VerbExplain:
 		err = r.ask(ctx, tk)
+	case app.VerbReview:
+		err = r.review(ctx, tk)
 	default:
 		err = r.unavailable(ctx, tk)
 	}
