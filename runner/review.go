@@ -45,6 +45,8 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	p.Limits = p.ReviewLimits()
 	if pull.HeadRepo != tk.Repo {
 		// Setup runs over the head's files: a fork's must not reach out.
+		// Setup on any pull request's head is private already (setupOf);
+		// this holds whatever becomes of that.
 		p.Setup.Network = false
 	}
 	p.Model.Edit = cmp.Or(p.Model.Edit, r.cfg.Models.Edit)
