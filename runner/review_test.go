@@ -254,3 +254,19 @@ func TestReviewCapsInlineComments(t *testing.T) {
 		t.Errorf("the review's body does not summarize the rest:\n%s", body)
 	}
 }
+
+func TestReviewBlocksOnAProvenFindingWhenThePolicySaysSo(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, reviewPolicy+"review: {block_on: proven}\n", llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{finding(t, "medium", "stats.go", meanLine, "Mean divides in integers", "mean_review_test.go", meanTest)}},
+		{ToolCalls: []llmtest.Call{finishReview("Mean now truncates.")}},
+	}})
+	pr := reviewPull(t, w, buggyStats)
+	runReview(t, w, w.reviewTask(t, "V1", pr))
+	if r := botReviews(w, pr); len(r) != 1 || r[0].State != "CHANGES_REQUESTED" {
+		t.Errorf("reviews %+v; want one requesting changes", r)
+	}
+	if runs := w.sim.CheckRuns(repo); len(runs) != 1 || runs[0].Conclusion != "failure" {
+		t.Errorf("check runs %+v; want one failing", runs)
+	}
+}
