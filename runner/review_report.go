@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
@@ -27,7 +25,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 	}
 	// Inline comments go on lines the diff shows; the rest, and those past
 	// the cap, are summarized in the review's body.
-	lines := diffLines(diff)
+	lines := app.DiffLines(diff)
 	var inline, summarized []reviewed
 	for _, f := range posted {
 		if len(inline) < pol.MaxComments && lines[f.Path][f.Line] {
@@ -201,41 +199,6 @@ func langOf(path string) string {
 		return "js"
 	}
 	return ""
-}
-
-// hunkRE reads a hunk header's new-side start and length.
-var hunkRE = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@`)
-
-// diffLines maps each file of a unified diff to the lines of its new side
-// that the diff shows: the lines a review comment may be on (GitHub
-// refuses the whole review when one comment's line is not).
-func diffLines(diff string) map[string]map[int]bool {
-	out := map[string]map[int]bool{}
-	var cur map[int]bool
-	for line := range strings.SplitSeq(diff, "\n") {
-		if name, ok := strings.CutPrefix(line, "+++ b/"); ok {
-			cur = map[int]bool{}
-			out[name] = cur
-			continue
-		}
-		if strings.HasPrefix(line, "+++ ") {
-			cur = nil // a deleted file
-			continue
-		}
-		m := hunkRE.FindStringSubmatch(line)
-		if m == nil || cur == nil {
-			continue
-		}
-		start, _ := strconv.Atoi(m[1])
-		n := 1
-		if m[2] != "" {
-			n, _ = strconv.Atoi(m[2])
-		}
-		for l := start; l < start+n; l++ {
-			cur[l] = true
-		}
-	}
-	return out
 }
 
 // reviewOutcome is a review's counts for its outcome, nil for a task that

@@ -232,6 +232,8 @@ func TestReviewCapsInlineComments(t *testing.T) {
 			finding(t, "high", "stats.go", 16, "the high one", "", ""),
 			finding(t, "medium", "stats.go", meanLine, "the medium one", "", ""),
 			finding(t, "low", "stats.go", 19, "second low", "", ""),
+			// Off the diff: GitHub takes no inline comment there.
+			finding(t, "high", "stats.go", 4, "off the diff", "", ""),
 		}},
 		{ToolCalls: []llmtest.Call{finishReview("Several remarks.")}},
 	}})
@@ -249,7 +251,8 @@ func TestReviewCapsInlineComments(t *testing.T) {
 		t.Fatalf("%d reviews; want 1", len(reviews))
 	}
 	body := reviews[0].Body
-	if !strings.Contains(body, "2 inline comments, 2 more below") || !strings.Contains(body, "first low") || !strings.Contains(body, "second low") ||
+	if !strings.Contains(body, "2 inline comments, 3 more below") || !strings.Contains(body, "first low") || !strings.Contains(body, "second low") ||
+		!strings.Contains(body, "`stats.go`:4: off the diff") ||
 		strings.Contains(body, "the high one") {
 		t.Errorf("the review's body does not summarize the rest:\n%s", body)
 	}
