@@ -273,3 +273,23 @@ func TestReviewBlocksOnAProvenFindingWhenThePolicySaysSo(t *testing.T) {
 		t.Errorf("check runs %+v; want one failing", runs)
 	}
 }
+
+func TestReviewOfAnIssueIsRefused(t *testing.T) {
+	t.Parallel()
+	w := newWorldWithoutSandboxes(t, reviewPolicy, llmtest.Script{})
+	tk := w.reviewTask(t, "V1", w.issue)
+	tk.IsPR = false
+	w.store.add(tk)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.store.record("V1"); rec.State != app.StateRefused {
+		t.Errorf("review of an issue ended %s; want refused", rec.State)
+	}
+	if s := w.status("V1"); !strings.Contains(s, "`/agent review` reviews pull requests, and #1 is an issue.") {
+		t.Errorf("status:\n%s", s)
+	}
+	if len(w.model.Requests()) != 0 {
+		t.Error("the model was asked")
+	}
+}
