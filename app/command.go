@@ -43,7 +43,7 @@ func (a Action) String() string {
 type Parsed struct {
 	Action       Action
 	Verb         Verb   // set for Run; VerbHelp for Reply
-	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask, explain and note
+	Instructions string // cleaned free-form text, for fix, retry, approve, deny, ask, explain note and review
 	Reason       string // set for Ignore and Reply
 }
 
@@ -51,7 +51,7 @@ type Parsed struct {
 // follow it on the command line.
 func verbArgs(word string) (v Verb, known, args bool) {
 	switch v := Verb(strings.ToLower(word)); v {
-	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain, VerbNote:
+	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain, VerbNote, VerbReview:
 		return v, true, true
 	case VerbStop, VerbStatus, VerbHelp, VerbFixCI:
 		return v, true, false

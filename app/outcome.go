@@ -47,6 +47,9 @@ type TaskOutcome struct {
 	MergeCommit string    `json:"merge_commit,omitempty"`
 	Survival    *Survival `json:"survival,omitempty"`
 	Reverted    bool      `json:"reverted,omitempty"`
+
+	// Review is set for a review's outcome, which stats count apart.
+	Review *ReviewOutcome `json:"review,omitempty"`
 }
 
 // Succeeded reports task success: the checks passed and the pull request

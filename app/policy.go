@@ -38,6 +38,7 @@ type Policy struct {
 	Model       Models
 	PullRequest PullRequestSpec
 	Quality     Quality
+	Review      ReviewPolicy
 	// Source names the files the policy was merged from, lowest first, as
 	// they were named to ParsePolicy:
 	// "acme/.github@sha:.github/agent.yml < acme/app@sha:.github/agent.yml",

@@ -36,6 +36,7 @@ paths:
 limits: {iterations: 30, diff_lines: 600, files_changed: 25, tokens: 2000000, cost_usd: 10, wall_clock: 1h, context_tokens: 20000, attempts: 1}
 tools: {write: auto, shell: auto}
 pull_request: {draft: false, branch_prefix: agent/, labels: [agent], reviewers: [], on_failure: comment, signed_commits: true, ci_followups: 2}
+review: {auto: "off", drafts: false, paths: [], min_severity: medium, max_comments: 5, block_on: none, limits: {iterations: 20, tokens: 1000000, cost_usd: 5, wall_clock: 30m}}
 `
 
 // defaultCheckTimeout applies to a check that names no timeout.
@@ -264,7 +265,7 @@ func listSetting[T any](path string, raw func(*RawPolicy) []T, dst func(*Policy)
 // policySettings returns the table of everything a policy file may set, in
 // file order. Each value's checks and caps live in its row.
 func policySettings() []policySetting {
-	return []policySetting{
+	return append([]policySetting{
 		valueSetting("version", func(r *RawPolicy) *int { return r.Version }, func(p *Policy) *int { return &p.Version }, checkVersion),
 		valueSetting("trigger.command", func(r *RawPolicy) *string { return r.Trigger.Command }, func(p *Policy) *string { return &p.Trigger.Command }, checkCommand),
 		valueSetting("trigger.label", func(r *RawPolicy) *string { return r.Trigger.Label }, func(p *Policy) *string { return &p.Trigger.Label }, asIs[string]),
@@ -312,7 +313,7 @@ func policySettings() []policySetting {
 		valueSetting("pull_request.ci_followups", func(r *RawPolicy) *int { return r.PullRequest.CIFollowups }, func(p *Policy) *int { return &p.PullRequest.CIFollowups }, checkNotNegative),
 		valueSetting("quality.reproduce", func(r *RawPolicy) *string { return r.Quality.Reproduce }, func(p *Policy) *Reproduce { return &p.Quality.Reproduce }, checkReproduce),
 		valueSetting("quality.plan", func(r *RawPolicy) *string { return r.Quality.Plan }, func(p *Policy) *PlanMode { return &p.Quality.Plan }, checkPlan),
-	}
+	}, reviewSettings()...)
 }
 
 // applyChecks replaces the checks with the layer's list, defaulting each

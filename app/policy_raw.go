@@ -22,6 +22,7 @@ type RawPolicy struct {
 	Model       RawModels      `yaml:"model" desc:"Model names for each role; empty means the server's default."`
 	PullRequest RawPullRequest `yaml:"pull_request" desc:"How the agent's pull requests look."`
 	Quality     RawQuality     `yaml:"quality" desc:"What the host proves about a change before proposing it."`
+	Review      RawReview      `yaml:"review" desc:"How agentbot reviews pull requests (/agent review)."`
 
 	file  string         // as named to ParsePolicy, for messages
 	lines map[string]int // path -> line, as decoded

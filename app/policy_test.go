@@ -62,7 +62,9 @@ func TestDesignExample(t *testing.T) {
 		},
 		Model:       Models{Edit: "plugsky-coder", Fast: "plugsky-coder-fast"},
 		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment", SignedCommits: true, CIFollowups: 2},
-		Source:      PolicyPath,
+		Review: ReviewPolicy{Auto: ReviewAutoOff, Paths: []string{}, MinSeverity: SeverityMedium, MaxComments: 5, BlockOn: BlockNone,
+			Limits: Limits{Iterations: 20, Tokens: 1000000, CostUSD: 5, WallClock: 30 * time.Minute}},
+		Source: PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("got  %+v\nwant %+v", p, want)
@@ -94,7 +96,9 @@ func TestEveryKeySet(t *testing.T) {
 			Temperature: new(0.2), Temperatures: []float64{0, 0.7, 1}},
 		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
 		Quality:     Quality{Reproduce: ReproduceRequired, Plan: PlanApprove},
-		Source:      PolicyPath,
+		Review: ReviewPolicy{Auto: ReviewAutoPushed, Drafts: true, Paths: []string{"src/**"}, MinSeverity: SeverityHigh, MaxComments: 3, BlockOn: BlockProven,
+			Limits: Limits{Iterations: 8, Tokens: 200000, CostUSD: 1.5, WallClock: 20 * time.Minute}},
+		Source: PolicyPath,
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("got  %+v\nwant %+v", p, want)
@@ -399,13 +403,13 @@ func TestParsePolicyEdgeCases(t *testing.T) {
 		{"empty file", "", ""},
 		{"comments only", "# nothing yet\n", ""},
 		{"null section", "limits:\n", ""},
-		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality)`},
+		{"unknown top-level key", "x: 5m\n", `.github/agent.yml:1: x: unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality, review)`},
 		{"top level list", "- a\n", `.github/agent.yml:1: expected a mapping of keys to values, not a list`},
 		{"bool for int", "limits: {iterations: true}\n", `.github/agent.yml:1: limits.iterations: "true" is not a whole number`},
 		{"float for int", "limits: {diff_lines: 1.5}\n", `.github/agent.yml:1: limits.diff_lines: "1.5" is not a whole number`},
 		{"word for bool", "setup: {network: maybe}\n", `.github/agent.yml:1: setup.network: "maybe" is not true or false`},
 		{"negative", "sandbox: {cpus: -1}\n", `.github/agent.yml:1: sandbox.cpus: -1 must be more than zero`},
-		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality)`},
+		{"empty key", "\"\": 1\n", `.github/agent.yml:1: "": unknown key (expected one of: version, trigger, checks, setup, sandbox, paths, limits, tools, model, pull_request, quality, review)`},
 		{"shorthand rule", "tools: {write: off}\n", ""},
 		{"trailing empty document", "limits: {iterations: 3}\n---\n", ""},
 		{"second document", "limits: {iterations: 3}\n---\nlimits: {iterations: 300}\n", `.github/agent.yml:2: a second YAML document (after ---); the file must hold one`},

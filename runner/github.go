@@ -52,6 +52,9 @@ type RepoWriter interface {
 	React(ctx context.Context, t *app.Task, r app.Reaction) error
 	ReplyInThread(ctx context.Context, repo string, pull int, commentID int64, taskID, body string) error
 	EnsurePullRequest(ctx context.Context, repo string, d app.PullRequestDraft) (app.PullRequest, error)
+	// SubmitReview submits task taskID's review of repo#pull once, and
+	// returns its id.
+	SubmitReview(ctx context.Context, repo string, pull int, taskID string, d app.ReviewDraft) (int64, error)
 }
 
 // StatusComment is a task's status comment.

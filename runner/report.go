@@ -330,6 +330,7 @@ func helpText(p app.Policy) string {
 		{"<feedback>", "on an agent pull request: change it as asked"},
 		{"ask <question>", "answer a question about the code, with links to the lines; changes nothing"},
 		{"explain [topic]", "explain this issue or pull request, or the topic, from the code; changes nothing"},
+		{"review [focus]", "on a pull request: review it; findings about behaviour come with a test the host ran"},
 		{"fix-ci", "on an agent pull request: make its failing CI pass"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},

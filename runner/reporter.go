@@ -389,6 +389,7 @@ func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
 		}
 	}
 	countVerification(tk, &o)
+	o.Review = reviewOutcome(tk)
 	if tk.prog.PR != nil {
 		o.PR = tk.prog.PR.Number
 		o.Base, o.Pushed = tk.prog.Base, tk.prog.Pushed // the agent's final diff, for survival once merged

@@ -243,6 +243,8 @@ type progress struct {
 	// Plan is the plan written before the change, when the policy asks
 	// for one (plan.go).
 	Plan *plan `json:"plan,omitempty"`
+	// Review is a review's findings and their proofs (review.go).
+	Review *reviewProgress `json:"review,omitempty"`
 }
 
 func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) {
@@ -320,6 +322,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.decide(ctx, tk)
 	case app.VerbAsk, app.VerbExplain:
 		err = r.ask(ctx, tk)
+	case app.VerbReview:
+		err = r.review(ctx, tk)
 	default:
 		err = r.unavailable(ctx, tk)
 	}

@@ -44,6 +44,8 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 			outcomes = append(outcomes, o)
 		}
 	}
+	// Reviews are counted apart: they open no pull request to succeed by.
+	outcomes, reviews := app.SplitReviews(outcomes)
 
 	if *by != "" {
 		r := statsByReport{By: *by, Confidence: app.Confidence, Groups: app.OutcomeStatsBy(outcomes, groupings[*by].key)}
@@ -60,6 +62,7 @@ func cmdStats(ctx context.Context, args []string, env Env) error {
 		Total:   statsViews(app.AggregateOutcomes(outcomes, func(app.TaskOutcome) string { return "all" })),
 		ByRepo:  statsViews(app.AggregateOutcomes(outcomes, app.OutcomeRepo)),
 		ByModel: statsViews(app.AggregateOutcomes(outcomes, app.OutcomeModel)),
+		Reviews: app.SummarizeReviews(reviews),
 	}
 	if !from.IsZero() {
 		report.Since = &from
@@ -76,6 +79,8 @@ type statsReport struct {
 	Total   []statsView `json:"total"` // one summary of every task, none without tasks
 	ByRepo  []statsView `json:"by_repo"`
 	ByModel []statsView `json:"by_model"`
+	// Reviews are reviews' findings per repository, then all of them.
+	Reviews []app.ReviewSummary `json:"reviews"`
 }
 
 // statsView is a summary with its rates worked out. SurvivalShare is nil
@@ -101,9 +106,12 @@ func statsViews(sums []app.OutcomeSummary) []statsView {
 }
 
 func printStats(w io.Writer, r statsReport) error {
-	if len(r.Total) == 0 {
+	if len(r.Total) == 0 && len(r.Reviews) == 0 {
 		_, err := fmt.Fprintln(w, "No finished tasks in this period.")
 		return err
+	}
+	if len(r.Total) == 0 {
+		return printReviewStats(w, r.Reviews)
 	}
 	for _, section := range []struct {
 		title string
@@ -116,7 +124,11 @@ func printStats(w io.Writer, r statsReport) error {
 	}
 	_, err := fmt.Fprintln(w, "success: checks passed and PR opened without human help. survival: share of the agent's lines kept in merged PRs.\n"+
 		"incidents: blocked writes, blocked commands and gate refusals (in PRs: of tasks whose PR was opened; must be 0).")
-	return err
+	if err != nil || len(r.Reviews) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	return printReviewStats(w, r.Reviews)
 }
 
 func printStatsTable(w io.Writer, title string, rows []statsView) error {

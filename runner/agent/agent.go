@@ -96,6 +96,9 @@ type Config struct {
 	// question: nothing is written and nothing runs in a sandbox, so
 	// Runner may be nil.
 	ReadOnly bool
+	// Review runs the loop over the read tools, report_finding and
+	// finish_review, for a review; it implies ReadOnly.
+	Review bool
 	// Spent, when set, is what every loop sharing the policy's cost_usd
 	// has spent so far, this one's included: the attempts of one task
 	// share it, so that each stops once their sum reaches it. Nil: this
@@ -155,6 +158,7 @@ type Agent struct {
 // and brings the work tree to the saved diff. The tree must be at the base
 // commit or already carry exactly the saved diff.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
+	cfg.ReadOnly = cfg.ReadOnly || cfg.Review
 	if cfg.Model == nil || (cfg.Runner == nil && !cfg.ReadOnly) || cfg.Workspace == nil || cfg.Store == nil || cfg.TaskID == "" {
 		return nil, errors.New("agent: TaskID, Model, Runner, Workspace and Store are required")
 	}
@@ -188,7 +192,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		}
 	}
 	a.before = a.st.Elapsed
-	a.tools, err = tools.New(tools.Config{Root: cfg.Workspace.Root(), Policy: cfg.Policy, Runner: cfg.Runner, Originals: a.st.Originals, ReadOnly: cfg.ReadOnly})
+	a.tools, err = tools.New(tools.Config{Root: cfg.Workspace.Root(), Policy: cfg.Policy, Runner: cfg.Runner, Originals: a.st.Originals, ReadOnly: cfg.ReadOnly, Review: cfg.Review})
 	if err != nil {
 		return nil, fmt.Errorf("tools of task %s: %w", cfg.TaskID, err)
 	}
@@ -357,6 +361,9 @@ const textOnlyAnswers = 3
 // tools, and finish (answer, for a question) is how the model says it is
 // done.
 func (a *Agent) nudge() string {
+	if a.cfg.Review {
+		return "Continue with a tool call. Report each finding with report_finding, then call finish_review."
+	}
 	if a.cfg.ReadOnly {
 		return "Continue with a tool call. When you can answer the question, call answer with your reply."
 	}

@@ -64,7 +64,7 @@ func (f Fresh) Reproduce(ctx context.Context, ws *workspace.Workspace, gate work
 		// No test changed, and the checks failed on the base before the
 		// agent acted: the tests that failed there pass with the change.
 		rp.Run, rp.Reproduced, rp.Existing = base, true, true
-		rp.Tests = failedTests(base.Checks[len(base.Checks)-1].Output)
+		rp.Tests = FailedTests(base.Checks[len(base.Checks)-1].Output)
 	case len(ct.Files) == 0 && base == nil:
 		rp.Why = "the change adds or changes no test"
 	case len(ct.Files) == 0:
@@ -74,7 +74,7 @@ func (f Fresh) Reproduce(ctx context.Context, ws *workspace.Workspace, gate work
 		if err != nil {
 			return nil, err
 		}
-		checks := narrowChecks(f.Policy.Checks, ct.GoTests)
+		checks := NarrowChecks(f.Policy.Checks, ct.GoTests)
 		v, err := f.Run(ctx, ws, tree, id, checks)
 		if err != nil {
 			return nil, err
@@ -108,9 +108,9 @@ func (rp *Reproduction) Refusal() error {
 // (node --test), Jest's "● suite › name".
 var failedTestRE = regexp.MustCompile(`(?m)^\s*(?:--- FAIL: (\S+)|FAILED (\S+)|not ok \d+ - (.+?)$|● (.+?)$)`)
 
-// failedTests names the tests output says failed, top-level ones first
+// FailedTests names the tests output says failed, top-level ones first
 // seen, or none when it names none.
-func failedTests(output string) []string {
+func FailedTests(output string) []string {
 	var names []string
 	for _, m := range failedTestRE.FindAllStringSubmatch(output, -1) {
 		name := strings.TrimSpace(m[1] + m[2] + m[3] + m[4])
@@ -124,11 +124,11 @@ func failedTests(output string) []string {
 	return names
 }
 
-// narrowChecks returns checks with each plain "go test" line narrowed to
+// NarrowChecks returns checks with each plain "go test" line narrowed to
 // the named Go tests, so that the base run fails for them and not for an
 // unrelated test. A line with shell syntax, quotes or its own -run is left
 // as written: rewriting it could change what it means.
-func narrowChecks(checks []app.Check, tests []string) []app.Check {
+func NarrowChecks(checks []app.Check, tests []string) []app.Check {
 	out := slices.Clone(checks)
 	if len(tests) == 0 {
 		return out

@@ -18,7 +18,7 @@ func TestNarrowChecks(t *testing.T) {
 		{Name: "quoted", Run: `go test -tags "a b" ./...`},
 		{Name: "make", Run: "make test"},
 	}
-	got := narrowChecks(checks, []string{"TestSum", "TestMean"})
+	got := NarrowChecks(checks, []string{"TestSum", "TestMean"})
 	want := []string{
 		"go build ./...",
 		"go test -run '^(TestSum|TestMean)$' -count=1 ./...",
@@ -36,7 +36,7 @@ func TestNarrowChecks(t *testing.T) {
 	if checks[1].Run != "go test -count=1 ./..." {
 		t.Errorf("the policy's checks were changed: %q", checks[1].Run)
 	}
-	if none := narrowChecks(checks, nil); !slices.Equal(none, checks) {
+	if none := NarrowChecks(checks, nil); !slices.Equal(none, checks) {
 		t.Errorf("checks narrowed without tests: %v", none)
 	}
 }

@@ -95,6 +95,9 @@ type Config struct {
 	// ReadOnly offers only the read tools and answer, for a question: no
 	// write, command or check; Runner may be nil.
 	ReadOnly bool
+	// Review offers the read tools, report_finding and finish_review, for
+	// a review; it implies ReadOnly.
+	Review bool
 }
 
 // Set is the tools of one task. It is not safe for concurrent calls: the
@@ -108,6 +111,8 @@ type Set struct {
 	order  []string
 	budget *budget
 	files  fileCache
+	// findings counts the findings report_finding accepted.
+	findings int
 }
 
 // tool is one entry of the registry.
@@ -121,7 +126,7 @@ type tool struct {
 
 // New returns the tools for a work tree under a policy.
 func New(cfg Config) (*Set, error) {
-	if cfg.Root == nil || (cfg.Runner == nil && !cfg.ReadOnly) {
+	if cfg.Root == nil || (cfg.Runner == nil && !cfg.ReadOnly && !cfg.Review) {
 		return nil, errors.New("tools: Root and Runner are required")
 	}
 	s := &Set{root: cfg.Root, policy: cfg.Policy, runner: cfg.Runner, limit: cfg.OutputLimit}
@@ -137,6 +142,9 @@ func New(cfg Config) (*Set, error) {
 	reg := registry()
 	if cfg.ReadOnly {
 		reg = readOnlyRegistry()
+	}
+	if cfg.Review {
+		reg = reviewRegistry()
 	}
 	for _, t := range reg {
 		s.tools[t.name] = t

@@ -345,8 +345,22 @@ func (s *Server) createReview(w http.ResponseWriter, r *http.Request) {
 		simple("Event is invalid")
 		return
 	}
+	pv := s.view(rp, is, false)
 	if req.CommitID == "" {
-		req.CommitID = s.view(rp, is, false).headSHA
+		req.CommitID = pv.headSHA
+	}
+	if len(req.Comments) > 0 {
+		lines, err := s.commentable(rp.dir, pv.baseSHA, req.CommitID)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		for _, c := range req.Comments {
+			if !lines[c.Path][c.Line] {
+				simple("Line could not be resolved")
+				return
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

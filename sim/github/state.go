@@ -348,9 +348,10 @@ func (s *Server) AddPullRequest(repo string, o PullOptions) (int, error) {
 		return 0, fmt.Errorf("githubsim: pull request head %s: %w", o.Head, err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	pull := &Pull{ID: s.newID(), HeadRepo: headRepo.fullName(), Head: o.Head, Base: o.Base, Draft: o.Draft}
-	return s.addIssueLocked(r, o.Author, o.Title, o.Body, pull).Number, nil
+	n := s.addIssueLocked(r, o.Author, o.Title, o.Body, pull).Number
+	s.mu.Unlock()
+	return n, s.setPullRef(r, headRepo, o.Head, n)
 }
 
 // AddComment posts a comment on an issue or pull request as author and

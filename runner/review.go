@@ -1,0 +1,350 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/tools"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// review answers "/agent review" on a pull request, a person's or the
+// agent's: the loop reads a checkout of the head with the read tools
+// (the diff since the base branch, the files around it, the writers'
+// conversation and the base branch's review guidance in its prompt) and
+// reports findings; the host then proves each finding that comes with a
+// test (prove), and one GitHub review carries the findings worth posting,
+// most severe first. Nothing is pushed, and the task is admitted,
+// audited, traced and bounded by review.limits as a fix is by limits.
+//
+// A fork's head is hostile: its policy is the default branch's as for
+// every task, trigger.allow_forks decides whether it is served at all,
+// and the setup that runs over its tree for a proof has no network.
+func (r *Runner) review(ctx context.Context, tk *task) error {
+	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+		return err
+	}
+	pull := tk.issue.Pull
+	if pull == nil {
+		return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s review` reviews pull requests, and #%d is an issue.",
+			cmp.Or(tk.policy.Policy.Trigger.Command, app.DefaultCommand), tk.Number), "")
+	}
+	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
+		return err
+	}
+	tk.rep.phase(ctx, "admission")
+	p := &tk.policy.Policy
+	p.Limits = p.ReviewLimits()
+	if pull.HeadRepo != tk.Repo {
+		// Setup runs over the head's files: a fork's must not reach out.
+		// Setup on any pull request's head is private already (setupOf);
+		// this holds whatever becomes of that.
+		p.Setup.Network = false
+	}
+	p.Model.Edit = cmp.Or(p.Model.Edit, r.cfg.Models.Edit)
+	p.Model.Fast = cmp.Or(p.Model.Fast, r.cfg.Models.Fast)
+
+	head := cmp.Or(tk.prog.Base, readAt(tk))
+	if err := tk.rep.running(ctx, "checkout", "reading "+head); err != nil {
+		return err
+	}
+	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
+	if err != nil {
+		return err
+	}
+	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo,
+		Remote: workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}, Base: head})
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	if tk.prog.Base == "" {
+		tk.prog.Base = ws.Base()
+		if err := tk.rep.save(ctx); err != nil {
+			return err
+		}
+	}
+	base, err := ws.MergeBase(ctx, pull.BaseSHA, ws.Base())
+	if err != nil {
+		// Histories that share no commit: the base branch as it is.
+		tk.log.Warn("no merge base; reviewing against the base branch's head", "base", pull.BaseSHA, "err", err)
+		base = pull.BaseSHA
+	}
+	diff, err := ws.DiffSince(ctx, base)
+	if err != nil {
+		return err
+	}
+	tk.rep.phase(ctx, "workspace")
+
+	st, err := r.reviewLoop(ctx, tk, ws, base, diff)
+	if err != nil {
+		return err
+	}
+	tk.run = st
+	tk.rep.phase(ctx, "agent")
+	if st.Status != app.StateSucceeded {
+		text := fmt.Sprintf("❌ **No review.** %s\n\n<sub>%s</sub>\n\n%s", reasonLine(st, failure{stop: st.Stop}), usageLine(st), quoteRequest(tk))
+		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No review: " + reasonLine(st, failure{stop: st.Stop}),
+			Summary: text, Text: tk.rep.checkText(ctx, st)}); err != nil {
+			return err
+		}
+		return tk.rep.finish(ctx, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
+	}
+	rv := tk.prog.Review
+	if rv == nil {
+		rv = &reviewProgress{Base: base}
+		for _, f := range findingsOf(st) {
+			rv.Findings = append(rv.Findings, reviewed{Finding: f})
+		}
+	}
+	tk.prog.Review = rv
+	if err := r.proveAll(ctx, tk, ws, rv); err != nil {
+		return err
+	}
+	return r.postReview(ctx, tk, st, diff)
+}
+
+// reviewLoop runs the read-only review loop over ws, the head, whose
+// change since base is diff.
+func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspace, base, diff string) (*agent.State, error) {
+	p := tk.policy.Policy
+	th, err := r.thread(ctx, tk)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := prompts.LoadRepo(ws.Root().FS())
+	if err != nil {
+		return nil, fmt.Errorf("read the repository for the prompt: %w", err)
+	}
+	// The guidance is the base branch's: a pull request does not write
+	// its own reviewer's instructions.
+	guides, err := ws.ReadFiles(ctx, base, prompts.ReviewGuidanceFiles)
+	if err != nil {
+		return nil, err
+	}
+	repo.Guidance = prompts.ReviewGuidance(guides)
+	system, err := prompts.Review(prompts.ReviewData{Limits: p.Limits, Checks: p.Checks, MinSeverity: p.Review.MinSeverity})
+	if err != nil {
+		return nil, err
+	}
+	ask := "Review this pull request."
+	if q := strings.TrimSpace(tk.Instructions); q != "" {
+		ask += " The reviewer asks: " + q
+	}
+	text, err := prompts.ReviewTask(prompts.ReviewTaskData{Task: prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
+		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: shortSHA(base), Head: shortSHA(ws.Base()), Diff: diff})
+	if err != nil {
+		return nil, err
+	}
+	a, err := agent.New(ctx, agent.Config{
+		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, Review: true,
+		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
+		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tk.rep.say(ctx, runningText(tk, "reviewing the change")); err != nil {
+		return nil, err
+	}
+	return a.Run(ctx)
+}
+
+// findingsOf reads the findings report_finding accepted from the loop's
+// transcript.
+func findingsOf(st *agent.State) []tools.Finding {
+	var calls []tools.Call
+	results := map[string]string{}
+	for _, m := range st.Messages {
+		for _, c := range m.ToolCalls {
+			calls = append(calls, tools.Call{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		if m.ToolCallID != "" {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	return tools.FindingsOf(calls, func(id string) string { return results[id] })
+}
+
+// reviewProgress is a review's resumable state: its findings and what
+// the host proved of each.
+type reviewProgress struct {
+	Base     string     `json:"base"` // the merge base the head is compared with
+	Findings []reviewed `json:"findings"`
+	Posted   int        `json:"posted,omitempty"` // inline comments posted
+	ReviewID int64      `json:"review_id,omitempty"`
+}
+
+// reviewed is a finding and its proof.
+type reviewed struct {
+	tools.Finding
+	Proof *Proof `json:"proof,omitempty"`
+}
+
+// Proof is what the host observed of a finding's test: run over the
+// head's tree with the test file laid over it, in a fresh sandbox, and,
+// where the base has the file the finding is about, over the base's.
+type Proof struct {
+	Head *Verification `json:"head,omitempty"`
+	Base *Verification `json:"base,omitempty"` // nil when the base lacks the code
+	// Proven: the test fails on the head and passes on the base (or the
+	// base lacks the code).
+	Proven bool `json:"proven"`
+	// PreExisting: it fails on the base too, so the pull request did not
+	// introduce what it shows.
+	PreExisting bool `json:"pre_existing,omitempty"`
+	// BaseLacks: the base has not the code the test is about (no file, or
+	// the test does not build there), so failing on the head proves it.
+	BaseLacks bool `json:"base_lacks,omitempty"`
+	// Why it is not proven, as a sentence's end.
+	Why string `json:"why,omitempty"`
+}
+
+// proveAll proves each finding that has a test and no proof yet, saving
+// the progress after each.
+func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace, rv *reviewProgress) error {
+	for i := range rv.Findings {
+		f := &rv.Findings[i]
+		if f.Test == nil || f.Proof != nil {
+			continue
+		}
+		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of finding %d on %s and %s", i+1, shortSHA(ws.Base()), shortSHA(rv.Base))); err != nil {
+			return err
+		}
+		pr, err := r.prove(ctx, tk, ws, rv.Base, f.Finding, fmt.Sprintf("%s-proof%d", tk.ID, i+1))
+		if err != nil {
+			return err
+		}
+		f.Proof = pr
+		if err := tk.rep.save(ctx); err != nil {
+			return err
+		}
+	}
+	tk.rep.phase(ctx, "proof")
+	return nil
+}
+
+// prove runs f's test over the head and, when the base has f's file, over
+// the base, each as the final verification runs checks: a fresh tree made
+// by the host, a fresh sandbox without network, the policy's checks in
+// order (a plain "go test" narrowed to the file's tests).
+func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, base string, f tools.Finding, id string) (*Proof, error) {
+	files := map[string]string{f.Test.Path: f.Test.Content}
+	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
+	headTree, err := ws.WithFiles(ctx, ws.Base(), files)
+	if err != nil {
+		return nil, err
+	}
+	hv, err := r.fresh(ctx, tk).Run(ctx, ws, headTree, id+"-head", checks)
+	if err != nil {
+		return nil, err
+	}
+	pr := &Proof{Head: &hv}
+	traceProof(ctx, tk, "head", ws.Base(), hv)
+	if ok, why := failsWithTest(hv, checks); !ok {
+		pr.Why = why + " on the head " + shortSHA(ws.Base())
+		return pr, nil
+	}
+	have, err := ws.ReadFiles(ctx, base, []string{f.Path})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := have[f.Path]; !ok {
+		pr.Proven, pr.BaseLacks = true, true // the code is new: failing on the head proves it
+		return pr, nil
+	}
+	baseTree, err := ws.WithFiles(ctx, base, files)
+	if err != nil {
+		return nil, err
+	}
+	bv, err := r.fresh(ctx, tk).Run(ctx, ws, baseTree, id+"-base", checks)
+	if err != nil {
+		return nil, err
+	}
+	pr.Base = &bv
+	traceProof(ctx, tk, "base", base, bv)
+	failsThere, _ := failsWithTest(bv, checks)
+	switch {
+	case bv.Passed:
+		pr.Proven = true
+	case len(bv.NotRun) == len(checks):
+		pr.Why = "the repository's setup failed on the base " + shortSHA(base) + ", so the test did not run there"
+	case failsThere:
+		pr.PreExisting = true
+		pr.Why = "the test fails on the base " + shortSHA(base) + " too: the pull request did not introduce it"
+	default:
+		// The test does not build there: the base lacks the code it tests.
+		pr.Proven, pr.BaseLacks = true, true
+	}
+	return pr, nil
+}
+
+// failsWithTest reports whether v failed because a test failed, not
+// because the setup, the build or a timeout did; why says otherwise.
+func failsWithTest(v Verification, checks []app.Check) (bool, string) {
+	switch {
+	case v.Passed:
+		return false, "the test passes"
+	case len(v.NotRun) == len(checks):
+		return false, "the repository's setup failed, so the test did not run"
+	}
+	c := v.Checks[len(v.Checks)-1]
+	if c.TimedOut {
+		return false, fmt.Sprintf("check %s timed out", c.Name)
+	}
+	if len(change.FailedTests(c.Output)) == 0 {
+		return false, fmt.Sprintf("check %s failed without a failing test (the test may not build)", c.Name)
+	}
+	return true, ""
+}
+
+// goTestRE finds a Go test file's top-level tests.
+var goTestRE = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
+
+// goTestNames are the tests of a Go test file, for narrowChecks; none
+// for another language, whose checks run whole.
+func goTestNames(path, content string) []string {
+	if !strings.HasSuffix(path, "_test.go") {
+		return nil
+	}
+	var names []string
+	for _, m := range goTestRE.FindAllStringSubmatch(content, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// traceProof records each check a proof ran.
+func traceProof(ctx context.Context, tk *task, side, commit string, v Verification) {
+	end := time.Now().UTC()
+	for _, c := range v.Checks {
+		tk.rep.traceCheck(ctx, end, 0, "proof "+side+" "+c.Name, c,
+			fmt.Sprintf("%s with the finding's test, fresh sandbox %s: %s", shortSHA(commit), shortID(v.Container), c.Run))
+	}
+}
+
+// sortFindings orders findings as a review shows them: most severe
+// first, proven before unproven, then as reported.
+func sortFindings(fs []reviewed) []reviewed {
+	out := slices.Clone(fs)
+	slices.SortStableFunc(out, func(a, b reviewed) int {
+		return cmp.Or(cmp.Compare(b.Severity.Rank(), a.Severity.Rank()), cmp.Compare(rankProof(b.Proof), rankProof(a.Proof)))
+	})
+	return out
+}
+
+func rankProof(p *Proof) int {
+	if p != nil && p.Proven {
+		return 1
+	}
+	return 0
+}

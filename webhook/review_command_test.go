@@ -1,0 +1,37 @@
+package webhook_test
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/apptest"
+	"github.com/agentbot/agentbot/webhook"
+)
+
+// "/agent review" in a comment on a pull request is queued as a review,
+// as any other command is; who may run it is the worker's to decide.
+func TestReviewCommandIsQueued(t *testing.T) {
+	t.Parallel()
+	in := startIntake(t, nil)
+	payload, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-webhooks", "issue_comment", "created.with-installation.payload.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	command := rewrite(t, payload, func(m map[string]any) {
+		m["comment"].(map[string]any)["body"] = "/agent review focus on errors"
+		m["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1"}
+	})
+	if r := in.deliver(t, "issue_comment", "review-1", command); r.Status != http.StatusAccepted {
+		t.Fatalf("%d %v; want 202", r.Status, r.Body)
+	}
+	rec, err := in.store.Task(t.Context(), webhook.TaskID("review-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Verb != app.VerbReview || rec.Instructions != "focus on errors" || !rec.IsPR {
+		t.Errorf("queued %+v; want a review of the pull request with its words", rec.Task)
+	}
+}
