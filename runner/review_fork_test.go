@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	githubsim "github.com/agentbot/agentbot/sim/github"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // A fork's head is hostile: the setup that runs over its tree has no

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	githubsim "github.com/agentbot/agentbot/sim/github"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
 // reviewPolicy's check is the repository's Go tests.
