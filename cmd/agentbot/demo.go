@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,6 +235,10 @@ func (w *demoWorld) start(ctx context.Context, o demoOptions) error {
 	if o.executor != "" {
 		w.workerArgs = append(w.workerArgs, "--sandbox-executor", o.executor)
 	}
+	// The status comment links the task's live page on the demo's intake,
+	// under a secret of the demo's own.
+	w.workerEnv["AGENTBOT_TASK_PAGE_SECRET"] = rand.Text() + rand.Text()
+	w.workerArgs = append(w.workerArgs, "--public-url", "http://"+addr)
 	w.workerArgs = append(w.workerArgs, o.workerFlags...)
 	serveEnv := o.env
 	serveEnv.Getenv = func(key string) string {
