@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -135,4 +136,40 @@ func TestTaskPageFollowsARunningTaskInChromium(t *testing.T) {
 		}
 	}
 	t.Logf("screenshots in %s", dir)
+}
+
+// TestPageFlagsRefuseWhatCannotSign: a public address without a secret, a
+// short secret, both a file and the variable, or an address that is no
+// URL, are refused before serve opens a port.
+func TestPageFlagsRefuseWhatCannotSign(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("k", 32)
+	file := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(file, []byte(long+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		flags pageFlags
+		env   string
+		want  string // "" when accepted
+	}{
+		{"no pages", pageFlags{}, "", ""},
+		{"secret and address", pageFlags{publicURL: "https://bot.example"}, long, ""},
+		{"secret file", pageFlags{publicURL: "https://bot.example", secretFile: file}, "", ""},
+		{"address without secret", pageFlags{publicURL: "https://bot.example"}, "", "set --task-page-secret-file"},
+		{"short secret", pageFlags{}, "short", "at least 32"},
+		{"file and variable", pageFlags{secretFile: file}, long, "not both"},
+		{"not a URL", pageFlags{publicURL: "bot.example"}, long, "not an http or https address"},
+	} {
+		env, _, _ := testEnv(map[string]string{"AGENTBOT_TASK_PAGE_SECRET": c.env})
+		_, err := c.flags.links(env, time.Hour)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	env, _, _ := testEnv(map[string]string{"AGENTBOT_PUBLIC_URL": "https://bot.example", "AGENTBOT_WEBHOOK_SECRET": "s"})
+	if err := cmdServe(t.Context(), []string{"--redis-url", "redis://127.0.0.1:1/0", "--no-workers"}, env); err == nil || !strings.Contains(err.Error(), "--task-page-secret-file") {
+		t.Errorf("serve with a public URL and no secret: %v", err)
+	}
 }
