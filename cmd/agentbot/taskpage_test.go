@@ -115,7 +115,7 @@ func TestTaskPageFollowsARunningTaskInChromium(t *testing.T) {
 	tab.screenshot(t, filepath.Join(dir, "task-page-step1.png"))
 
 	model.release()
-	tab.waitText(t, e2eTimeout, "run_checks", "Running the checks to see the failure.")
+	tab.waitText(t, 3*time.Minute, "run_checks", "Running the checks to see the failure.")
 	if open := tab.eval(t, `window.stillOpen === true`); open != true {
 		t.Error("the page was reloaded to show the new step; want it updated in place")
 	}
