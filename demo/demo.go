@@ -111,7 +111,7 @@ func serve(ctx context.Context, c Config, w *World) (stop func(), err error) {
 		return nil, err
 	}
 	// The demo ends with its task: no admin pages to hold a port for.
-	args := append([]string{"serve", "--addr", addr, "--admin-addr", "off"}, w.Args...)
+	args := append([]string{"serve", "--addr", addr, "--admin-addr", "off", "--public-url", "http://" + addr}, w.Args...)
 	cmd := exec.Command(c.Agentbot, args...)
 	// serve is configured by its arguments and the world's environment
 	// alone, never by an AGENTBOT_ variable of the user's shell.

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -119,7 +120,11 @@ func (w *World) start(ctx context.Context, sample Sample, o Options) error {
 	}
 	w.Env = map[string]string{"AGENTBOT_WEBHOOK_SECRET": ghApp.WebhookSecret,
 		"AGENTBOT_LLM_BASE_URL": llmURL, "AGENTBOT_LLM_API_KEY": llmKey,
-		"AGENTBOT_MODEL": o.Getenv("AGENTBOT_MODEL"), "AGENTBOT_FAST_MODEL": o.Getenv("AGENTBOT_FAST_MODEL")}
+		"AGENTBOT_MODEL": o.Getenv("AGENTBOT_MODEL"), "AGENTBOT_FAST_MODEL": o.Getenv("AGENTBOT_FAST_MODEL"),
+		// The status comment links the task's live page on the intake,
+		// under a secret of the world's own; whoever serves adds the
+		// intake's address as --public-url.
+		"AGENTBOT_TASK_PAGE_SECRET": rand.Text() + rand.Text()}
 	w.Args = []string{"--redis-url", o.RedisURL, "--app-id", strconv.FormatInt(ghApp.ID, 10),
 		"--private-key-file", keyFile, "--github-url", w.Sim.APIURL(), "--data-dir", filepath.Join(tmp, "data"),
 		"--bot-name", ghApp.BotLogin, "--sandbox-image", o.Image,

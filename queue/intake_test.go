@@ -48,7 +48,7 @@ func newIntakeHandler(t *testing.T, q *Client) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return webhook.NewServer(h, q, http.NotFoundHandler())
+	return webhook.NewServer(h, q, http.NotFoundHandler(), nil)
 }
 
 // deliver sends delivery's "/agent fix" comment to the intake at base and

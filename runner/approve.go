@@ -94,7 +94,7 @@ func (r *Runner) goOn(ctx context.Context, tk *task, id string) (*task, error) {
 	if err != nil {
 		return nil, err
 	}
-	ptk := &task{Task: &pt, inst: tk.inst, status: tk.inst.StatusComment(pt.Repo, pt.Number, pt.ID),
+	ptk := &task{Task: &pt, inst: tk.inst, status: linkPage(tk.inst.StatusComment(pt.Repo, pt.Number, pt.ID), r.cfg.Pages, pt),
 		log: r.log.With("task", pt.ID, "delivery", pt.Delivery, "repo", pt.Repo, "number", pt.Number, "verb", pt.Verb, "resumed_by", tk.ID)}
 	ptk.rep = r.reporter(ptk)
 	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {

@@ -47,7 +47,11 @@ func onlyAttempt(ctx context.Context, tk *task, ws *workspace.Workspace) *attemp
 }
 
 // attemptID names attempt n of tk.
-func attemptID(tk *task, n int) string { return fmt.Sprintf("%s-attempt-%d", tk.ID, n) }
+func attemptID(tk *task, n int) string { return AttemptID(tk.ID, n) }
+
+// AttemptID is the id under which attempt n of limits.attempts of task id
+// saves its loop's state; a task of one attempt saves it under its own.
+func AttemptID(id string, n int) string { return fmt.Sprintf("%s-attempt-%d", id, n) }
 
 // attemptPolicy is policy p as attempt i (from 0) of n runs it: with its
 // edit model from model.attempts and its temperature from

@@ -162,6 +162,9 @@ type Config struct {
 	// Traces, when set, keeps each fix's trace, which its check run
 	// shows; queue.Traces satisfies it.
 	Traces TraceLog
+	// Pages, when set, links each task's live page from its status
+	// comment.
+	Pages TaskPages
 	// Bot is the commits' author: the App's bot identity.
 	Bot    workspace.Signature
 	Logger *slog.Logger
@@ -300,7 +303,7 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 	if err != nil {
 		return err
 	}
-	tk := &task{Task: &t, inst: inst, prog: prog, log: log, status: inst.StatusComment(t.Repo, t.Number, t.ID)}
+	tk := &task{Task: &t, inst: inst, prog: prog, log: log, status: linkPage(inst.StatusComment(t.Repo, t.Number, t.ID), r.cfg.Pages, t)}
 	tk.rep = r.reporter(tk)
 	if err := tk.rep.received(ctx); err != nil {
 		return err

@@ -20,12 +20,19 @@ type Pinger interface {
 //	GET  /healthz   the process is alive
 //	GET  /readyz    Redis answers (ready)
 //	GET  /metrics   Prometheus (metrics)
-func NewServer(h *Handler, ready Pinger, metrics http.Handler) http.Handler {
+//	GET  /live/...  tasks' live pages (pages), when not nil
+//
+// pages comes as a plain handler, so that the intake links nothing of
+// what renders them.
+func NewServer(h *Handler, ready Pinger, metrics, pages http.Handler) http.Handler {
 	r := mux.NewRouter()
 	r.Handle("/webhook", h).Methods(http.MethodPost)
 	r.HandleFunc("/healthz", handleHealthz).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/readyz", handleReadyz(ready, h.cfg.Timeout)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/metrics", metrics).Methods(http.MethodGet)
+	if pages != nil {
+		r.PathPrefix("/live/").Handler(pages).Methods(http.MethodGet, http.MethodHead)
+	}
 	return r
 }
 

@@ -53,7 +53,7 @@ func startIntake(t testing.TB, wrap func(webhook.Enqueuer) webhook.Enqueuer) *in
 	}
 	t.Cleanup(func() { rdb.Close() })
 	h, reg := newHandler(t, rdb, wrap)
-	srv := httptest.NewServer(webhook.NewServer(h, queue.NewClient(rdb), promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	srv := httptest.NewServer(webhook.NewServer(h, queue.NewClient(rdb), promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil))
 	t.Cleanup(srv.Close)
 	return &intake{url: srv.URL, redis: rs, store: queue.NewStore(rdb), http: srv.Client()}
 }

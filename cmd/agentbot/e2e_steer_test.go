@@ -19,10 +19,10 @@ import (
 // gatedPolicy lets the gated model's first call wait in its sandbox.
 const gatedPolicy = quickPolicy + "tools: {write: auto, shell: auto}\n"
 
-// gatedModel's first call waits in the sandbox until the test lets it go
+// waitingScript: its first call waits in the sandbox until the test lets it go
 // (letGo), so that a note is sent while the loop is between two steps;
 // then it fixes the sample and finishes.
-var gatedModel = llmtest.Script{Steps: []llmtest.Step{
+var waitingScript = llmtest.Script{Steps: []llmtest.Step{
 	{ToolCalls: []llmtest.Call{{Name: "run_command", Arguments: `{"command":"until [ -e /tmp/go ]; do sleep 0.1; done; echo let go"}`}}},
 	{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ {"}`}}},
 	{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"title":"Fix Sum dropping the first sample","summary":"Start Sum's loop at 0."}`}}},
@@ -90,7 +90,7 @@ func notesSeen(req llmtest.Request) int {
 
 func TestNoteReachesTheModelsNextStep(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &gatedModel}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &waitingScript}, nil)
 	_, fix, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestNoteReachesTheModelsNextStep(t *testing.T) {
 func TestNoteSurvivesAKilledWorker(t *testing.T) {
 	t.Parallel()
 	bin := buildAgentbot(t)
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &gatedModel, noWorkers: true}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &waitingScript, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)

@@ -123,8 +123,13 @@ func TestApproveResumesThePausedFix(t *testing.T) {
 	if s := statusOf(w, approve); !strings.Contains(s, "Approved by @grace") || !strings.Contains(s, "it ended **succeeded**") {
 		t.Errorf("approval's reply:\n%s", s)
 	}
-	if s := statusOf(w, fix); !strings.Contains(s, "**Done:** #2") {
+	// The fix, resumed by the approval, still links its page; the
+	// approval, answered at once, links none.
+	if s := statusOf(w, fix); !strings.Contains(s, "**Done:** #2") || !strings.Contains(s, "[Follow this task](") {
 		t.Errorf("status of the fix:\n%s", s)
+	}
+	if s := statusOf(w, approve); strings.Contains(s, "Follow this task") {
+		t.Errorf("the approval links a page:\n%s", s)
 	}
 	st := loopState(t, w, fix)
 	if len(st.Approvals) != 1 || st.Approvals[0].By != "grace" || !st.Approvals[0].Approved || st.Approvals[0].Tool != "edit_file" {

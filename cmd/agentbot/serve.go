@@ -89,6 +89,11 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	// The pages' secret and address are checked before a port opens, as
+	// the workers' are.
+	if _, err := cfg.worker.pages.links(env, cfg.worker.retention.traces); err != nil {
+		return err
+	}
 	adminOn := cfg.adminAddr != "" && cfg.adminAddr != "off"
 	if adminOn {
 		if err := admin.CheckAddr(cfg.adminAddr, cfg.adminToken); err != nil {
@@ -112,7 +117,11 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 	// Redis has answered, what it says belongs in the JSON log.
 	redis.SetLogger(redisLogger{log})
 	reg := prometheus.NewRegistry()
-	routes, err := newIntake(rdb, reg, secrets, cfg, log)
+	pages, err := cfg.worker.pages.handler(rdb, env, log)
+	if err != nil {
+		return err
+	}
+	routes, err := newIntake(rdb, reg, secrets, cfg, pages, log)
 	if err != nil {
 		return err
 	}
@@ -202,8 +211,9 @@ func webhookSecrets(file, env string) ([][]byte, error) {
 }
 
 // newIntake wires the webhook routes to the queue and registers their
-// metrics on reg, which /metrics serves.
-func newIntake(rdb redis.UniversalClient, reg *prometheus.Registry, secrets [][]byte, cfg serveConfig, log *slog.Logger) (http.Handler, error) {
+// metrics on reg, which /metrics serves; pages, when not nil, are the
+// tasks' live pages.
+func newIntake(rdb redis.UniversalClient, reg *prometheus.Registry, secrets [][]byte, cfg serveConfig, pages http.Handler, log *slog.Logger) (http.Handler, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		queue.NewDepthCollector(rdb))
 	metrics, err := webhook.NewMetrics(reg)
@@ -220,7 +230,7 @@ func newIntake(rdb redis.UniversalClient, reg *prometheus.Registry, secrets [][]
 	if err != nil {
 		return nil, err
 	}
-	return webhook.NewServer(h, q, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})), nil
+	return webhook.NewServer(h, q, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), pages), nil
 }
 
 // listenAndServe serves h on addr until ctx is cancelled, then stops

@@ -41,7 +41,12 @@ func startServe(t testing.TB, vars map[string]string, args ...string) (base stri
 		defer close(served)
 		// No admin pages unless the test asks: the default address is
 		// one for the whole machine.
-		serveErr = run(ctx, append([]string{"serve", "--addr", addr, "--admin-addr", "off"}, args...), env)
+		serveArgs := []string{"serve", "--addr", addr, "--admin-addr", "off"}
+		if vars["AGENTBOT_TASK_PAGE_SECRET"] != "" {
+			// Live pages are linked on the intake's own address.
+			serveArgs = append(serveArgs, "--public-url", "http://"+addr)
+		}
+		serveErr = run(ctx, append(serveArgs, args...), env)
 	}()
 	stop = func() error {
 		cancel()

@@ -42,6 +42,7 @@ type workerConfig struct {
 	telemetry   telemetryFlags
 	envs        envCacheFlags
 	reach       reachFlags
+	pages       pageFlags
 	models      app.Models
 	app         *appFlags
 
@@ -68,6 +69,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 	c.telemetry.register(fs)
 	c.envs.register(fs)
 	c.reach.register(fs)
+	c.pages.register(fs)
 	c.app = addAppFlags(fs)
 }
 
@@ -201,11 +203,15 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
+	pages, err := cfg.pages.links(env, cfg.retention.traces)
+	if err != nil {
+		return err
+	}
 	r, err := runner.New(runner.Config{
 		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 		Budgets: queue.NewBudgets(rdb),
-		Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb),
+		Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb), Pages: pages,
 		Tasks: storeTasks{store}, Pulls: store, Locks: queue.NewLocks(rdb), Notes: store,
 		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
 		Logger: log.With("worker", workerID), Envs: envs,
