@@ -23,6 +23,10 @@ const (
 	// makes its failing CI pass; a failing check run of another App
 	// starts one by itself.
 	VerbFixCI Verb = "fix-ci"
+	// VerbSetup asks for the repository's policy: inferred from the
+	// default branch's tree, proved in the sandbox, and proposed in a
+	// pull request adding .github/agent.yml.
+	VerbSetup Verb = "setup"
 )
 
 // ReadOnly reports whether the verb only reads the repository: it answers

@@ -330,6 +330,7 @@ func helpText(p app.Policy) string {
 		{"ask <question>", "answer a question about the code, with links to the lines; changes nothing"},
 		{"explain [topic]", "explain this issue or pull request, or the topic, from the code; changes nothing"},
 		{"fix-ci", "on an agent pull request: make its failing CI pass"},
+		{"setup", "on an issue: infer this repository's policy, prove it in the sandbox and propose it in a pull request"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
 		{"status", "where the tasks on this issue or pull request are"},

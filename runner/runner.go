@@ -302,6 +302,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.decide(ctx, tk)
 	case app.VerbAsk, app.VerbExplain:
 		err = r.ask(ctx, tk)
+	case app.VerbSetup:
+		err = r.setupVerb(ctx, tk)
 	default:
 		err = r.unavailable(ctx, tk)
 	}
