@@ -57,6 +57,20 @@ func nodeFirstContact(t *testing.T) firstContact {
 		edit:       [3]string{"index.js", "xs.slice(1).reduce", "xs.reduce"}}
 }
 
+// pythonFirstContact is a Python package of setup.py alone whose total
+// drops its first sample, depending on a package of the test's index.
+func pythonFirstContact(t *testing.T) firstContact {
+	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+	files := map[string]string{
+		"setup.py":     "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
+		"calc.py":      "import mathy\n\n\ndef total(xs):\n    out = 0\n    for x in xs[1:]:\n        out = mathy.add(out, x)\n    return out\n",
+		"test_calc.py": "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
+	}
+	return firstContact{files: files, registry: index, image: sandboxtest.ToolchainImage(t, "python"),
+		registries: fmt.Sprintf("pypi: {url: %q}", index.URL+"/simple/"),
+		edit:       [3]string{"calc.py", "for x in xs[1:]:", "for x in xs:"}}
+}
+
 // First contact: a repository with dependencies gets the policy "agentbot
 // config init" infers from its tree (app/policyinit) and nothing else, on
 // a server config whose only setup settings are setup.allow_network and
@@ -65,7 +79,8 @@ func nodeFirstContact(t *testing.T) firstContact {
 // environment and asks the registry nothing.
 func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 	t.Parallel()
-	for name, repoOf := range map[string]func(*testing.T) firstContact{"go": goFirstContact, "node": nodeFirstContact} {
+	for name, repoOf := range map[string]func(*testing.T) firstContact{
+		"go": goFirstContact, "python-setup.py": pythonFirstContact, "node": nodeFirstContact} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sandboxtest.RequireDocker(t)
