@@ -22,13 +22,14 @@ test-deps:
 	deploy/install-deps.sh --test
 
 # The Go image the tests and the demo run. The tests of the python and node
-# images (and of the Go image's seeded build cache) build agentbot-sandbox:env-*
-# on first use; sandbox-images builds them ahead.
+# images build them under the script's own tags (agentbot-sandbox:python and
+# :node, the images config init writes) on first use; sandbox-images builds
+# them ahead.
 sandbox-image: deps
 	deploy/sandbox/build-offline.sh go $(IMAGE)
 
 sandbox-images: sandbox-image
-	for f in go python node; do deploy/sandbox/build-offline.sh $$f agentbot-sandbox:env-$$f || exit 1; done
+	for f in python node; do deploy/sandbox/build-offline.sh $$f || exit 1; done
 
 # deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
 # out of the binary's build): its chart test runs here too.

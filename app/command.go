@@ -53,7 +53,7 @@ func verbArgs(word string) (v Verb, known, args bool) {
 	switch v := Verb(strings.ToLower(word)); v {
 	case VerbFix, VerbRetry, VerbApprove, VerbDeny, VerbAsk, VerbExplain, VerbNote, VerbReview:
 		return v, true, true
-	case VerbStop, VerbStatus, VerbHelp, VerbFixCI:
+	case VerbStop, VerbStatus, VerbHelp, VerbFixCI, VerbSetup:
 		return v, true, false
 	}
 	return "", false, false

@@ -35,6 +35,8 @@ func TestParseCommand(t *testing.T) {
 		{"explain a thing", "/agent Explain the retry policy", Run, VerbExplain, "the retry policy"},
 		{"ask glued is a fix", "/agent asking nicely", Run, VerbFix, "asking nicely"},
 		{"fix-ci", "/agent fix-ci", Run, VerbFixCI, ""},
+		{"setup", "/agent setup", Run, VerbSetup, ""},
+		{"setup takes no arguments", "/agent setup the go build", Reply, VerbHelp, ""},
 		{"code block in instructions is kept", "/agent fix this:\n```\npanic: boom\n```", Run, VerbFix, "this:\n```\npanic: boom\n```"},
 
 		{"no command", "Looks good to me", Ignore, "", ""},

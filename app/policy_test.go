@@ -354,7 +354,8 @@ func TestRequireChecks(t *testing.T) {
 	}
 	intro := "agentbot needs to know when a task is done, and this repository defines no checks. " +
 		"Add a `checks:` list to `.github/agent.yml` on the default branch (or to the organisation's `.github` repository), " +
-		"fastest first; a task is done when all of them pass; `agentbot config init` writes a starter file. "
+		"fastest first; a task is done when all of them pass; `agentbot config init` writes a starter file, " +
+		"and `/agent setup` on an issue proposes one in a pull request, proved in the sandbox. "
 	goChecks := "```yaml\nchecks:\n  - {name: build, run: \"go build ./...\", timeout: 5m}\n  - {name: test, run: \"go test ./...\", timeout: 15m}\n```"
 	pyChecks := "```yaml\nchecks:\n  - {name: test, run: \"python3 -m pytest\", timeout: 15m}\n```"
 	nodeChecks := "```yaml\nchecks:\n  - {name: test, run: \"npm test\", timeout: 15m}\n```"

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -69,7 +70,8 @@ func (p Policy) RequireChecksIn(has func(name string) bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agentbot needs to know when a task is done, and this repository defines no checks. "+
 		"Add a `checks:` list to `%s` on the default branch (or to the organisation's `.github` repository), "+
-		"fastest first; a task is done when all of them pass; `agentbot config init` writes a starter file. ", PolicyPath)
+		"fastest first; a task is done when all of them pass; `agentbot config init` writes a starter file, "+
+		"and `%s setup` on an issue proposes one in a pull request, proved in the sandbox. ", PolicyPath, cmp.Or(p.Trigger.Command, DefaultCommand))
 	if s, ok := DetectStarter(has); ok {
 		fmt.Fprintf(&b, "For this %s (%s):\n\n```yaml\n%s```", s.Kind, s.Markers[0], s.ChecksYAML())
 		return Errorf(EPolicy, "%s", b.String())

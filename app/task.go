@@ -25,6 +25,10 @@ const (
 	VerbFixCI Verb = "fix-ci"
 	// VerbNote passes guidance to the running fix (note.go).
 	VerbNote Verb = "note"
+	// VerbSetup asks for the repository's policy: inferred from the
+	// default branch's tree, proved in the sandbox, and proposed in a
+	// pull request adding .github/agent.yml.
+	VerbSetup Verb = "setup"
 )
 
 // ReadOnly reports whether the verb only reads the repository: it answers

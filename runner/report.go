@@ -332,6 +332,7 @@ func helpText(p app.Policy) string {
 		{"explain [topic]", "explain this issue or pull request, or the topic, from the code; changes nothing"},
 		{"review [focus]", "on a pull request: review it; findings about behaviour come with a test the host ran"},
 		{"fix-ci", "on an agent pull request: make its failing CI pass"},
+		{"setup", "on an issue: infer this repository's policy, prove it in the sandbox and propose it in a pull request"},
 		{"retry", "run the last failed fix again"},
 		{"stop", "stop the running fix"},
 		{"note <text>", "guidance for the running fix, which the agent reads at its next step"},

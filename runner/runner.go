@@ -327,6 +327,8 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 		err = r.ask(ctx, tk)
 	case app.VerbReview:
 		err = r.review(ctx, tk)
+	case app.VerbSetup:
+		err = r.setupVerb(ctx, tk)
 	default:
 		err = r.unavailable(ctx, tk)
 	}

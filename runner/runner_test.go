@@ -135,6 +135,9 @@ func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes sa
 		t.Fatal(err)
 	}
 	files[app.PolicyPath] = policy
+	if policy == "" { // a repository without a policy file
+		delete(files, app.PolicyPath)
+	}
 	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir(), AppKey: githubsim.SharedKey()})
 	if err != nil {
 		t.Fatal(err)

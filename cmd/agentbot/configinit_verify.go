@@ -14,8 +14,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/change"
-	"github.com/agentbot/agentbot/runner/sandbox"
-	"github.com/agentbot/agentbot/runner/tools"
 )
 
 // verifyFlags are config init --verify's: the sandbox's, the setup's
@@ -88,51 +86,27 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 		return err
 	}
 	defer prepared.Env.Release()
-	runs, err := runEachCheck(ctx, drv, prepared, p, ws.Dir(), id)
-	if err != nil {
-		return fmt.Errorf("config init --verify: %w", err)
-	}
 	own := func(path string) bool {
 		_, err := ws.Root().Stat(path)
 		return err == nil
 	}
-	if n := reportChecks(out, text, runs, own); n > 0 {
+	runs, err := change.ProveChecks(ctx, drv, prepared, p, ws.Dir(), id, own)
+	if err != nil {
+		return fmt.Errorf("config init --verify: %w", err)
+	}
+	if n := reportChecks(out, text, runs); n > 0 {
 		return &exitError{code: 1, err: fmt.Errorf("%d of %d checks cannot run as the policy prepares them", n, len(runs))}
 	}
 	return nil
 }
 
-// runEachCheck runs every check of p, as the final verification does
-// (change.VerifyChecks), each container on its own view of the prepared
-// environment, going on in a new sandbox after each that fails, so that
-// each is seen to run or not.
-func runEachCheck(ctx context.Context, boxes sandbox.Sandboxes, prepared *change.Prepared, p app.Policy, dir, id string) ([]tools.CheckRun, error) {
-	s := p.Sandbox
-	var runs []tools.CheckRun
-	for rest := p.Checks; len(rest) > 0; {
-		spec, err := prepared.Spec(sandbox.Spec{TaskID: fmt.Sprintf("%s-check%d", id, len(runs)), WorkTree: dir,
-			CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk})
-		if err != nil {
-			return runs, err
-		}
-		v, err := change.VerifyChecks(ctx, boxes, spec, rest)
-		if err != nil {
-			return runs, err
-		}
-		runs = append(runs, v.Checks...)
-		rest = v.NotRun
-	}
-	return runs, nil
-}
-
 // reportChecks prints how each check ended, and returns how many cannot
-// run (change.CannotRunOf): those are the policy's to fix, named with
-// their line in text; a check that runs and fails is what a task is for.
-// own says whether a path is the repository's.
-func reportChecks(w io.Writer, text string, runs []tools.CheckRun, own func(path string) bool) int {
+// run: those are the policy's to fix, named with their line in text; a
+// check that runs and fails is what a task is for.
+func reportChecks(w io.Writer, text string, runs []change.ProvedCheck) int {
 	n := 0
 	for _, c := range runs {
-		switch cr := change.CannotRunOf(c, own); {
+		switch cr := c.CannotRun; {
 		case c.Passed:
 			fmt.Fprintf(w, "  %-8s runs (passes)           %s\n", c.Name, c.Run)
 		case cr != nil:

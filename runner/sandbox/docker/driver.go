@@ -149,11 +149,31 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if _, err := cli.ImageInspect(ctx, opts.Image); err != nil {
 		cli.Close()
 		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("sandbox image %s is missing; build it with deploy/sandbox/build-offline.sh %s", opts.Image, opts.Image)
+			return nil, fmt.Errorf("sandbox image %s is missing; build it with deploy/sandbox/build-offline.sh %s %s", opts.Image, flavourOf(opts.Image), opts.Image)
 		}
 		return nil, fmt.Errorf("inspect sandbox image %s: %w", opts.Image, err)
 	}
 	return &Driver{cli: cli, opts: opts, log: opts.Logger.With("worker", opts.WorkerID)}, nil
+}
+
+// flavourOf is the toolchain flavour of deploy/sandbox/build-offline.sh
+// that an image's tag names (its default tags are agentbot-sandbox:dev for
+// go, :python and :node), or the choice of all three for a tag of the
+// operator's own.
+func flavourOf(image string) string {
+	tag := image[strings.LastIndex(image, ":")+1:]
+	if strings.Contains(tag, "/") {
+		tag = "" // a registry's port, not a tag
+	}
+	for _, f := range []string{"go", "python", "node"} {
+		if tag == f || strings.HasSuffix(tag, "-"+f) {
+			return f
+		}
+	}
+	if tag == "dev" {
+		return "go"
+	}
+	return "go|python|node"
 }
 
 // Close releases the connection to the engine; containers are left alone.

@@ -144,9 +144,15 @@ func TestStartRefusesBadSpec(t *testing.T) {
 func TestNewRefusesMissingImage(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
-	_, err := docker.New(context.Background(), docker.Options{Image: "agentbot-no-such-image:x", WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
-	if err == nil || !strings.Contains(err.Error(), "build-offline.sh") {
-		t.Errorf("New = %v, want a hint to build the image", err)
+	for image, hint := range map[string]string{
+		"agentbot-no-such-image:python":   "build-offline.sh python agentbot-no-such-image:python",
+		"agentbot-no-such-image:dev":      "build-offline.sh go agentbot-no-such-image:dev",
+		"localhost:5000/agentbot-no-such": "build-offline.sh go|python|node localhost:5000/agentbot-no-such",
+	} {
+		_, err := docker.New(context.Background(), docker.Options{Image: image, WorkerID: "w", ExecutorPath: sandboxtest.Executor(t)})
+		if err == nil || !strings.Contains(err.Error(), hint) {
+			t.Errorf("New(%s) = %v, want the hint %q", image, err, hint)
+		}
 	}
 }
 

@@ -240,8 +240,9 @@ func MustRun(t testing.TB, c sandbox.Box, cmd sandbox.Cmd) sandbox.Result {
 // ToolchainImage returns the sandbox image of one flavour of
 // deploy/sandbox/build-offline.sh (go, python, node) to test with:
 // AGENTBOT_SANDBOX_IMAGE_<FLAVOUR>, else Image for go (the script's
-// default flavour) and agentbot-sandbox:env-<flavour> for the others,
-// built when it is missing.
+// default flavour) and the script's own tag, agentbot-sandbox:<flavour>,
+// for the others, which is the image "agentbot config init" writes; built
+// when it is missing.
 func ToolchainImage(t testing.TB, flavour string) string {
 	t.Helper()
 	RequireDocker(t)
@@ -250,7 +251,7 @@ func ToolchainImage(t testing.TB, flavour string) string {
 		return Image(t)
 	}
 	if image == "" {
-		image = "agentbot-sandbox:env-" + flavour
+		image = "agentbot-sandbox:" + flavour
 	}
 	ensureImage(t, image, flavour)
 	return image

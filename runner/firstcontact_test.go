@@ -1,0 +1,131 @@
+package runner_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policyinit"
+	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/envcache/registrytest"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// firstContact is a repository as a new user brings it: its files, with a
+// bug its own test shows, the registry its dependencies come from, and
+// the edit that fixes the bug.
+type firstContact struct {
+	files    map[string]string
+	registry *registrytest.Registry
+	// registries is the server config's setup.registries entry.
+	registries string
+	image      string
+	edit       [3]string // path, old, new
+}
+
+// goFirstContact is the demo's Go module, whose Sum drops its first
+// sample, with two module dependencies from the test's module proxy.
+func goFirstContact(t *testing.T) firstContact {
+	proxy := newGoProxy(t)
+	proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
+	proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
+	files := demoFiles(t)
+	files["deps.go"] = "package stats\n\nimport (\n\t\"example.com/mathx\"\n\t\"example.com/textx\"\n)\n\n" +
+		"// Label names a sample twice over.\nfunc Label(s string) string { return textx.Twice(s) }\n\n" +
+		"// Add adds two samples.\nfunc Add(a, b int) int { return mathx.Add(a, b) }\n"
+	files["go.mod"], files["go.sum"] = proxy.tidy(t, files)
+	return firstContact{files: files, registry: proxy.Registry, image: sandboxtest.Image(t),
+		registries: fmt.Sprintf("go: {url: %q, sumdb: \"off\"}", proxy.URL),
+		edit:       [3]string{"stats.go", "for i := 1; i < len(xs); i++ {", "for i := 0; i < len(xs); i++ {"}}
+}
+
+// nodeFirstContact is a Node package whose total drops its first sample,
+// depending on a package of the test's npm registry, with its lock file.
+func nodeFirstContact(t *testing.T) firstContact {
+	npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => String(s).padStart(n, '*');\n")
+	files := map[string]string{
+		"package.json":      `{"name":"calc","version":"1.0.0","scripts":{"test":"node test.js"},"dependencies":{"padx":"1.0.0"}}` + "\n",
+		"package-lock.json": npm.PackageLock("calc"),
+		"index.js":          "const padx = require('padx');\n\nexports.total = (xs) => xs.slice(1).reduce((a, b) => a + b, 0);\nexports.label = (n) => padx(n, 4);\n",
+		"test.js":           "const assert = require('assert');\nconst calc = require('./index');\n\nassert.strictEqual(calc.label(7), '***7');\nassert.strictEqual(calc.total([1, 2, 3]), 6);\nconsole.log('ok');\n",
+	}
+	return firstContact{files: files, registry: npm.Registry, image: sandboxtest.ToolchainImage(t, "node"),
+		registries: fmt.Sprintf("npm: {url: %q}", npm.URL+"/"),
+		edit:       [3]string{"index.js", "xs.slice(1).reduce", "xs.reduce"}}
+}
+
+// pythonFirstContact is a Python package of setup.py alone whose total
+// drops its first sample, depending on a package of the test's index.
+func pythonFirstContact(t *testing.T) firstContact {
+	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+	files := map[string]string{
+		"setup.py":     "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
+		"calc.py":      "import mathy\n\n\ndef total(xs):\n    out = 0\n    for x in xs[1:]:\n        out = mathy.add(out, x)\n    return out\n",
+		"test_calc.py": "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
+	}
+	return firstContact{files: files, registry: index, image: sandboxtest.ToolchainImage(t, "python"),
+		registries: fmt.Sprintf("pypi: {url: %q}", index.URL+"/simple/"),
+		edit:       [3]string{"calc.py", "for x in xs[1:]:", "for x in xs:"}}
+}
+
+// First contact: a repository with dependencies gets the policy "agentbot
+// config init" infers from its tree (app/policyinit) and nothing else, on
+// a server config whose only setup settings are setup.allow_network and
+// setup.registries. A fix succeeds, its setup fetching the dependencies
+// from the operator's registry; the second fix reuses the prepared
+// environment and asks the registry nothing.
+func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
+	t.Parallel()
+	for name, repoOf := range map[string]func(*testing.T) firstContact{
+		"go": goFirstContact, "python-setup.py": pythonFirstContact, "node": nodeFirstContact} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sandboxtest.RequireDocker(t)
+			fc := repoOf(t)
+			tree := fstest.MapFS{}
+			for path, data := range fc.files {
+				tree[path] = &fstest.MapFile{Data: []byte(data)}
+			}
+			prop, err := policyinit.Infer(tree)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fc.files[app.PolicyPath] = prop.YAML()
+			if img := prop.Primary().Image; img != fc.image && name != "go" {
+				t.Fatalf("config init names the image %s; the tests build %s", img, fc.image)
+			}
+
+			script := fixScript(fc.edit[0], fc.edit[1], fc.edit[2])
+			script.Steps = append(script.Steps, script.Steps...) // two fixes
+			w := newEnvWorldOf(t, script, fc.files, fc.image)
+			yaml := "setup:\n  allow_network: true\n  registries:\n    " + fc.registries + "\n"
+			server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.cfg.Server.SetupAllowHosts, w.cfg.Server.SetupRegistries = server.SetupAllowHosts, server.SetupRegistries
+			if w.runner, err = runner.New(w.cfg); err != nil {
+				t.Fatal(err)
+			}
+
+			first := w.fixIssue(t, "T1")
+			key, ok := strings.CutPrefix(first, "setup: built ")
+			if !ok {
+				t.Fatalf("the first fix's setup: %q, want it built", first)
+			}
+			fetched := fc.registry.Requests.Load()
+			if fetched == 0 {
+				t.Fatal("setup asked the operator's registry nothing")
+			}
+			if second := w.fixIssue(t, "T2"); second != "setup: cached "+key {
+				t.Errorf("the second fix's setup: %q, want %q", second, "setup: cached "+key)
+			}
+			if n := fc.registry.Requests.Load() - fetched; n != 0 {
+				t.Errorf("the second fix made %d registry requests, want none", n)
+			}
+		})
+	}
+}

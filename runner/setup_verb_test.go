@@ -1,0 +1,109 @@
+package runner_test
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policyinit"
+	"github.com/agentbot/agentbot/runner"
+	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
+	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
+)
+
+// setupTask is a "/agent setup" by ada on the world's issue, recorded as
+// intake would record it.
+func (w *world) setupTask(t *testing.T, id string) app.Task {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, w.issue, "ada", "/agent setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
+		Number: w.issue, Verb: app.VerbSetup, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
+	w.store.add(tk)
+	return tk
+}
+
+// fileOn is the file path on branch of the world's repository.
+func (w *world) fileOn(t *testing.T, branch, path string) string {
+	t.Helper()
+	dir, err := w.sim.GitDir(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "--git-dir", dir, "show", branch+":"+path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git show %s:%s: %v\n%s", branch, path, err, out)
+	}
+	return string(out)
+}
+
+// "/agent setup" on a repository without a policy (the demo's Go module,
+// whose Sum has a bug) opens a pull request adding .github/agent.yml as
+// the inference writes it, whose body says what was detected and how each
+// check ran in the sandbox: the build passes, the test fails today.
+func TestSetupVerbProposesTheProvedPolicy(t *testing.T) {
+	t.Parallel()
+	sandboxtest.RequireDocker(t)
+	envs, err := envcache.Open(t.TempDir(), 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newDockerWorldWith(t, "", llmtest.Script{}, func(c *runner.Config) { c.Envs = envs })
+	tk := w.setupTask(t, "setup-1")
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	pulls := w.sim.PullRequests(repo)
+	if len(pulls) != 1 {
+		t.Fatalf("%d pull requests, want 1; status:\n%s", len(pulls), w.status(tk.ID))
+	}
+	pr := pulls[0]
+	prop, err := policyinit.Infer(os.DirFS("../deploy/demo/repo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.fileOn(t, pr.Pull.Head, app.PolicyPath); got != prop.YAML() {
+		t.Errorf("the pull request's %s:\n%s\nwant the inference:\n%s", app.PolicyPath, got, prop.YAML())
+	}
+	for _, want := range []string{
+		"- go: go.mod",
+		"**Image:** `agentbot-sandbox:dev`",
+		"| build | `go build ./...` | ✅ passes |",
+		"| test | `go test ./...` | ⚠️ runs, and fails today (exit 1): a task's work |",
+	} {
+		if !strings.Contains(pr.Body, want) {
+			t.Errorf("the pull request's body lacks %q:\n%s", want, pr.Body)
+		}
+	}
+	if st := w.store.record(tk.ID).State; st != app.StateSucceeded {
+		t.Errorf("task state %s, want succeeded; status:\n%s", st, w.status(tk.ID))
+	}
+	if !strings.Contains(w.status(tk.ID), "Opened #") {
+		t.Errorf("the status comment does not link the pull request:\n%s", w.status(tk.ID))
+	}
+	if left := w.sandboxesLeft(t, tk.ID); left != "" {
+		t.Errorf("sandboxes left: %s", left)
+	}
+
+	// Asked again once the policy is on the default branch, it proposes
+	// nothing.
+	if _, err := w.sim.Commit(repo, "main", "ada", "add the policy", map[string]string{app.PolicyPath: prop.YAML()}); err != nil {
+		t.Fatal(err)
+	}
+	again := w.setupTask(t, "setup-2")
+	if err := w.runner.ProcessTask(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.sim.PullRequests(repo)); n != 1 {
+		t.Errorf("%d pull requests after the second setup, want still 1", n)
+	}
+	if s := w.status(again.ID); !strings.Contains(s, "already has what agentbot infers") {
+		t.Errorf("the second setup's status:\n%s", s)
+	}
+}
