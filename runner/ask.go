@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -96,12 +97,7 @@ func readAt(tk *task) string {
 // answer runs the read-only loop over ws.
 func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) (*agent.State, error) {
 	p := &tk.policy.Policy
-	if p.Model.Edit == "" {
-		p.Model.Edit = r.cfg.Models.Edit
-	}
-	if p.Model.Fast == "" {
-		p.Model.Fast = r.cfg.Models.Fast
-	}
+	r.nameModels(p)
 	th, err := r.thread(ctx, tk)
 	if err != nil {
 		return nil, err
@@ -119,19 +115,34 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 	if err != nil {
 		return nil, err
 	}
-	a, err := agent.New(ctx, agent.Config{
-		TaskID: tk.ID, Policy: *p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
-		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx), Budget: r.budgetCheck(tk, tk.ID),
-	})
-	if err != nil {
-		return nil, err
-	}
 	if err := tk.rep.say(ctx, runningText(tk, "reading the code")); err != nil {
 		return nil, err
 	}
+	return r.readLoop(ctx, tk, agent.Config{TaskID: tk.ID, Policy: *p, Workspace: ws, ReadOnly: true,
+		System: system, Task: text, Images: r.images(ctx, tk, th)})
+}
+
+// nameModels names the server's models where the policy p names none.
+func (r *Runner) nameModels(p *app.Policy) {
+	p.Model.Edit = cmp.Or(p.Model.Edit, r.cfg.Models.Edit)
+	p.Model.Fast = cmp.Or(p.Model.Fast, r.cfg.Models.Fast)
+}
+
+// readLoop runs a loop of tk that changes nothing (an answer, a review,
+// a plan) from c, which names its id, policy, workspace, tools and
+// prompts: the models, the store, tk's log and observers and tk's
+// budgets are every such loop's, and what it spent is recorded as a
+// fix's loop records it.
+func (r *Runner) readLoop(ctx context.Context, tk *task, c agent.Config) (*agent.State, error) {
+	c.Model, c.Fast, c.Store, c.Logger = r.cfg.Model, r.cfg.Fast, r.cfg.Store, tk.log
+	c.Observe, c.ObserveModel = tk.rep.observe(ctx), tk.rep.observeModel(ctx)
+	c.Budget = r.budgetCheck(tk, c.TaskID)
+	a, err := agent.New(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	st, err := a.Run(ctx)
-	return st, r.loopSpent(ctx, tk, tk.ID, a.State(), err)
+	return st, r.loopSpent(ctx, tk, c.TaskID, a.State(), err)
 }
 
 // question is what the model is asked: the question, or for a bare

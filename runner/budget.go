@@ -73,7 +73,7 @@ func (r *Runner) admitBudgets(ctx context.Context, tk *task) (ok bool, err error
 // spends reports whether a task of verb runs the model, and so spends.
 func spends(v app.Verb) bool {
 	switch v {
-	case app.VerbFix, app.VerbFixCI, app.VerbRetry, app.VerbAsk, app.VerbExplain:
+	case app.VerbFix, app.VerbFixCI, app.VerbRetry, app.VerbAsk, app.VerbExplain, app.VerbReview:
 		return true
 	}
 	return false

@@ -213,3 +213,49 @@ func searchScripts(tokens int64, names ...string) map[string]llmtest.Script {
 	}
 	return scripts
 }
+
+// A review runs the model as a fix does: its spending counts in the
+// budgets, and a review asked for once they are spent is refused.
+func TestBudgetCountsAReview(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := &testClock{now: time.Date(2026, 12, 15, 12, 0, 0, 0, time.UTC)}
+	rdb, err := queue.Connect(redistest.Start(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	spending := queue.NewBudgets(rdb)
+	monthly := app.Budget{Name: "acme monthly", Per: app.PerInstallation, Tokens: 1500}
+	script := llmtest.Script{Steps: []llmtest.Step{{ToolCalls: []llmtest.Call{finishReview("Looks right.")}}},
+		Usage: llmtest.Usage{PromptTokens: 1000, CompletionTokens: 100}}
+	w := newWorldWith(t, reviewPolicy, script, func(c *runner.Config) {
+		c.Server.Budgets = []app.Budget{monthly}
+		c.Budgets, c.Now = spending, clock.Now
+	})
+	pr := reviewPull(t, w, strings.Replace(fixedStats, "// Sum returns the sum of xs.", "// Sum returns the sum of xs, 0 for none.", 1))
+	runReview(t, w, w.reviewTask(t, "REVIEW1", pr))
+	acme := app.BudgetSubject{Scope: app.PerInstallation, ID: w.inst, Name: "acme"}
+	st, err := spending.Statuses(ctx, []app.BudgetOf{{Budget: monthly, Subject: acme}}, clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st[0].Spent.Tokens; got != 1100 {
+		t.Errorf("the review's spending is %d tokens; want its one answer's 1100", got)
+	}
+
+	clock.set(clock.Now().Add(time.Hour))
+	if err := spending.Record(ctx, "EARLIER", []app.BudgetSubject{acme}, app.Spend{Tokens: 400}, clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	asked := len(w.model.Requests())
+	if err := w.runner.ProcessTask(ctx, w.reviewTask(t, "REVIEW2", pr)); err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.store.record("REVIEW2"); rec.State != app.StateRefused {
+		t.Errorf("a review past the budget ended %s; want refused", rec.State)
+	}
+	if n := len(w.model.Requests()) - asked; n != 0 {
+		t.Errorf("the refused review asked the model %d times", n)
+	}
+}

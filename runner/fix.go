@@ -184,12 +184,7 @@ func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_
 // setup names the policy's models where it names none and prepares the
 // environment over ws, which every container of the task then sees.
 func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) (err error) {
-	if tk.policy.Policy.Model.Edit == "" {
-		tk.policy.Policy.Model.Edit = r.cfg.Models.Edit
-	}
-	if tk.policy.Policy.Model.Fast == "" {
-		tk.policy.Policy.Model.Fast = r.cfg.Models.Fast
-	}
+	r.nameModels(&tk.policy.Policy)
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}

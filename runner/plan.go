@@ -127,21 +127,9 @@ func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspac
 			text += "\n\n" + framed
 		}
 	}
-	if p.Model.Edit == "" {
-		p.Model.Edit = r.cfg.Models.Edit
-	}
-	if p.Model.Fast == "" {
-		p.Model.Fast = r.cfg.Models.Fast
-	}
-	a, err := agent.New(ctx, agent.Config{
-		TaskID: fmt.Sprintf("%s-plan-%d", tk.ID, version), Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, ReadOnly: true,
-		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
-	})
-	if err != nil {
-		return nil, err
-	}
-	st, err := a.Run(ctx)
+	r.nameModels(&p)
+	st, err := r.readLoop(ctx, tk, agent.Config{TaskID: fmt.Sprintf("%s-plan-%d", tk.ID, version), Policy: p, Workspace: ws, ReadOnly: true,
+		System: system, Task: text, Images: r.images(ctx, tk, th)})
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		// this holds whatever becomes of that.
 		p.Setup.Network = false
 	}
-	p.Model.Edit = cmp.Or(p.Model.Edit, r.cfg.Models.Edit)
-	p.Model.Fast = cmp.Or(p.Model.Fast, r.cfg.Models.Fast)
+	r.nameModels(p)
 
 	head := cmp.Or(tk.prog.Base, readAt(tk))
 	if err := tk.rep.running(ctx, "checkout", "reading "+head); err != nil {
@@ -145,18 +144,11 @@ func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspa
 	if err != nil {
 		return nil, err
 	}
-	a, err := agent.New(ctx, agent.Config{
-		TaskID: tk.ID, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Workspace: ws, Review: true,
-		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: tk.rep.observe(ctx), ObserveModel: tk.rep.observeModel(ctx),
-	})
-	if err != nil {
-		return nil, err
-	}
 	if err := tk.rep.say(ctx, runningText(tk, "reviewing the change")); err != nil {
 		return nil, err
 	}
-	return a.Run(ctx)
+	return r.readLoop(ctx, tk, agent.Config{TaskID: tk.ID, Policy: p, Workspace: ws, Review: true,
+		System: system, Task: text, Images: r.images(ctx, tk, th)})
 }
 
 // findingsOf reads the findings report_finding accepted from the loop's
