@@ -28,29 +28,11 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 		return err
 	}
 	tk.rep.phase(ctx, "admission")
-	base := tk.prog.Base
-	if base == "" {
-		base = readAt(tk)
-	}
-	if err := tk.rep.running(ctx, "checkout", "reading "+base); err != nil {
-		return err
-	}
-	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
-	if err != nil {
-		return err
-	}
-	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo,
-		Remote: workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}, Base: base})
+	ws, err := r.readCheckout(ctx, tk)
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	if tk.prog.Base == "" {
-		tk.prog.Base = ws.Base()
-		if err := tk.rep.save(ctx); err != nil {
-			return err
-		}
-	}
 	tk.rep.phase(ctx, "workspace")
 
 	st, err := r.answer(ctx, tk, ws)
@@ -80,6 +62,33 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 		return err
 	}
 	return tk.rep.finish(ctx, app.StateSucceeded, body, "answered")
+}
+
+// readCheckout checks out, with a read-only token, what a task that
+// changes nothing reads (readAt), and keeps the commit it resolved to in
+// tk's progress, so that a resumed task reads the same one.
+func (r *Runner) readCheckout(ctx context.Context, tk *task) (*workspace.Workspace, error) {
+	ref := cmp.Or(tk.prog.Base, readAt(tk))
+	if err := tk.rep.running(ctx, "checkout", "reading "+ref); err != nil {
+		return nil, err
+	}
+	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
+	if err != nil {
+		return nil, err
+	}
+	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo,
+		Remote: workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}, Base: ref})
+	if err != nil {
+		return nil, err
+	}
+	if tk.prog.Base == "" {
+		tk.prog.Base = ws.Base()
+		if err := tk.rep.save(ctx); err != nil {
+			ws.Close()
+			return nil, err
+		}
+	}
+	return ws, nil
 }
 
 // readAt is the ref a question reads: the pull request's head, or the

@@ -52,26 +52,11 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	}
 	r.nameModels(p)
 
-	head := cmp.Or(tk.prog.Base, readAt(tk))
-	if err := tk.rep.running(ctx, "checkout", "reading "+head); err != nil {
-		return err
-	}
-	tok, err := r.cfg.GitHub.Token(ctx, tk.InstallationID, tk.Repo, app.TokenPermissions{Contents: "read"})
-	if err != nil {
-		return err
-	}
-	ws, err := r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo,
-		Remote: workspace.Remote{URL: tk.policy.Repo.CloneURL, Token: tok.Value}, Base: head})
+	ws, err := r.readCheckout(ctx, tk)
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	if tk.prog.Base == "" {
-		tk.prog.Base = ws.Base()
-		if err := tk.rep.save(ctx); err != nil {
-			return err
-		}
-	}
 	base, err := ws.MergeBase(ctx, pull.BaseSHA, ws.Base())
 	if err != nil {
 		// Histories that share no commit: the base branch as it is.

@@ -27,15 +27,21 @@ func answer(_ context.Context, _ *Set, a answerArgs) Result {
 	return Result{Outcome: OK, Target: "answer", Done: true, Summary: strings.TrimSpace(a.Answer), Output: "accepted: the answer will be posted."}
 }
 
-// readOnlyRegistry is the read tools and answer.
-func readOnlyRegistry() []*tool {
+// readTools is the read tools and then ending, the tools a set that
+// changes nothing ends with.
+func readTools(ending ...*tool) []*tool {
 	var out []*tool
 	for _, t := range registry() {
 		if t.class == ClassRead {
 			out = append(out, t)
 		}
 	}
-	return append(out, &tool{name: "answer", class: ClassCheck, schema: answerSchema, run: withArgs(answer),
+	return append(out, ending...)
+}
+
+// readOnlyRegistry is the read tools and answer.
+func readOnlyRegistry() []*tool {
+	return readTools(&tool{name: "answer", class: ClassCheck, schema: answerSchema, run: withArgs(answer),
 		desc: "Give your answer to the question and end the task. Cite code as `path:line` or `path:start-end`; each citation becomes a link to the commit you read."})
 }
 

@@ -115,13 +115,7 @@ func finishReview(_ context.Context, _ *Set, a finishReviewArgs) Result {
 
 // reviewRegistry is the read tools, report_finding and finish_review.
 func reviewRegistry() []*tool {
-	var out []*tool
-	for _, t := range registry() {
-		if t.class == ClassRead {
-			out = append(out, t)
-		}
-	}
-	return append(out,
+	return readTools(
 		&tool{name: "report_finding", class: ClassCheck, schema: reportFindingSchema, run: withArgs(reportFinding),
 			desc: "Report one finding at a line of the pull request's head. For a finding about behaviour (a bug, a regression, an unhandled case) give test: a complete test file that fails on the head because of the finding; the host runs it on the head and on the base. Call once per finding."},
 		&tool{name: "finish_review", class: ClassCheck, schema: finishReviewSchema, run: withArgs(finishReview),
