@@ -2,12 +2,9 @@ package webhook_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/app/apptest"
 	"github.com/agentbot/agentbot/webhook"
 )
 
@@ -16,11 +13,7 @@ import (
 func TestReviewCommandIsQueued(t *testing.T) {
 	t.Parallel()
 	in := startIntake(t, nil)
-	payload, err := os.ReadFile(filepath.Join(apptest.Fixtures(t), "github-webhooks", "issue_comment", "created.with-installation.payload.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	command := rewrite(t, payload, func(m map[string]any) {
+	command := fixture(t, "issue_comment/created.with-installation.payload.json", func(m map[string]any) {
 		m["comment"].(map[string]any)["body"] = "/agent review focus on errors"
 		m["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/repos/Codertocat/Hello-World/pulls/1"}
 	})
