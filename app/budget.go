@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -301,13 +300,8 @@ func parseBudgets(name string, raw []rawBudget, lines map[string]int) ([]Budget,
 	var out []Budget
 	names := map[string]int{}
 	for i, r := range raw {
-		item := fmt.Sprintf("budgets[%d]", i)
-		ok := true
-		fail := func(key, format string, args ...any) {
-			path := item + "." + key
-			errs = append(errs, fieldError{file: name, line: cmp.Or(lines[path], lines[item]), path: path, msg: fmt.Sprintf(format, args...)})
-			ok = false
-		}
+		it := listItem{file: name, item: fmt.Sprintf("budgets[%d]", i), lines: lines, errs: &errs}
+		fail := it.fail
 		var b Budget
 		switch {
 		case r.Per == nil:
@@ -374,9 +368,9 @@ func parseBudgets(name string, raw []rawBudget, lines map[string]int) ([]Budget,
 		case dup:
 			fail("name", "%q names two budgets (the other on line %d); give each its own name", b.Name, line)
 		default:
-			names[b.Name] = cmp.Or(lines[item+".name"], lines[item])
+			names[b.Name] = it.line("name")
 		}
-		if ok {
+		if it.ok() {
 			out = append(out, b)
 		}
 	}

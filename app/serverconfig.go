@@ -317,21 +317,15 @@ func parsePrices(name string, models []rawModelPrice, lines map[string]int) (map
 	prices := make(map[string]ModelPrice, len(models))
 	first := map[string]int{}
 	for i, m := range models {
-		item := fmt.Sprintf("models[%d]", i)
-		ok := true
-		// A key left out has no line of its own: its entry's line is used.
-		fail := func(key, format string, args ...any) {
-			path := item + "." + key
-			errs = append(errs, fieldError{file: name, line: cmp.Or(lines[path], lines[item]), path: path, msg: fmt.Sprintf(format, args...)})
-			ok = false
-		}
+		it := listItem{file: name, item: fmt.Sprintf("models[%d]", i), lines: lines, errs: &errs}
+		fail := it.fail
 		switch line, dup := first[m.Name]; {
 		case m.Name == "":
 			fail("name", "is missing: the model's name, as the policy's model: names it")
 		case dup:
 			fail("name", "%q is priced twice (first on line %d)", m.Name, line)
 		default:
-			first[m.Name] = cmp.Or(lines[item+".name"], lines[item])
+			first[m.Name] = it.line("name")
 		}
 		price := func(key string, v *float64, required bool) float64 {
 			switch {
@@ -350,7 +344,7 @@ func parsePrices(name string, models []rawModelPrice, lines map[string]int) (map
 			CachedPrompt: price("cached_prompt", m.CachedPrompt, false),
 			Completion:   price("completion", m.Completion, true),
 		}
-		if ok {
+		if it.ok() {
 			prices[m.Name] = p
 		}
 	}
@@ -415,3 +409,24 @@ func (c ServerConfig) WithDefaultImage(image string) ServerConfig {
 	}
 	return c
 }
+
+// listItem gathers the problems of one entry of a list in a config file,
+// each at its key's line; a key left out has no line of its own, so the
+// entry's is used.
+type listItem struct {
+	file, item string
+	lines      map[string]int
+	errs       *[]fieldError
+	failed     bool
+}
+
+func (l *listItem) fail(key, format string, args ...any) {
+	*l.errs = append(*l.errs, fieldError{file: l.file, line: l.line(key), path: l.item + "." + key, msg: fmt.Sprintf(format, args...)})
+	l.failed = true
+}
+
+// line is key's line in the entry, or the entry's.
+func (l *listItem) line(key string) int { return cmp.Or(l.lines[l.item+"."+key], l.lines[l.item]) }
+
+// ok reports whether the entry had no problem.
+func (l *listItem) ok() bool { return !l.failed }
