@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbot/agentbot/app"
 	githubsim "github.com/agentbot/agentbot/sim/github"
@@ -14,14 +13,7 @@ import (
 // would: a task of verb with the comment's id.
 func (w *world) command(t *testing.T, id, login string, verb app.Verb) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, w.issue, login, "/agent "+string(verb))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
-		Number: w.issue, Verb: verb, Requester: login, CommentID: comment, ReceivedAt: time.Now().UTC()}
-	w.store.add(tk)
-	return tk
+	return w.commandOn(t, id, w.issue, login, verb, nil)
 }
 
 // botComments are the comments the App wrote on the world's issue.

@@ -59,14 +59,7 @@ func budgetWorld(t *testing.T, budgets []app.Budget, clock *testClock) (*world, 
 // adaFix is a "/agent fix" by ada, with her user id, as intake records it.
 func (w *world) adaFix(t *testing.T, id string) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, w.issue, "ada", "/agent fix")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
-		Number: w.issue, Verb: app.VerbFix, Requester: "ada", RequesterID: adaID, CommentID: comment, ReceivedAt: time.Now().UTC()}
-	w.store.add(tk)
-	return tk
+	return w.commandOn(t, id, w.issue, "ada", app.VerbFix, func(tk *app.Task) { tk.RequesterID = adaID })
 }
 
 // A task that would start with its installation's monthly budget spent

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -83,14 +82,7 @@ func reviewPull(t *testing.T, w *world, stats string) int {
 // reviewTask is "/agent review" by ada on pull request pr.
 func (w *world) reviewTask(t *testing.T, id string, pr int) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, pr, "ada", "/agent review")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
-		Number: pr, IsPR: true, Verb: app.VerbReview, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
-	w.store.add(tk)
-	return tk
+	return w.commandOn(t, id, pr, "ada", app.VerbReview, func(tk *app.Task) { tk.IsPR = true })
 }
 
 // finding is report_finding's arguments; test is a Go test file's content

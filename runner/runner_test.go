@@ -181,12 +181,23 @@ func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes sa
 // would record it.
 func (w *world) task(t *testing.T, id string) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, w.issue, "ada", "/agent fix")
+	return w.command(t, id, "ada", app.VerbFix)
+}
+
+// commandOn is "/agent verb" by login on issue or pull request number,
+// recorded as intake would record it, after edit (when not nil) adds
+// what intake knows besides.
+func (w *world) commandOn(t *testing.T, id string, number int, login string, verb app.Verb, edit func(*app.Task)) app.Task {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, number, login, "/agent "+string(verb))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
-		Number: w.issue, Verb: app.VerbFix, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
+		Number: number, Verb: verb, Requester: login, CommentID: comment, ReceivedAt: time.Now().UTC()}
+	if edit != nil {
+		edit(&tk)
+	}
 	w.store.add(tk)
 	return tk
 }

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/policyinit"
@@ -19,14 +18,7 @@ import (
 // intake would record it.
 func (w *world) setupTask(t *testing.T, id string) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, w.issue, "ada", "/agent setup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: w.inst, Repo: repo,
-		Number: w.issue, Verb: app.VerbSetup, Requester: "ada", CommentID: comment, ReceivedAt: time.Now().UTC()}
-	w.store.add(tk)
-	return tk
+	return w.command(t, id, "ada", app.VerbSetup)
 }
 
 // fileOn is the file path on branch of the world's repository.
