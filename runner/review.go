@@ -28,7 +28,8 @@ import (
 //
 // A fork's head is hostile: its policy is the default branch's as for
 // every task, trigger.allow_forks decides whether it is served at all,
-// and the setup that runs over its tree for a proof has no network.
+// and the setup that runs over its tree for a proof has no network, as
+// every setup over a pull request's head (setupOf).
 func (r *Runner) review(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
@@ -44,12 +45,6 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	tk.rep.phase(ctx, "admission")
 	p := &tk.policy.Policy
 	p.Limits = p.ReviewLimits()
-	if pull.HeadRepo != tk.Repo {
-		// Setup runs over the head's files: a fork's must not reach out.
-		// Setup on any pull request's head is private already (setupOf);
-		// this holds whatever becomes of that.
-		p.Setup.Network = false
-	}
 	r.nameModels(p)
 
 	ws, err := r.readCheckout(ctx, tk)
