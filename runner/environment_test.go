@@ -498,11 +498,13 @@ mkdir -p internal/stats && printf 'package stats\n\nconst Planted = true\n' >int
 func TestSetupPastTheEnvironmentCapIsNotKept(t *testing.T) {
 	t.Parallel()
 	files := demoFiles(t)
-	// 24 files of 32 MiB, each under RLIMIT_FSIZE: 768 MiB in all.
+	// 24 files of 32 MiB, each under RLIMIT_FSIZE: 768 MiB in all, paced
+	// so that the watch, which measures $HOME's seed first, sees the
+	// writes rather than their end on a fast disk.
 	files[app.PolicyPath] = `version: 1
 checks:
   - {name: test, run: "go test ./..."}
-setup: {run: ['i=0; while [ $i -lt 24 ]; do dd if=/dev/zero of="$HOME/fill$i.bin" bs=1M count=32 2>/dev/null || exit 3; i=$((i+1)); done; echo wrote all']}
+setup: {run: ['i=0; while [ $i -lt 24 ]; do dd if=/dev/zero of="$HOME/fill$i.bin" bs=1M count=32 2>/dev/null || exit 3; i=$((i+1)); sleep 0.2; done; echo wrote all']}
 paths: {allow: ["**/*.go"]}
 `
 	envDir := t.TempDir()
