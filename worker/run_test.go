@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/outcome"
@@ -49,16 +48,8 @@ func (e *engine) Close() error {
 // are; it sweeps as it starts, and closes its sandboxes when it stops.
 func TestWorkerOpensItsSandboxesUnderItsLease(t *testing.T) {
 	t.Parallel()
-	rdb, err := queue.Connect(redistest.Start(t).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	leases := queue.NewWorkerLeases(rdb, 0)
-	deployment, err := leases.Deployment(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb := testRedis(t)
+	leases, deployment := deploymentLeases(t, rdb)
 	store := queue.NewStore(rdb)
 	var eng *engine
 	var id string

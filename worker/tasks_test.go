@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/worker"
 )
 
@@ -18,11 +17,7 @@ import (
 func TestIssueTasksOutlastAFlood(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	rdb, err := queue.Connect(redistest.Start(t).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
+	rdb := testRedis(t)
 	c, store := queue.NewClient(rdb), queue.NewStore(rdb)
 	t0 := time.Now().Add(-time.Hour).UTC()
 	task := func(id string, number int, at time.Time) app.Task {
