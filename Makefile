@@ -44,10 +44,18 @@ demo: deps sandbox-image build
 	$(GO) build -o bin/agentbot-demo ./cmd/agentbot-demo
 	bin/agentbot-demo --agentbot $(BIN)
 
-# The shipped suite, scripted unless AGENTBOT_LLM_BASE_URL names a model
-# endpoint; EVAL_FLAGS such as --model M --runs 3 --json.
+# The shipped suite. Unless AGENTBOT_LLM_BASE_URL names a model endpoint,
+# agentbot-demo serves each task's trajectory as one, the model named
+# after the task, and agentbot reaches it as it reaches a real model;
+# EVAL_FLAGS such as --model M --runs 3 --json.
+SUITE := runner/eval/testdata/suite
 eval: deps sandbox-image build
-	$(BIN) eval runner/eval/testdata/suite $(EVAL_FLAGS)
+ifeq ($(AGENTBOT_LLM_BASE_URL),)
+	$(GO) build -o bin/agentbot-demo ./cmd/agentbot-demo
+	bin/agentbot-demo model $(SUITE) -- $(BIN) eval $(SUITE) --model '{task}' $(EVAL_FLAGS)
+else
+	$(BIN) eval $(SUITE) $(EVAL_FLAGS)
+endif
 
 bench: deps sandbox-image
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/queue"
-	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/worker"
 )
 
@@ -14,16 +12,8 @@ import (
 // user of the engine that holds no lease (agentbot run, eval).
 func TestLeasedWorkerAlive(t *testing.T) {
 	t.Parallel()
-	rdb, err := queue.Connect(redistest.Start(t).URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rdb.Close()
-	leases := queue.NewWorkerLeases(rdb, 0)
-	deployment, err := leases.Deployment(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb := testRedis(t)
+	leases, deployment := deploymentLeases(t, rdb)
 	self, other, gone := worker.NewID(deployment), worker.NewID(deployment), worker.NewID(deployment)
 	elsewhere := worker.NewID("another")
 	if self == other || !strings.HasPrefix(self, worker.IDPrefix+deployment+"/") {

@@ -7,6 +7,10 @@
 // simulator and the scripted model) is not agentbot's: the agentbot binary
 // that is deployed links neither, and a dependency test holds it so. The
 // demo still runs that very binary, as a process of its own.
+//
+// "agentbot-demo model" serves the scripted model alone, as an endpoint
+// agentbot reaches as it reaches a real one: "make eval" replays the
+// shipped suite through it.
 package main
 
 import (
@@ -26,13 +30,20 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if status, ok := errors.AsType[exitStatus](err); ok {
+		os.Exit(int(status))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "agentbot-demo:", err)
 		os.Exit(1)
 	}
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "model" {
+		return cmdModel(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("agentbot-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := demo.Config{Stdout: stdout, Stderr: stderr, Logs: getenv("AGENTBOT_DEMO_LOGS") != ""}

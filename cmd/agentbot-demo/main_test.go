@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,5 +52,28 @@ func TestDemo(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(steps) < 8 || !regexp.MustCompile(`^\[ *\d+\.\ds\] demo passed: /agent fix on acme/\S+#1 became pull request #2, and its checks pass$`).MatchString(lines[len(lines)-1]) {
 		t.Errorf("%d timed steps, last line %q", len(steps), lines[len(lines)-1])
+	}
+}
+
+// agentbot-demo model serves a script as a model endpoint to the command
+// it runs, through AGENTBOT_LLM_BASE_URL as agentbot reads it, and exits
+// with the command's status: make eval's verdict is eval's.
+func TestModelServesTheCommand(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	script := filepath.Join(t.TempDir(), "model.yaml")
+	if err := os.WriteFile(script, []byte("steps:\n  - text: \"Reading the test first.\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ask := `curl -sS -H 'Content-Type: application/json' -d '{"model":"any","messages":[{"role":"user","content":"fix it"}]}' "$AGENTBOT_LLM_BASE_URL/chat/completions"; exit 3`
+	var out, errOut ostest.SyncBuffer
+	err := run(t.Context(), []string{"model", script, "--", "sh", "-c", ask}, os.Getenv, &out, &errOut)
+	if status, ok := errors.AsType[exitStatus](err); !ok || status != 3 {
+		t.Errorf("agentbot-demo model = %v; want the command's exit status 3\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), `"content":"Reading the test first."`) {
+		t.Errorf("the command was not answered from the script:\n%s\n%s", out.String(), errOut.String())
 	}
 }

@@ -61,7 +61,7 @@ func TestWorkerAndRunMakeTheSameChange(t *testing.T) {
 		}
 	}
 	result := filepath.Join(t.TempDir(), "result.json")
-	out, err := runCmd(t, "--repo", dir, "--task", w.Title, "--model-script", filepath.Join(sampleDir, "model.yaml"), "--result", result,
+	out, err := runScripted(t, filepath.Join(sampleDir, "model.yaml"), "--repo", dir, "--task", w.Title, "--result", result,
 		"--sandbox-image", sandboxtest.Image(t), "--sandbox-executor", sandboxtest.Executor(t))
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)

@@ -8,26 +8,25 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
-	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // cmdEval runs a suite of tasks through the loop and the sandbox and
 // reports, per task and in total, how many were solved and passed their
-// hidden tests, and what they cost. Each task's trajectory answers unless a
-// model endpoint is configured, as for agentbot run.
+// hidden tests, and what they cost. The model is the endpoint of
+// AGENTBOT_LLM_BASE_URL, as for agentbot run: a suite's trajectories are
+// replayed by serving them there (agentbot-demo model SUITE).
 func cmdEval(ctx context.Context, args []string, env Env) error {
 	if len(args) > 0 && args[0] == "capture" {
 		return cmdEvalCapture(ctx, args[1:], env)
 	}
 	fs := newFlagSet("eval", env)
-	modelName := fs.String("model", "", "the model that edits every task; default each task's model.edit, or \"scripted\" for trajectories")
+	modelName := fs.String("model", "", "the model that edits every task, "+eval.TaskPlaceholder+" standing for the task's name; default each task's model.edit")
 	runs := fs.Int("runs", 1, "runs of each task; the report gives success rates and means")
 	// One at a time by default: a run's time is part of its score, and runs
 	// sharing the machine's cores, or a model endpoint's rate limit, measure
@@ -62,22 +61,19 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	stderr := &lockedWriter{w: env.Stderr}
 	cfg := eval.Config{ModelName: *modelName, Runs: *runs, Parallel: *parallel,
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	if scripted(env) {
-		cfg.DefaultModel = "scripted"
-		if cfg.Model, err = scriptedModels(suite); err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-	} else {
-		llmCfg, err := llm.ConfigFromEnv(env.Getenv)
-		if err != nil {
-			return err
-		}
-		client, err := llm.New(llmCfg)
-		if err != nil {
-			return err
-		}
-		cfg.Model = func(eval.Task) (agent.Model, func(), error) { return client, func() {}, nil }
+	llmCfg, err := llm.ConfigFromEnv(env.Getenv)
+	if err != nil {
+		return err
 	}
+	if llmCfg.BaseURL == "" && llmCfg.APIKey == "" {
+		return errors.New("eval: no model endpoint: set AGENTBOT_LLM_BASE_URL (and AGENTBOT_LLM_API_KEY); " +
+			"make eval serves the suite's trajectories as one (agentbot-demo model SUITE)")
+	}
+	client, err := llm.New(llmCfg)
+	if err != nil {
+		return err
+	}
+	cfg.Model = func(eval.Task) (agent.Model, func(), error) { return client, func() {}, nil }
 	if *executor == "" {
 		if *executor, err = os.Executable(); err != nil {
 			return fmt.Errorf("eval: find this binary for the sandbox: %w", err)
@@ -134,47 +130,6 @@ func parseWithArg(fs *flag.FlagSet, args []string, env Env) (string, error) {
 		return "", usageErrorf(fs, "want one SUITE_DIR, got %d arguments", len(rest))
 	}
 	return rest[0], nil
-}
-
-// scripted says whether no model endpoint is configured, so that the
-// tasks' trajectories answer.
-func scripted(env Env) bool {
-	return env.Getenv("AGENTBOT_LLM_BASE_URL") == "" && env.Getenv("AGENTBOT_LLM_API_KEY") == ""
-}
-
-// scriptedModels loads every task's trajectory before anything runs, and
-// starts a fresh scripted model from it for each run.
-func scriptedModels(s *eval.Suite) (func(eval.Task) (agent.Model, func(), error), error) {
-	scripts := map[string]llmtest.Script{}
-	for _, t := range s.Tasks {
-		if t.Trajectory == "" {
-			return nil, fmt.Errorf("%s: missing: with no model configured (AGENTBOT_LLM_BASE_URL) every task needs its scripted trajectory",
-				filepath.Join(t.Dir, eval.TrajectoryFile))
-		}
-		script, err := llmtest.Load(t.Trajectory)
-		if err != nil {
-			return nil, err
-		}
-		scripts[t.Name] = script
-	}
-	return func(t eval.Task) (agent.Model, func(), error) {
-		script, ok := scripts[t.Name]
-		if !ok {
-			return nil, nil, errors.New("no trajectory loaded for task " + t.Name)
-		}
-		srv, err := llmtest.Start(script)
-		if err != nil {
-			return nil, nil, err
-		}
-		// A script costs nothing and reports its own usage: the client's
-		// warnings about prices and usage would only be noise.
-		c, err := llm.New(llm.Config{BaseURL: srv.URL(), Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			srv.Close()
-			return nil, nil, err
-		}
-		return c, srv.Close, nil
-	}, nil
 }
 
 // lockedWriter lets concurrent runs write whole lines to one writer.

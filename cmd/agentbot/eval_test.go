@@ -15,11 +15,18 @@ import (
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
-// evalCmd runs "agentbot eval" in-process with no model configured, so the
-// trajectories answer, and returns stdout, stderr and the error.
+// evalCmd runs "agentbot eval" in-process with no model configured, and
+// returns stdout, stderr and the error.
 func evalCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	return evalCmdEnv(t, map[string]string{}, args...)
+}
+
+// evalScripted runs "agentbot eval" on suite as make eval does: each
+// task's trajectory is served as the model named after the task.
+func evalScripted(t *testing.T, suite string, args ...string) (string, string, error) {
+	t.Helper()
+	return evalCmdEnv(t, scriptedModel(t, suite), append([]string{suite, "--model", eval.TaskPlaceholder}, args...)...)
 }
 
 func evalCmdEnv(t *testing.T, vars map[string]string, args ...string) (string, string, error) {
@@ -44,7 +51,7 @@ func sandboxArgs(t *testing.T) []string {
 func TestEvalShippedSuite(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
-	out, progress, err := evalCmd(t, append([]string{"../../runner/eval/testdata/suite", "--parallel", "3"}, sandboxArgs(t)...)...)
+	out, progress, err := evalScripted(t, "../../runner/eval/testdata/suite", append([]string{"--parallel", "3"}, sandboxArgs(t)...)...)
 	if err != nil {
 		t.Fatalf("%v\n%s\n%s", err, progress, out)
 	}
@@ -111,7 +118,7 @@ func TestEvalReportsFailuresAndAggregatesRuns(t *testing.T) {
 	t.Parallel()
 	sandboxtest.RequireDocker(t)
 	suite := writeSuite(t, map[string]map[string]string{"good": greetingTask(goodScript), "broken": greetingTask(brokenScript)})
-	out, progress, err := evalCmd(t, append([]string{suite, "--runs", "2", "--parallel", "4", "--json"}, sandboxArgs(t)...)...)
+	out, progress, err := evalScripted(t, suite, append([]string{"--runs", "2", "--parallel", "4", "--json"}, sandboxArgs(t)...)...)
 	if err == nil || exitCode(err) != 1 || !strings.Contains(err.Error(), "2 of 4 runs solved") {
 		t.Fatalf("eval = %v, want exit 1 saying 2 of 4 runs solved\n%s", err, progress)
 	}
@@ -216,12 +223,11 @@ func TestEvalRefusesMalformedSuites(t *testing.T) {
 		{"missing task file", with("task.yaml", ""), "$S/a/task.yaml: missing", nil},
 		{"bad task YAML", with("task.yaml", "title: t\nbody: b\nchecks: [x]\nhidden: true\n"), "$S/a/task.yaml: line 4: cannot unmarshal", nil},
 		{"unknown key", with("task.yaml", "title: t\nbody: b\ncheck: [x]\n"), "$S/a/task.yaml: line 3: field check not found", nil},
-		{"missing trajectory", with("trajectory.yaml", ""), "$S/a/trajectory.yaml: missing", nil},
-		{"bad trajectory", with("trajectory.yaml", "steps:\n  - tool_calls: [{name: finish}]\n    txt: hi\n"), "$S/a/trajectory.yaml: yaml: unmarshal errors:\n  line 3: field txt not found", nil},
 		{"bad policy", with("repo/.github/agent.yml", "version: 1\nlimits: {iterations: many}\n"), "$S/a/repo/.github/agent.yml:2", nil},
 		{"two suites", good, "want one SUITE_DIR, got 2 arguments", []string{"other"}},
 		{"no runs", good, "--runs 0: want 1 or more", []string{"--runs", "0"}},
 		{"no parallel runs", good, "--parallel 0: want 1 or more", []string{"--parallel", "0"}},
+		{"no model endpoint", good, "no model endpoint: set AGENTBOT_LLM_BASE_URL", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -105,7 +105,7 @@ func TestEvalCaptureReplaysAMergedPullRequest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(alone, "trajectory.yaml"), []byte("steps:\n  - tool_calls: [{name: finish, arguments: {summary: \"Nothing to do.\"}}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, progress, err := evalCmd(t, append([]string{suite, "--parallel", "2"}, sandboxArgs(t)...)...)
+	out, progress, err := evalScripted(t, suite, append([]string{"--parallel", "2"}, sandboxArgs(t)...)...)
 	if !strings.Contains(progress, filepath.Base(task)+" run 1: solved, hidden pass") {
 		t.Errorf("the merged change does not pass the hidden test: %v\n%s\n%s", err, progress, out)
 	}

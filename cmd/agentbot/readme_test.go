@@ -135,7 +135,8 @@ type docLine struct {
 
 // shellLines returns the commands of file's ```sh blocks: continuation
 // lines joined, comments dropped, split at ;, &&, || and |, each cut at a
-// redirection or a trailing &, and leading VAR=value words skipped.
+// redirection or a trailing &, leading VAR=value words skipped, and the
+// command that agentbot-demo model runs taken for the line's.
 // Brackets mark optional parts in the examples and are dropped.
 func shellLines(file, text string) []docLine {
 	var out []docLine
@@ -163,6 +164,13 @@ func shellLines(file, text string) []docLine {
 			}
 			if i := slices.IndexFunc(words, func(w string) bool { return w == "&" || strings.HasPrefix(w, ">") || strings.HasPrefix(w, "<") }); i >= 0 {
 				words = words[:i]
+			}
+			// A command run under agentbot-demo's scripted model is checked
+			// as itself.
+			if len(words) > 0 && filepath.Base(words[0]) == "agentbot-demo" {
+				if i := slices.Index(words, "--"); i >= 0 {
+					words = words[i+1:]
+				}
 			}
 			out = append(out, docLine{where: file + ":" + strconv.Itoa(i+1), text: strings.TrimSpace(cmd), words: words})
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
-	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -56,11 +55,14 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 	defer local.close()
 	ws := local.ws
 
-	model, closeModel, err := runModel(f.script, env)
+	llmCfg, err := llm.ConfigFromEnv(env.Getenv)
 	if err != nil {
 		return err
 	}
-	defer closeModel()
+	model, err := llm.New(llmCfg)
+	if err != nil {
+		return err
+	}
 
 	id := fmt.Sprintf("run-%d", os.Getpid())
 	drv, err := f.sb.driver(ctx, id, nil)
@@ -120,19 +122,18 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 // runFlags are agentbot run's flags: the task, and every flag of a
 // worker that changes how a change is made, by the same name.
 type runFlags struct {
-	repo, task, script, model, fastModel, dataDir, result string
-	checks                                                checkFlags
-	apply                                                 bool
-	sb                                                    sandboxFlags
-	setup                                                 setupFlags
-	envs                                                  envCacheFlags
+	repo, task, model, fastModel, dataDir, result string
+	checks                                        checkFlags
+	apply                                         bool
+	sb                                            sandboxFlags
+	setup                                         setupFlags
+	envs                                          envCacheFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.repo, "repo", ".", "the local checkout to work on; it is copied, and changed only with --apply")
 	fs.StringVar(&f.task, "task", "", "what the agent should do")
 	fs.Var(&f.checks, "check", "an acceptance check command, fastest first; repeatable; replaces the policy's checks")
-	fs.StringVar(&f.script, "model-script", "", "answer from this llmtest script file instead of a model")
 	fs.BoolVar(&f.apply, "apply", false, "write the change into --repo when the gate, the checks and the reproduction pass")
 	fs.StringVar(&f.model, "model", "", "the model that edits; default the policy's model.edit")
 	fs.StringVar(&f.fastModel, "fast-model", "", "the model that digests old context; default the policy's model.fast, else --model")
@@ -168,10 +169,7 @@ func (f *runFlags) policy(src string) (app.ServerConfig, app.Policy, error) {
 	}
 	policy.Model.Edit = cmp.Or(f.model, policy.Model.Edit)
 	policy.Model.Fast = cmp.Or(f.fastModel, policy.Model.Fast)
-	switch {
-	case policy.Model.Edit == "" && f.script != "":
-		policy.Model.Edit = "scripted"
-	case policy.Model.Edit == "":
+	if policy.Model.Edit == "" {
 		return server, policy, errors.New("run: no model: set model.edit in .github/agent.yml or pass --model")
 	}
 	return server, policy, nil
@@ -294,34 +292,6 @@ func (c *checkFlags) Set(v string) error {
 	}
 	*c = append(*c, v)
 	return nil
-}
-
-// runModel is the scripted model of --model-script, served on loopback, or
-// the endpoint of AGENTBOT_LLM_BASE_URL.
-func runModel(script string, env Env) (*llm.Client, func(), error) {
-	cfg, err := llm.ConfigFromEnv(env.Getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	stop := func() {}
-	if script != "" {
-		s, err := llmtest.Load(script)
-		if err != nil {
-			return nil, nil, fmt.Errorf("run: --model-script: %w", err)
-		}
-		srv, err := llmtest.Start(s)
-		if err != nil {
-			return nil, nil, err
-		}
-		cfg = llm.Config{BaseURL: srv.URL()}
-		stop = srv.Close
-	}
-	c, err := llm.New(cfg)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return c, stop, nil
 }
 
 // progressLine is one step: step, tool, target, result size, tokens so far,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/internal/ostest"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -62,10 +65,41 @@ const fixScript = `steps:
 // the real one.
 const grepCheck = `grep -q 'return a + b$' calc.go || { echo 'calc_test.go:7: Add(2, 2) = 5, want 4'; exit 1; }`
 
-// runCmd runs agentbot run with args; unless they name an environment
-// cache of their own, the tests' shared one, never the default data
-// directory's.
+// scriptedModel serves path (a script file, or an eval suite's
+// trajectories) as agentbot-demo model does, and returns the environment
+// that points agentbot at it, as at a real model.
+func scriptedModel(t *testing.T, path string) map[string]string {
+	t.Helper()
+	models, err := demo.ScriptedModels(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := llmtest.NewEndpoint(models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.Handler())
+	t.Cleanup(srv.Close)
+	return map[string]string{"AGENTBOT_LLM_BASE_URL": srv.URL + "/v1"}
+}
+
+// runScripted runs agentbot run with args against the script file's
+// scripted model.
+func runScripted(t *testing.T, script string, args ...string) (string, error) {
+	t.Helper()
+	return runCmdEnv(t, scriptedModel(t, script), append(args, "--model", "scripted")...)
+}
+
+// runCmd runs agentbot run with args and no model endpoint.
 func runCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return runCmdEnv(t, nil, args...)
+}
+
+// runCmdEnv runs agentbot run with args and the environment vars; unless
+// args name an environment cache of their own, the tests' shared one,
+// never the default data directory's.
+func runCmdEnv(t *testing.T, vars map[string]string, args ...string) (string, error) {
 	t.Helper()
 	if !slices.Contains(args, "--data-dir") && !slices.Contains(args, "--env-cache-dir") {
 		envs, err := sharedEnvs()
@@ -75,7 +109,7 @@ func runCmd(t *testing.T, args ...string) (string, error) {
 		args = append(args, "--env-cache-dir", envs)
 	}
 	var out bytes.Buffer
-	env := Env{Getenv: func(string) string { return "" }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
+	env := Env{Getenv: func(k string) string { return vars[k] }, Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out}
 	err := run(context.Background(), append([]string{"run"}, args...), env)
 	return out.String(), err
 }
@@ -89,7 +123,7 @@ func runCalc(t *testing.T, dir, steps, check string, args ...string) (string, er
 	if err := os.WriteFile(script, []byte(steps), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return runCmd(t, append([]string{"--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script,
+	return runScripted(t, script, append([]string{"--repo", dir, "--task", "make TestAdd pass", "--check", check,
 		"--sandbox-image", sandboxtest.Image(t), "--sandbox-executor", sandboxtest.Executor(t)}, args...)...)
 }
 
@@ -107,9 +141,9 @@ func TestRunInSandbox(t *testing.T) {
 		t.Fatal(err)
 	}
 	seeded := `ls "$HOME"/.cache/go-build | grep -q . || exit 3; `
-	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", seeded + grepCheck, "--model-script", script, "--image", image, "--executor", executor}
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", seeded + grepCheck, "--image", image, "--executor", executor}
 
-	out, err := runCmd(t, args...)
+	out, err := runScripted(t, script, args...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -138,7 +172,7 @@ func TestRunInSandbox(t *testing.T) {
 		t.Fatal("run changed the checkout without --apply")
 	}
 
-	if out, err = runCmd(t, append(args, "--apply")...); err != nil {
+	if out, err = runScripted(t, script, append(args, "--apply")...); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "calc.go")); !strings.Contains(string(b), "return a + b\n") || !strings.Contains(out, "applied 1 files") {
@@ -154,10 +188,9 @@ func TestRunRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--repo", dir}, "--task is required"},
-		{[]string{"--repo", dir, "--task", "fix", "--model-script", "x.yaml"}, "defines no checks"},
-		{[]string{"--repo", dir, "--task", "fix", "--model-script", "x.yaml"}, "For this Go module (go.mod):\n\n```yaml\nchecks:\n  - {name: build"},
+		{[]string{"--repo", dir, "--task", "fix", "--model", "m"}, "defines no checks"},
+		{[]string{"--repo", dir, "--task", "fix", "--model", "m"}, "For this Go module (go.mod):\n\n```yaml\nchecks:\n  - {name: build"},
 		{[]string{"--repo", dir, "--task", "fix", "--check", "true"}, "no model"},
-		{[]string{"--repo", dir, "--task", "fix", "--check", "true", "--model-script", filepath.Join(dir, "missing.yaml"), "--executor", "/bin/true"}, "--model-script"},
 		{[]string{"--repo", dir, "--task", "fix", "--check", ""}, "a check may not be empty"},
 	}
 	for _, c := range cases {
@@ -197,19 +230,19 @@ setup:
 	}
 	// The check needs what setup left in $HOME: the prepared environment.
 	check := `test -f "$HOME/prepared" || exit 3; ` + grepCheck
-	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", check, "--model-script", script, "--image", image, "--executor", executor,
+	args := []string{"--repo", dir, "--task", "make TestAdd pass", "--check", check, "--image", image, "--executor", executor,
 		"--data-dir", t.TempDir()}
 
-	out, err := runCmd(t, args...)
+	out, err := runScripted(t, script, args...)
 	if err == nil || !strings.Contains(err.Error(), "pass --setup-network") {
 		t.Errorf("setup.network without --setup-network: %v; want a refusal naming the flag\n%s", err, out)
 	}
-	out, err = runCmd(t, append(args, "--allow-host", gw+":"+allowed.Port)...)
+	out, err = runScripted(t, script, append(args, "--allow-host", gw+":"+allowed.Port)...)
 	if err == nil || !strings.Contains(err.Error(), "--allow-host needs --setup-network") {
 		t.Errorf("--allow-host alone: %v\n%s", err, out)
 	}
 
-	out, err = runCmd(t, append(args, "--setup-network", "--allow-host", gw+":"+allowed.Port)...)
+	out, err = runScripted(t, script, append(args, "--setup-network", "--allow-host", gw+":"+allowed.Port)...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -231,7 +264,7 @@ setup:
 	// The same lock files and setup: the environment is reused, setup
 	// does not run.
 	served := allowed.Requests.Load()
-	out, err = runCmd(t, append(args, "--setup-network", "--allow-host", gw+":"+allowed.Port)...)
+	out, err = runScripted(t, script, append(args, "--setup-network", "--allow-host", gw+":"+allowed.Port)...)
 	if err != nil {
 		t.Fatalf("second run: %v\n%s", err, out)
 	}

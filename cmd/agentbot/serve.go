@@ -22,6 +22,7 @@ import (
 	"github.com/agentbot/agentbot/app/admin"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/webhook"
+	"github.com/agentbot/agentbot/worker"
 )
 
 const (
@@ -147,27 +148,7 @@ func cmdServe(ctx context.Context, args []string, env Env) error {
 			return runWorkers(ctx, rdb, cfg.worker, env, log, outcomes, nil)
 		})
 	}
-	return runTogether(ctx, parts...)
-}
-
-// runTogether runs each part until ctx is cancelled or one of them
-// returns, which stops the others, and returns all their errors: the
-// intake, the admin pages and the workers of one process stop together.
-func runTogether(ctx context.Context, parts ...func(context.Context) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, len(parts))
-	for _, run := range parts {
-		go func() {
-			defer cancel()
-			done <- run(ctx)
-		}()
-	}
-	errs := make([]error, len(parts))
-	for i := range parts {
-		errs[i] = <-done
-	}
-	return errors.Join(errs...)
+	return worker.Together(ctx, parts...)
 }
 
 // newLogger returns the JSON logger every long-running command uses.

@@ -15,7 +15,7 @@ import (
 )
 
 // TestOTLPEndpointExportsTraces configures a worker's trace log with
-// --otlp-endpoint, as runWorkers does, and checks that an event reaches
+// --otlp-endpoint, as a worker's wiring does, and checks that an event reaches
 // both Redis and a collector on loopback.
 func TestOTLPEndpointExportsTraces(t *testing.T) {
 	t.Parallel()

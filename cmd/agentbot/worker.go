@@ -20,12 +20,6 @@ import (
 	"github.com/agentbot/agentbot/worker"
 )
 
-// workerShutdown is how long a stopping worker waits for its tasks: they
-// save their state after every step, so this only needs to cover one save
-// and the sandbox's removal; what is still running goes back to the queue
-// and resumes elsewhere.
-const workerShutdown = 15 * time.Second
-
 // workerConfig is what a worker reads from its flags and environment, on
 // top of the App identity flags.
 type workerConfig struct {
@@ -136,13 +130,13 @@ func cmdWorker(ctx context.Context, args []string, env Env) error {
 			return listenAndServe(ctx, *metricsAddr, workerHTTP(rdb, reg, started.Load), log.With("server", "metrics"))
 		})
 	}
-	return runTogether(ctx, parts...)
+	return worker.Together(ctx, parts...)
 }
 
-// runWorkers processes queued tasks until ctx is cancelled, then saves and
-// hands back what is running. Outcomes are counted in metrics when the
-// process exports them (serve, and worker on --metrics-addr); nil otherwise.
-// started, when set, is called once the workers take tasks.
+// runWorkers builds a worker from cfg and runs it until ctx is
+// cancelled. Outcomes are counted in metrics when the process exports them
+// (serve, and worker on --metrics-addr); nil otherwise. started, when set,
+// is called once the worker takes tasks.
 func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig, env Env, log *slog.Logger, metrics *queue.OutcomeMetrics, started func()) error {
 	perInstallation, err := cfg.maxPerInstallation()
 	if err != nil {
@@ -166,25 +160,6 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	lease, err := worker.Hold(ctx, queue.NewWorkerLeases(rdb, 0), log)
-	if err != nil {
-		return err
-	}
-	// Released last, once this worker's sandboxes are closed.
-	defer lease.Release()
-	workerID := lease.ID
-	drv, err := cfg.driver(ctx, workerID, log)
-	if err != nil {
-		return err
-	}
-	defer drv.Close()
-	if err := cfg.reach.proveUnreachable(ctx, env, drv, redisAddr(rdb), cfg.dataDir, log); err != nil {
-		return err
-	}
-	ws := workspace.NewManager(cfg.dataDir, workspace.Options{Logger: log, SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL})
-	defer ws.Close()
-	orphans := worker.Sweeper{Sandboxes: drv, Trees: ws, Alive: lease.Alive, Log: log}
-	orphans.Sweep(ctx)
 	envs, err := cfg.envs.open(cfg.dataDir)
 	if err != nil {
 		return err
@@ -207,27 +182,34 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	r, err := runner.New(runner.Config{
-		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
-		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
-		Budgets: queue.NewBudgets(rdb),
-		Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb), Pages: pages,
-		Tasks: storeTasks{store}, Pulls: store, Locks: queue.NewLocks(rdb), Notes: store,
-		Bot:    workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
-		Logger: log.With("worker", workerID), Envs: envs,
+	return worker.Run(ctx, worker.Config{
+		Redis: rdb,
+		Runner: runner.Config{
+			GitHub: githubapp.New(gh), Server: server, SetupCABundle: caBundle,
+			Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
+			Budgets: queue.NewBudgets(rdb),
+			Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb), Pages: pages,
+			Tasks: worker.Tasks{Store: store}, Pulls: store, Locks: queue.NewLocks(rdb), Notes: store,
+			Bot:  workspace.Signature{Name: cfg.botName, Email: cfg.botName + "@users.noreply.github.com"},
+			Envs: envs,
+		},
+		Sandboxes: func(ctx context.Context, workerID string) (worker.Driver, error) {
+			drv, err := cfg.driver(ctx, workerID, log)
+			if err != nil {
+				return nil, err
+			}
+			if err := cfg.reach.proveUnreachable(ctx, env, drv, redisAddr(rdb), cfg.dataDir, log); err != nil {
+				drv.Close()
+				return nil, err
+			}
+			return drv, nil
+		},
+		DataDir:   cfg.dataDir,
+		Workspace: workspace.Options{SpareTrees: cfg.spareTrees, SpareTTL: cfg.spareTTL},
+		Tokens:    gh, Metrics: metrics,
+		Concurrency: cfg.concurrency, MaxPerInstallation: perInstallation, OrphanSweep: cfg.orphanSweep,
+		Log: log, Started: started,
 	})
-	if err != nil {
-		return err
-	}
-	log.Info("worker started", "worker", workerID, "concurrency", cfg.concurrency, "image", cfg.image)
-	if started != nil {
-		started()
-	}
-	return runTogether(ctx, queue.NewServer(rdb, r, queue.ServerConfig{
-		Concurrency: cfg.concurrency, ShutdownTimeout: workerShutdown, Logger: log, MaxPerInstallation: perInstallation,
-	}).Run,
-		outcomeRecorder(rdb, gh, cfg.dataDir, metrics, log),
-		orphans.Every(cfg.orphanSweep))
 }
 
 // maxPerInstallation is the limit of one installation's running tasks:
@@ -240,19 +222,4 @@ func (c *workerConfig) maxPerInstallation() (int, error) {
 		return max(c.concurrency/2, 1), nil
 	}
 	return c.perInstallation, nil
-}
-
-// storeTasks finds an issue's tasks through the store's per-issue index.
-type storeTasks struct{ store *queue.Store }
-
-func (s storeTasks) OnIssue(ctx context.Context, repo string, number int) ([]runner.TaskState, error) {
-	recs, err := s.store.TasksOfIssue(ctx, repo, number)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]runner.TaskState, len(recs))
-	for i, r := range recs {
-		out[i] = runner.TaskState{Task: r.Task, State: r.State, Step: r.Step}
-	}
-	return out, nil
 }

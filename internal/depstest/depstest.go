@@ -24,9 +24,9 @@ var (
 	// GitHubClient is GitHub's API: the App's clients and the packages
 	// that create them.
 	GitHubClient = []string{"github.com/google/go-github", "github.com/bradleyfalzon/ghinstallation", Module + "/app/github"}
-	// Simulators are the outside world's stand-ins and the demo built on
-	// them.
-	Simulators = []string{Module + "/sim", Module + "/demo"}
+	// Simulators are the outside world's stand-ins (GitHub's, and the
+	// scripted model's) and the demo built on them.
+	Simulators = []string{Module + "/sim", Module + "/runner/llm/llmtest", Module + "/demo"}
 )
 
 // Package is one package pkg links.

@@ -60,8 +60,9 @@ type Config struct {
 	// the same client for every run, or a scripted model started afresh
 	// from the task's trajectory.
 	Model func(Task) (agent.Model, func(), error)
-	// ModelName, when set, replaces every task's policy model.edit;
-	// DefaultModel names the model of tasks whose policy names none.
+	// ModelName, when set, replaces every task's policy model.edit, with
+	// TaskPlaceholder in it replaced by the task's name; DefaultModel names
+	// the model of tasks whose policy names none.
 	ModelName, DefaultModel string
 	// Runs of each task; less than 1 means 1.
 	Runs int
@@ -183,10 +184,14 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	return newReport(s, cfg.Runs, results), nil
 }
 
+// TaskPlaceholder in Config.ModelName stands for each task's name: a
+// model per task, such as the trajectories a scripted endpoint serves.
+const TaskPlaceholder = "{task}"
+
 func (cfg *Config) model(t Task) string {
 	switch {
 	case cfg.ModelName != "":
-		return cfg.ModelName
+		return strings.ReplaceAll(cfg.ModelName, TaskPlaceholder, t.Name)
 	case t.Policy.Model.Edit != "":
 		return t.Policy.Model.Edit
 	}

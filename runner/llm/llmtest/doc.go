@@ -24,10 +24,18 @@
 // request shares with the previous one counted as cached, as a provider's
 // prompt cache would.
 //
+// # Endpoints
+//
+// A Server deals its steps out in order to whoever asks, which a test of
+// one loop wants. An Endpoint serves scripts to programs that reach it as
+// a model provider, through their base URL ("agentbot-demo model"): the
+// request's model picks the script, and each conversation is answered
+// from a fresh copy of it, so that runs going at once each replay it whole.
+//
 // # Script files
 //
-// Load reads a script from YAML or JSON (for "agentbot run --model-script"
-// and recorded demos). Unknown keys are errors. The format:
+// Load reads a script from YAML or JSON (for "agentbot-demo model" and
+// recorded demos). Unknown keys are errors. The format:
 //
 //	usage:                     # optional; per answer unless a step sets its own
 //	  prompt_tokens: 1200

@@ -9,8 +9,8 @@ import (
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
-// A script file stands in for the model outside tests, as
-// "agentbot run --model-script FILE" does.
+// A script stands in for the model outside tests, as "agentbot-demo model
+// FILE" serves it.
 func ExampleStart() {
 	script, err := llmtest.Parse([]byte(`
 steps:

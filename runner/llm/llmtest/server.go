@@ -67,8 +67,8 @@ func (r Request) ToolResults() []llm.Message {
 }
 
 // TB is the part of testing.TB that NewServer uses. Naming it here rather
-// than importing testing keeps the testing package out of the agentbot
-// binary, whose eval and run --model-script replay scripts.
+// than importing testing keeps the testing package out of agentbot-demo,
+// which serves scripts.
 type TB interface {
 	Helper()
 	Fatalf(format string, args ...any)
@@ -90,21 +90,34 @@ func NewServer(t TB, s Script) *Server {
 // Start checks the script and starts a server answering from it on a
 // loopback port. The caller closes it.
 func Start(s Script) (*Server, error) {
+	srv, err := newServer(s)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(completionsRoute, srv.complete)
+	srv.srv = httptest.NewServer(mux)
+	return srv, nil
+}
+
+// completionsRoute is the one route of the chat-completions protocol a
+// scripted model serves.
+const completionsRoute = "POST /v1/chat/completions"
+
+// newServer checks the script and returns its answering state, serving
+// nothing yet.
+func newServer(s Script) (*Server, error) {
 	rules := slices.Clone(s.Rules) // compiling must not touch the caller's script
 	s.Rules = rules
 	if err := s.compile(); err != nil {
 		return nil, fmt.Errorf("model script: %w", err)
 	}
-	srv := &Server{
+	return &Server{
 		steps:    slices.Clone(s.Steps),
 		rules:    rules,
 		ruleUses: make([]int, len(rules)),
 		usage:    s.Usage,
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", srv.complete)
-	srv.srv = httptest.NewServer(mux)
-	return srv, nil
+	}, nil
 }
 
 // URL is the base URL a client is configured with; it ends in /v1.
@@ -128,18 +141,32 @@ func (s *Server) Pending() int {
 }
 
 func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	req, body, ok := readRequest(w, r)
+	if ok {
+		s.answer(w, r, req, body)
+	}
+}
+
+// readRequest reads and decodes a request, answering a 400 itself when it
+// is not one the real API would take.
+func readRequest(w http.ResponseWriter, r *http.Request) (Request, []byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("read request: %v", err))
-		return
+		return Request{}, nil, false
 	}
 	req, err := decodeRequest(body)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
-		return
+		return Request{}, nil, false
 	}
 	req.Header = r.Header.Clone()
+	return req, body, true
+}
 
+// answer answers req from the script and returns the assistant message it
+// sent, if it sent a completion.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, body []byte) (llm.Message, bool) {
 	s.mu.Lock()
 	n := len(s.requests) + 1
 	s.requests = append(s.requests, req)
@@ -151,13 +178,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		writeError(w, http.StatusBadRequest, "script_exhausted",
 			fmt.Sprintf("llmtest: script exhausted: request %d matched no rule and all %d steps are used", n, len(s.steps)))
-		return
+		return llm.Message{}, false
 	}
 	if step.Delay > 0 {
 		select {
 		case <-time.After(step.Delay):
 		case <-r.Context().Done():
-			return
+			return llm.Message{}, false
 		}
 	}
 	switch {
@@ -177,9 +204,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, step.Body)
 	default:
+		c := s.completion(n, req, step, len(body), cached)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(s.completion(n, req, step, len(body), cached))
+		_ = json.NewEncoder(w).Encode(c)
+		m, err := c.Choices[0].Message.decode()
+		return m, err == nil
 	}
+	return llm.Message{}, false
 }
 
 // choose picks the answer to req: the first matching rule with uses left,
