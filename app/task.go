@@ -104,7 +104,7 @@ type Task struct {
 	// itself: it runs only when the default branch's review.auto asks for
 	// it.
 	Auto       *AutoReview `json:"auto,omitempty"`
-	ReceivedAt time.Time `json:"created_at"`
+	ReceivedAt time.Time   `json:"created_at"`
 }
 
 // ReviewRef names a submitted pull request review whose inline comments a
