@@ -31,6 +31,10 @@ import (
 // and the setup that runs over its tree for a proof has no network, as
 // every setup over a pull request's head (setupOf).
 func (r *Runner) review(ctx context.Context, tk *task) error {
+	if tk.Auto != nil {
+		// Nobody asked in words: the review and its check run say all.
+		tk.status = unsaid{}
+	}
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
@@ -57,6 +61,9 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		// Histories that share no commit: the base branch as it is.
 		tk.log.Warn("no merge base; reviewing against the base branch's head", "base", pull.BaseSHA, "err", err)
 		base = pull.BaseSHA
+	}
+	if ok, err := r.touchesPaths(ctx, tk, ws, base); !ok || err != nil {
+		return err
 	}
 	diff, err := ws.DiffSince(ctx, base)
 	if err != nil {
@@ -91,6 +98,50 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	}
 	return r.postReview(ctx, tk, st, diff)
 }
+
+// autoReview decides on a review a pull request event started: the
+// policy's review.auto and review.drafts, trigger.allow_forks for a fork's
+// pull request, and the head the event named, which must still be the
+// pull request's (a later push's event reviews the later head). It is the
+// worker's decision, not intake's: the policy is the default branch's,
+// which only the worker reads, and intake answers without a GitHub call.
+func autoReview(tk *task) app.Decision {
+	pull := tk.issue.Pull
+	p := tk.policy.Policy
+	switch d := p.Review.Starts(*tk.Auto); {
+	case !d.Allowed:
+		return d
+	case pull == nil:
+		return app.Decision{Reason: fmt.Sprintf("#%d is no pull request", tk.Number)}
+	case pull.HeadSHA != tk.Auto.HeadSHA:
+		return app.Decision{Reason: fmt.Sprintf("the pull request's head moved from %s to %s, whose own event reviews it", shortSHA(tk.Auto.HeadSHA), shortSHA(pull.HeadSHA))}
+	case pull.HeadRepo != tk.Repo && !p.Trigger.AllowForks:
+		return app.Decision{Reason: "the pull request comes from a fork, and trigger.allow_forks is false"}
+	default:
+		return d
+	}
+}
+
+// touchesPaths ends an automatic review, quietly, of a pull request that
+// changes none of review.paths since base; ok says whether it goes on.
+func (r *Runner) touchesPaths(ctx context.Context, tk *task, ws *workspace.Workspace, base string) (ok bool, err error) {
+	if tk.Auto == nil || len(tk.policy.Policy.Review.Paths) == 0 {
+		return true, nil
+	}
+	changed, err := ws.ChangedPaths(ctx, base)
+	if err != nil {
+		return false, err
+	}
+	if tk.policy.Policy.Review.Touches(changed) {
+		return true, nil
+	}
+	return false, tk.rep.ignore(ctx, "the pull request changes none of review.paths")
+}
+
+// unsaid is the status comment of a task nobody asked for in words.
+type unsaid struct{}
+
+func (unsaid) Set(context.Context, string) error { return nil }
 
 // reviewLoop runs the read-only review loop over ws, the head, whose
 // change since base is diff.
