@@ -223,3 +223,11 @@ func (r ReviewPolicy) Starts(a AutoReview) Decision {
 	}
 	return Decision{Allowed: true, Reason: fmt.Sprintf("review.auto is %s: pull_request %s", r.Auto, a.Action)}
 }
+
+// ReviewThread is one review thread of a pull request: its GraphQL node
+// id, whether it is resolved, and the comment that begins it.
+type ReviewThread struct {
+	ID        string
+	Resolved  bool
+	CommentID int64
+}

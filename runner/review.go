@@ -69,9 +69,19 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
+	prior, err := r.priorReview(ctx, tk)
+	if err != nil {
+		return err
+	}
+	since, shown := sinceReview(ctx, tk, ws, prior, base), diff
+	if since != base {
+		if shown, err = ws.DiffSince(ctx, since); err != nil {
+			return err
+		}
+	}
 	tk.rep.phase(ctx, "workspace")
 
-	st, err := r.reviewLoop(ctx, tk, ws, base, diff)
+	st, err := r.reviewLoop(ctx, tk, ws, base, since, shown)
 	if err != nil {
 		return err
 	}
@@ -94,6 +104,9 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	}
 	tk.prog.Review = rv
 	if err := r.proveAll(ctx, tk, ws, rv); err != nil {
+		return err
+	}
+	if err := r.recheck(ctx, tk, ws, prior); err != nil {
 		return err
 	}
 	return r.postReview(ctx, tk, st, diff)
@@ -143,9 +156,10 @@ type unsaid struct{}
 
 func (unsaid) Set(context.Context, string) error { return nil }
 
-// reviewLoop runs the read-only review loop over ws, the head, whose
-// change since base is diff.
-func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspace, base, diff string) (*agent.State, error) {
+// reviewLoop runs the read-only review loop over ws, the head, which left
+// the base branch at base; diff is its change since the commit since:
+// base, or the head an earlier review read.
+func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspace, base, since, diff string) (*agent.State, error) {
 	p := tk.policy.Policy
 	th, err := r.thread(ctx, tk)
 	if err != nil {
@@ -171,7 +185,7 @@ func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspa
 		ask += " The reviewer asks: " + q
 	}
 	text, err := prompts.ReviewTask(prompts.ReviewTaskData{Task: prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
-		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: shortSHA(base), Head: shortSHA(ws.Base()), Diff: diff})
+		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: shortSHA(since), Head: shortSHA(ws.Base()), Again: since != base, Diff: diff})
 	if err != nil {
 		return nil, err
 	}
@@ -205,12 +219,18 @@ type reviewProgress struct {
 	Findings []reviewed `json:"findings"`
 	Posted   int        `json:"posted,omitempty"` // inline comments posted
 	ReviewID int64      `json:"review_id,omitempty"`
+	// Rechecked are the earlier reviews' findings whose open thread this
+	// review ran the test of again (review_again.go).
+	Rechecked []rechecked `json:"rechecked,omitempty"`
 }
 
 // reviewed is a finding and its proof.
 type reviewed struct {
 	tools.Finding
 	Proof *Proof `json:"proof,omitempty"`
+	// CommentID is the inline comment that posted it, which begins its
+	// thread; 0 when it was not posted inline.
+	CommentID int64 `json:"comment_id,omitempty"`
 }
 
 // Proof is what the host observed of a finding's test: run over the
@@ -261,13 +281,7 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 // by the host, a fresh sandbox without network, the policy's checks in
 // order (a plain "go test" narrowed to the file's tests).
 func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, base string, f tools.Finding, id string) (*Proof, error) {
-	files := map[string]string{f.Test.Path: f.Test.Content}
-	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
-	headTree, err := ws.WithFiles(ctx, ws.Base(), files)
-	if err != nil {
-		return nil, err
-	}
-	hv, err := r.fresh(ctx, tk).Run(ctx, ws, headTree, id+"-head", checks)
+	hv, checks, err := r.runTest(ctx, tk, ws, ws.Base(), f, id+"-head")
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +299,7 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 		pr.Proven, pr.BaseLacks = true, true // the code is new: failing on the head proves it
 		return pr, nil
 	}
-	baseTree, err := ws.WithFiles(ctx, base, files)
-	if err != nil {
-		return nil, err
-	}
-	bv, err := r.fresh(ctx, tk).Run(ctx, ws, baseTree, id+"-base", checks)
+	bv, _, err := r.runTest(ctx, tk, ws, base, f, id+"-base")
 	if err != nil {
 		return nil, err
 	}
@@ -309,6 +319,19 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 		pr.Proven, pr.BaseLacks = true, true
 	}
 	return pr, nil
+}
+
+// runTest runs f's test over the commit at with the test file laid over
+// it, in a fresh sandbox (id) without network, through the policy's checks
+// (a plain "go test" narrowed to the file's tests), which it returns.
+func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace, at string, f tools.Finding, id string) (Verification, []app.Check, error) {
+	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
+	tree, err := ws.WithFiles(ctx, at, map[string]string{f.Test.Path: f.Test.Content})
+	if err != nil {
+		return Verification{}, nil, err
+	}
+	v, err := r.fresh(ctx, tk).Run(ctx, ws, tree, id, checks)
+	return v, checks, err
 }
 
 // failsWithTest reports whether v failed because a test failed, not
