@@ -89,7 +89,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
 		text := fmt.Sprintf("❌ **No review.** %s\n\n<sub>%s</sub>\n\n%s", reasonLine(st, failure{stop: st.Stop}), usageLine(st), quoteRequest(tk))
-		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No review: " + reasonLine(st, failure{stop: st.Stop}),
+		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Name: app.ReviewCheckName, Title: "No review: " + reasonLine(st, failure{stop: st.Stop}),
 			Summary: text, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}

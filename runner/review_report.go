@@ -78,7 +78,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 	if len(posted) > 0 {
 		summary = findingsList(tk, posted)
 	}
-	if err := tk.rep.completeCheck(ctx, conclusion, app.CheckOutput{Title: "Review: " + title,
+	if err := tk.rep.completeCheck(ctx, conclusion, app.CheckOutput{Name: app.ReviewCheckName, Title: "Review: " + title,
 		Summary: summary + "\n\n" + usageLine(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
 		return err
 	}
