@@ -222,6 +222,9 @@ type reviewProgress struct {
 	// Rechecked are the earlier reviews' findings whose open thread this
 	// review ran the test of again (review_again.go).
 	Rechecked []rechecked `json:"rechecked,omitempty"`
+	// Carried are the earlier findings still open after this review, for
+	// the next one to look at again.
+	Carried []reviewed `json:"carried,omitempty"`
 }
 
 // reviewed is a finding and its proof.

@@ -58,17 +58,41 @@ func sinceReview(ctx context.Context, tk *task, ws *workspace.Workspace, prior *
 	return prior.head
 }
 
-// rechecked is an earlier finding whose test ran again on this head.
+// rechecked is an earlier finding this review looked at again.
 type rechecked struct {
 	CommentID int64 `json:"comment_id"`
-	// Fixed: the test passes on this head, so the thread was resolved.
-	Fixed bool `json:"fixed"`
+	// Fixed: its test passes on this head, so its thread was resolved.
+	Fixed bool `json:"fixed,omitempty"`
+	// Dismissed: someone resolved its thread with no commit fixing it.
+	Dismissed bool `json:"dismissed,omitempty"`
 }
 
-// recheck runs again the test of each of prior's findings whose test
-// failed on its head and whose thread is open, saving after each.
+// open are the findings of prior that a later review looks at again:
+// its own posted inline, and those it carried from earlier reviews.
+func (p *priorReview) open() []reviewed {
+	var out []reviewed
+	for _, f := range append(slices.Clone(p.rv.Findings), p.rv.Carried...) {
+		if f.CommentID != 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// failedOnHead reports whether f's test failed on the head it was
+// posted for: a test worth running again.
+func failedOnHead(f reviewed) bool {
+	return f.Test != nil && f.Proof != nil && (f.Proof.Proven || f.Proof.PreExisting)
+}
+
+// recheck looks again at each finding prior left open. A thread someone
+// resolved while the finding's test did not pass is a dismissal. In an
+// open thread, the test of a finding that failed on its head runs on
+// this head: passing, the thread gets a reply and is resolved; failing,
+// or with no test to run, the finding is carried to the next review.
+// Progress is saved after each.
 func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace, prior *priorReview) error {
-	if prior == nil || prior.head == ws.Base() {
+	if prior == nil {
 		return nil
 	}
 	rv := tk.prog.Review
@@ -76,40 +100,50 @@ func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace,
 	if err != nil {
 		return err
 	}
-	open := map[int64]string{}
+	byComment := map[int64]app.ReviewThread{}
 	for _, t := range threads {
-		if !t.Resolved {
-			open[t.CommentID] = t.ID
-		}
+		byComment[t.CommentID] = t
 	}
-	for i, f := range prior.rv.Findings {
-		thread, isOpen := open[f.CommentID]
-		done := slices.ContainsFunc(rv.Rechecked, func(c rechecked) bool { return c.CommentID == f.CommentID })
-		if f.Test == nil || f.CommentID == 0 || !isOpen || done || f.Proof == nil || (!f.Proof.Proven && !f.Proof.PreExisting) {
+	for i, f := range prior.open() {
+		thread, listed := byComment[f.CommentID]
+		if !listed || slices.ContainsFunc(rv.Rechecked, func(c rechecked) bool { return c.CommentID == f.CommentID }) {
 			continue
 		}
-		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of an earlier finding on %s", shortSHA(ws.Base()))); err != nil {
-			return err
-		}
-		v, _, err := r.runTest(ctx, tk, ws, ws.Base(), f.Finding, fmt.Sprintf("%s-again%d", tk.ID, i+1))
-		if err != nil {
-			return err
-		}
-		traceProof(ctx, tk, "again", ws.Base(), v)
-		if v.Passed {
-			reply := fmt.Sprintf("✅ **Fixed on `%s`.** The test of this finding, %s, passes there in a fresh sandbox: what it showed no longer reproduces.",
-				shortSHA(ws.Base()), app.CodeSpan(f.Test.Path, ownIssue(tk)))
-			if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, f.CommentID, tk.ID, reply); err != nil {
-				return err
-			}
-			if err := tk.inst.ResolveThread(ctx, thread); err != nil {
+		c := rechecked{CommentID: f.CommentID, Dismissed: thread.Resolved}
+		if !thread.Resolved && failedOnHead(f) && prior.head != ws.Base() {
+			if c.Fixed, err = r.testAgain(ctx, tk, ws, f, thread.ID, fmt.Sprintf("%s-again%d", tk.ID, i+1)); err != nil {
 				return err
 			}
 		}
-		rv.Rechecked = append(rv.Rechecked, rechecked{CommentID: f.CommentID, Fixed: v.Passed})
+		if !c.Fixed && !c.Dismissed {
+			rv.Carried = append(rv.Carried, f)
+		}
+		rv.Rechecked = append(rv.Rechecked, c)
 		if err := tk.rep.save(ctx); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// testAgain runs f's test on the head; when it passes, it says so in the
+// finding's thread and resolves it.
+func (r *Runner) testAgain(ctx context.Context, tk *task, ws *workspace.Workspace, f reviewed, thread, id string) (fixed bool, err error) {
+	if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of an earlier finding on %s", shortSHA(ws.Base()))); err != nil {
+		return false, err
+	}
+	v, _, err := r.runTest(ctx, tk, ws, ws.Base(), f.Finding, id)
+	if err != nil {
+		return false, err
+	}
+	traceProof(ctx, tk, "again", ws.Base(), v)
+	if !v.Passed {
+		return false, nil
+	}
+	reply := fmt.Sprintf("✅ **Fixed on `%s`.** The test of this finding, %s, passes there in a fresh sandbox: what it showed no longer reproduces.",
+		shortSHA(ws.Base()), app.CodeSpan(f.Test.Path, ownIssue(tk)))
+	if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, f.CommentID, tk.ID, reply); err != nil {
+		return false, err
+	}
+	return true, tk.inst.ResolveThread(ctx, thread)
 }

@@ -72,3 +72,51 @@ func TestReviewAfterAFixingPushResolvesTheThread(t *testing.T) {
 		t.Errorf("the second review's outcome %+v; want 1 finding resolved", o.Review)
 	}
 }
+
+// A finding whose thread someone resolves with no commit fixing it is
+// dismissed, counted by the next review; one left open is carried to the
+// review after, which counts its dismissal then.
+func TestReviewCountsDismissedFindings(t *testing.T) {
+	t.Parallel()
+	w := newWorldWithoutSandboxes(t, reviewPolicy, llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{
+			finding(t, "high", "stats.go", meanLine, "Mean divides in integers", "", ""),
+			finding(t, "high", "stats.go", 16, "Mean of nothing", "", ""),
+		}},
+		{ToolCalls: []llmtest.Call{finishReview("Two remarks.")}},
+		{ToolCalls: []llmtest.Call{finishReview("Nothing new.")}},
+		{ToolCalls: []llmtest.Call{finishReview("Nothing new.")}},
+	}})
+	rec := w.recorded(t)
+	pr := reviewPull(t, w, buggyStats)
+	runReview(t, w, w.reviewTask(t, "V1", pr))
+	comments := w.sim.ReviewComments(repo, pr)
+	if len(comments) != 2 {
+		t.Fatalf("%d inline comments; want 2", len(comments))
+	}
+	push := func(n int) {
+		t.Helper()
+		content := strings.Replace(buggyStats, "// Sum returns", fmt.Sprintf("// (%d) Sum returns", n), 1)
+		if _, err := w.sim.Commit(repo, "mean", "grace", "Touch", map[string]string{"stats.go": content}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.sim.ResolveThread(repo, comments[0].ID, "grace"); err != nil {
+		t.Fatal(err)
+	}
+	push(1)
+	runReview(t, w, w.reviewTask(t, "V2", pr))
+	if err := w.sim.ResolveThread(repo, comments[1].ID, "grace"); err != nil {
+		t.Fatal(err)
+	}
+	push(2)
+	runReview(t, w, w.reviewTask(t, "V3", pr))
+	for _, id := range []string{"V2", "V3"} {
+		if o := rec.outcomes[id]; o.Review == nil || o.Review.Dismissed != 1 || o.Review.Resolved != 0 {
+			t.Errorf("%s's outcome %+v; want 1 finding dismissed", id, o.Review)
+		}
+	}
+	if s := app.SummarizeReviews([]app.TaskOutcome{rec.outcomes["V1"], rec.outcomes["V2"], rec.outcomes["V3"]}); s[len(s)-1].Dismissed != 2 || s[len(s)-1].Findings != 2 {
+		t.Errorf("summary %+v; want 2 findings, both dismissed", s[len(s)-1])
+	}
+}

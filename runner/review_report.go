@@ -232,8 +232,11 @@ func reviewOutcome(tk *task) *app.ReviewOutcome {
 	pol := tk.policy.Policy.Review
 	o := &app.ReviewOutcome{Findings: len(rv.Findings), Proven: countProven(rv.Findings)}
 	for _, c := range rv.Rechecked {
-		if c.Fixed {
+		switch {
+		case c.Fixed:
 			o.Resolved++
+		case c.Dismissed:
+			o.Dismissed++
 		}
 	}
 	for _, f := range rv.Findings {
