@@ -37,6 +37,11 @@ const ResolveThreadMutation = `mutation($id: ID!) {
 // foldSpace folds a document's runs of white space into one space.
 func foldSpace(doc string) string { return strings.Join(strings.Fields(doc), " ") }
 
+// gqlError is a message as GitHub's GraphQL API words it, in "errors".
+type gqlError string
+
+func (e gqlError) Error() string { return string(e) }
+
 func threadID(c *ReviewComment) string { return nodeID("PullRequestReviewThread", c.ID) }
 
 type graphqlRequest struct {
@@ -65,7 +70,7 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	case foldSpace(ResolveThreadMutation):
 		data, err = s.resolveThread(tok, req.Variables)
 	default:
-		err = fmt.Errorf("the simulator answers only the documents of graphql.go, not %q", req.Query)
+		err = gqlError(fmt.Sprintf("the simulator answers only the documents of graphql.go, not %q", req.Query))
 	}
 	if err != nil {
 		writeJSON(w, http.StatusOK, obj{"data": nil, "errors": []obj{{"message": err.Error()}}})
@@ -74,14 +79,14 @@ func (s *Server) graphql(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, obj{"data": data})
 }
 
-// variable decodes variable name into v, which gives its GraphQL type.
-func variable(vars map[string]json.RawMessage, name string, v any) error {
+// variable decodes variable name, of GraphQL type typ, into v.
+func variable(vars map[string]json.RawMessage, name, typ string, v any) error {
 	raw, ok := vars[name]
 	if !ok {
-		return fmt.Errorf("Variable $%s of type %T was provided invalid value", name, v)
+		return gqlError(fmt.Sprintf("Variable $%s of type %s was provided invalid value", name, typ))
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("Variable $%s of type %T was provided invalid value", name, v)
+		return gqlError(fmt.Sprintf("Variable $%s of type %s was provided invalid value", name, typ))
 	}
 	return nil
 }
@@ -94,16 +99,19 @@ func (s *Server) access(tok, repoName, level string) (*repo, error) {
 	case http.StatusOK:
 		return rp, nil
 	case http.StatusForbidden:
-		return nil, fmt.Errorf("Resource not accessible by integration")
+		return nil, gqlError("Resource not accessible by integration")
 	}
-	return nil, fmt.Errorf("Could not resolve to a Repository with the name '%s'.", repoName)
+	return nil, gqlError(fmt.Sprintf("Could not resolve to a Repository with the name '%s'.", repoName))
 }
 
 func (s *Server) reviewThreads(tok string, vars map[string]json.RawMessage) (any, error) {
 	var owner, name string
 	var number int
-	for n, v := range map[string]any{"owner": &owner, "name": &name, "number": &number} {
-		if err := variable(vars, n, v); err != nil {
+	for _, v := range []struct {
+		name, typ string
+		into      any
+	}{{"owner", "String!", &owner}, {"name", "String!", &name}, {"number", "Int!", &number}} {
+		if err := variable(vars, v.name, v.typ, v.into); err != nil {
 			return nil, err
 		}
 	}
@@ -115,7 +123,7 @@ func (s *Server) reviewThreads(tok string, vars map[string]json.RawMessage) (any
 	defer s.mu.Unlock()
 	is, err := rp.issueLocked(number)
 	if err != nil || is.Pull == nil {
-		return nil, fmt.Errorf("Could not resolve to a PullRequest with the number of %d.", number)
+		return nil, gqlError(fmt.Sprintf("Could not resolve to a PullRequest with the number of %d.", number))
 	}
 	nodes := []obj{}
 	for _, c := range rp.reviewCs {
@@ -129,14 +137,14 @@ func (s *Server) reviewThreads(tok string, vars map[string]json.RawMessage) (any
 
 func (s *Server) resolveThread(tok string, vars map[string]json.RawMessage) (any, error) {
 	var id string
-	if err := variable(vars, "id", &id); err != nil {
+	if err := variable(vars, "id", "ID!", &id); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	c, rp := s.threadLocked(id)
 	s.mu.Unlock()
 	if c == nil {
-		return nil, fmt.Errorf("Could not resolve to a node with the global id of '%s'", id)
+		return nil, gqlError(fmt.Sprintf("Could not resolve to a node with the global id of '%s'", id))
 	}
 	if _, err := s.access(tok, rp.fullName(), "write"); err != nil {
 		return nil, err
