@@ -3,6 +3,7 @@ package runner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -56,6 +58,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		return err
 	}
 	defer ws.Close()
+	defer func() { tk.env.Release(tk.log) }()
 	base, err := ws.MergeBase(ctx, pull.BaseSHA, ws.Base())
 	if err != nil {
 		// Histories that share no commit: the base branch as it is.
@@ -263,6 +266,9 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 		if f.Test == nil || f.Proof != nil {
 			continue
 		}
+		if err := r.proofEnv(ctx, tk, ws); err != nil {
+			return err
+		}
 		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of finding %d on %s and %s", i+1, shortSHA(ws.Base()), shortSHA(rv.Base))); err != nil {
 			return err
 		}
@@ -277,6 +283,30 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 	}
 	tk.rep.phase(ctx, "proof")
 	return nil
+}
+
+// proofEnv prepares, once, the environment the proofs run over: the one
+// a fix of the pull request would use, from the environment cache when
+// its key matches (the head's lock files are the default branch's), or
+// else built for the task alone without network, as for every tree of a
+// pull request's head (prepareEnv). When it cannot be prepared, each
+// proof runs the setup over its own tree, where it fails again and
+// proves nothing, said so in the finding.
+func (r *Runner) proofEnv(ctx context.Context, tk *task, ws *workspace.Workspace) error {
+	if tk.env != nil || r.cfg.Envs == nil {
+		return nil // a worker that keeps no environment runs setup in each proof's tree
+	}
+	if err := sandbox.ShareTree(ws.Dir()); err != nil {
+		return fmt.Errorf("share the review's tree with the sandbox: %w", err)
+	}
+	env, err := r.prepareEnv(ctx, tk, ws)
+	if sf, ok := errors.AsType[*SetupFailure](err); ok {
+		tk.log.Warn("no prepared environment for the proofs", "err", sf)
+		tk.env = &Prepared{Image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())} // tried once
+		return nil
+	}
+	tk.env = env
+	return err
 }
 
 // prove runs f's test over the head and, when the base has f's file, over
