@@ -39,6 +39,8 @@ type RepoReader interface {
 	// ReviewThreads are a pull request's review threads, which a later
 	// review looks at again.
 	ReviewThreads(ctx context.Context, repo string, pull int) ([]app.ReviewThread, error)
+	// DismissedReviews are the ids of the pull request's dismissed reviews.
+	DismissedReviews(ctx context.Context, repo string, pull int) ([]int64, error)
 }
 
 // RepoWriter is what a task writes on GitHub: through its reporter, the

@@ -235,8 +235,9 @@ type reviewed struct {
 	tools.Finding
 	Proof *Proof `json:"proof,omitempty"`
 	// CommentID is the inline comment that posted it, which begins its
-	// thread; 0 when it was not posted inline.
+	// thread, in the review ReviewID; 0 when it was not posted inline.
 	CommentID int64 `json:"comment_id,omitempty"`
+	ReviewID  int64 `json:"review_id,omitempty"`
 }
 
 // Proof is what the host observed of a finding's test: run over the

@@ -63,7 +63,8 @@ type rechecked struct {
 	CommentID int64 `json:"comment_id"`
 	// Fixed: its test passes on this head, so its thread was resolved.
 	Fixed bool `json:"fixed,omitempty"`
-	// Dismissed: someone resolved its thread with no commit fixing it.
+	// Dismissed: someone resolved its thread with no commit fixing it,
+	// or dismissed its review.
 	Dismissed bool `json:"dismissed,omitempty"`
 }
 
@@ -86,7 +87,8 @@ func failedOnHead(f reviewed) bool {
 }
 
 // recheck looks again at each finding prior left open. A thread someone
-// resolved while the finding's test did not pass is a dismissal. In an
+// resolved while the finding's test did not pass, or a finding of a
+// review someone dismissed, is a dismissal. In an
 // open thread, the test of a finding that failed on its head runs on
 // this head: passing, the thread gets a reply and is resolved; failing,
 // or with no test to run, the finding is carried to the next review.
@@ -104,12 +106,16 @@ func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace,
 	for _, t := range threads {
 		byComment[t.CommentID] = t
 	}
+	dismissed, err := tk.inst.DismissedReviews(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return err
+	}
 	for i, f := range prior.open() {
 		thread, listed := byComment[f.CommentID]
 		if !listed || slices.ContainsFunc(rv.Rechecked, func(c rechecked) bool { return c.CommentID == f.CommentID }) {
 			continue
 		}
-		c := rechecked{CommentID: f.CommentID, Dismissed: thread.Resolved}
+		c := rechecked{CommentID: f.CommentID, Dismissed: thread.Resolved || slices.Contains(dismissed, f.ReviewID)}
 		if !thread.Resolved && failedOnHead(f) && prior.head != ws.Base() {
 			if c.Fixed, err = r.testAgain(ctx, tk, ws, f, thread.ID, fmt.Sprintf("%s-again%d", tk.ID, i+1)); err != nil {
 				return err

@@ -120,3 +120,33 @@ func TestReviewCountsDismissedFindings(t *testing.T) {
 		t.Errorf("summary %+v; want 2 findings, both dismissed", s[len(s)-1])
 	}
 }
+
+// The findings of a review someone dismissed are dismissed, counted by
+// the next review, which does not carry them on.
+func TestReviewCountsTheFindingsOfADismissedReview(t *testing.T) {
+	t.Parallel()
+	w := newWorldWithoutSandboxes(t, reviewPolicy, llmtest.Script{Steps: []llmtest.Step{
+		{ToolCalls: []llmtest.Call{finding(t, "high", "stats.go", meanLine, "Mean divides in integers", "", "")}},
+		{ToolCalls: []llmtest.Call{finishReview("One remark.")}},
+		{ToolCalls: []llmtest.Call{finishReview("Nothing new.")}},
+		{ToolCalls: []llmtest.Call{finishReview("Nothing new.")}},
+	}})
+	rec := w.recorded(t)
+	pr := reviewPull(t, w, buggyStats)
+	runReview(t, w, w.reviewTask(t, "V1", pr))
+	reviews := botReviews(w, pr)
+	if len(reviews) != 1 {
+		t.Fatalf("%d reviews; want 1", len(reviews))
+	}
+	if err := w.sim.DismissReview(repo, reviews[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	runReview(t, w, w.reviewTask(t, "V2", pr))
+	runReview(t, w, w.reviewTask(t, "V3", pr))
+	if o := rec.outcomes["V2"]; o.Review == nil || o.Review.Dismissed != 1 {
+		t.Errorf("V2's outcome %+v; want the finding dismissed", o.Review)
+	}
+	if o := rec.outcomes["V3"]; o.Review == nil || o.Review.Dismissed != 0 {
+		t.Errorf("V3's outcome %+v; want nothing counted again", o.Review)
+	}
+}

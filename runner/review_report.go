@@ -99,7 +99,7 @@ func noteComments(ctx context.Context, tk *task, rv *reviewProgress, id int64) e
 	for _, c := range comments {
 		i := slices.IndexFunc(rv.Findings, func(f reviewed) bool { return f.CommentID == 0 && f.Path == c.Path && f.Line == c.Line })
 		if i >= 0 {
-			rv.Findings[i].CommentID = c.ID
+			rv.Findings[i].CommentID, rv.Findings[i].ReviewID = c.ID, id
 		}
 	}
 	return nil

@@ -192,3 +192,22 @@ func (s *Server) ResolveThread(repoName string, id int64, login string) error {
 	}
 	return fmt.Errorf("no review comment %d in %s", id, repoName)
 }
+
+// DismissReview dismisses review id of repo, as someone with write access
+// does on the pull request's page: its state becomes DISMISSED, its
+// comments stay.
+func (s *Server) DismissReview(repoName string, id int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rp, err := s.repoLocked(repoName)
+	if err != nil {
+		return err
+	}
+	for _, v := range rp.reviews {
+		if v.ID == id {
+			v.State = "DISMISSED"
+			return nil
+		}
+	}
+	return fmt.Errorf("no review %d in %s", id, repoName)
+}

@@ -88,7 +88,7 @@ type Review struct {
 	Pull        int
 	Author      string
 	Body        string
-	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, PENDING
+	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, PENDING, DISMISSED
 	CommitID    string
 	SubmittedAt time.Time
 }
