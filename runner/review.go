@@ -27,6 +27,10 @@ import (
 // test (prove), and one GitHub review carries the findings worth posting,
 // most severe first. Nothing is pushed, and the task is admitted,
 // audited, traced and bounded by review.limits as a fix is by limits.
+// A pull request event starts the same review when review.auto asks for
+// it (autoReview). A pull request reviewed before shows the model only
+// what changed since, and the earlier findings are looked at again
+// (review_again.go).
 //
 // A fork's head is hostile: its policy is the default branch's as for
 // every task, trigger.allow_forks decides whether it is served at all,
