@@ -95,12 +95,18 @@ const (
 	ConclusionNeutral   Conclusion = "neutral" // refused: nothing was tried
 )
 
-// CheckName is the name of agentbot's check run.
-const CheckName = "agentbot"
+// CheckName is the name of agentbot's check run; ReviewCheckName is a
+// review's, so that a pull request shows its review apart from the checks
+// of fixes on the same head.
+const (
+	CheckName       = "agentbot"
+	ReviewCheckName = "agentbot review"
+)
 
 // CheckOutput is what a check run shows: a title, a Markdown summary, and
 // the trace as text. Each is trimmed to what GitHub accepts.
 type CheckOutput struct {
+	Name    string // the check run's name; CheckName when empty
 	Title   string
 	Summary string
 	Text    string

@@ -195,3 +195,39 @@ const (
 	ReviewEventComment        = "COMMENT"
 	ReviewEventRequestChanges = "REQUEST_CHANGES"
 )
+
+// AutoReview is the pull request event that may start a review by itself,
+// as intake read it from the payload.
+type AutoReview struct {
+	// Action is the event's: opened, reopened, ready_for_review or
+	// synchronize (a push).
+	Action  string `json:"action"`
+	HeadSHA string `json:"head_sha"` // the head the event is about
+	Draft   bool   `json:"draft,omitempty"`
+}
+
+// Pushed reports whether the event is a push to the pull request.
+func (a AutoReview) Pushed() bool { return a.Action == "synchronize" }
+
+// Starts decides whether the review policy asks for a review on event a;
+// when it does not, the reason says which setting. Which files the pull
+// request changes (review.paths) is decided once they are known.
+func (r ReviewPolicy) Starts(a AutoReview) Decision {
+	switch {
+	case r.Auto != ReviewAutoOpened && r.Auto != ReviewAutoPushed:
+		return Decision{Reason: "review.auto is off"}
+	case a.Pushed() && r.Auto != ReviewAutoPushed:
+		return Decision{Reason: fmt.Sprintf("review.auto is %s: a push is not reviewed by itself", r.Auto)}
+	case a.Draft && !r.Drafts:
+		return Decision{Reason: "the pull request is a draft, and review.drafts is false"}
+	}
+	return Decision{Allowed: true, Reason: fmt.Sprintf("review.auto is %s: pull_request %s", r.Auto, a.Action)}
+}
+
+// ReviewThread is one review thread of a pull request: its GraphQL node
+// id, whether it is resolved, and the comment that begins it.
+type ReviewThread struct {
+	ID        string
+	Resolved  bool
+	CommentID int64
+}

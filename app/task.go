@@ -99,8 +99,12 @@ type Task struct {
 	// comments together.
 	Review *ReviewRef `json:"review,omitempty"`
 	// CI is set for a follow-up that failing CI started by itself.
-	CI         *CIEvent  `json:"ci,omitempty"`
-	ReceivedAt time.Time `json:"created_at"`
+	CI *CIEvent `json:"ci,omitempty"`
+	// Auto is set for a review that a pull request event started by
+	// itself: it runs only when the default branch's review.auto asks for
+	// it.
+	Auto       *AutoReview `json:"auto,omitempty"`
+	ReceivedAt time.Time   `json:"created_at"`
 }
 
 // ReviewRef names a submitted pull request review whose inline comments a

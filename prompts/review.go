@@ -22,8 +22,11 @@ func Review(d ReviewData) (string, error) { return render("review.tmpl", d) }
 type ReviewTaskData struct {
 	Task       TaskData
 	Base, Head string // short commit ids the diff runs between
-	Diff       string
-	DiffCut    bool
+	// Again is set when Base is the head an earlier review read: only
+	// what changed since is shown.
+	Again   bool
+	Diff    string
+	DiffCut bool
 }
 
 // reviewDiffBytes caps the diff shown; the model reads the rest.

@@ -30,13 +30,17 @@ type refusedComment struct {
 // command, or the CI of a pull request that is not the agent's, is no
 // command to refuse.
 func quiet(tk *task) bool {
-	return tk.CI != nil || (tk.Review != nil && tk.Review.Implicit)
+	return tk.CI != nil || tk.Auto != nil || (tk.Review != nil && tk.Review.Implicit)
 }
 
 // authorize decides whether tk may run. A follow-up that failing CI
 // started has no requester to ask about: it runs on the agent's own pull
-// requests, which someone who may command asked for.
+// requests, which someone who may command asked for. Nor has an
+// automatic review, which the policy asks for (autoReview).
 func (r *Runner) authorize(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation) (app.Decision, error) {
+	if tk.Auto != nil {
+		return autoReview(tk), nil
+	}
 	if tk.CI == nil {
 		return authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
 	}

@@ -36,6 +36,11 @@ type RepoReader interface {
 	// appID narrow them when set).
 	ReviewComments(ctx context.Context, repo string, pull int, reviewID int64) ([]app.InlineComment, error)
 	CIChecks(ctx context.Context, repo, sha, name string, appID int64) ([]app.CICheck, error)
+	// ReviewThreads are a pull request's review threads, which a later
+	// review looks at again.
+	ReviewThreads(ctx context.Context, repo string, pull int) ([]app.ReviewThread, error)
+	// DismissedReviews are the ids of the pull request's dismissed reviews.
+	DismissedReviews(ctx context.Context, repo string, pull int) ([]int64, error)
 }
 
 // RepoWriter is what a task writes on GitHub: through its reporter, the
@@ -55,6 +60,8 @@ type RepoWriter interface {
 	// SubmitReview submits task taskID's review of repo#pull once, and
 	// returns its id.
 	SubmitReview(ctx context.Context, repo string, pull int, taskID string, d app.ReviewDraft) (int64, error)
+	// ResolveThread resolves a review thread, by its id.
+	ResolveThread(ctx context.Context, id string) error
 }
 
 // StatusComment is a task's status comment.

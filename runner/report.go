@@ -30,8 +30,12 @@ const (
 	traceResult   = 300
 )
 
-// quoteRequest is the request as a Markdown quote: who asked what, on what.
+// quoteRequest is the request as a Markdown quote: who asked what, on
+// what; for an automatic review, the event that started it.
 func quoteRequest(tk *task) string {
+	if a := tk.Auto; a != nil {
+		return fmt.Sprintf("An automatic review (`review.auto`) of #%d at `%s`, after @%s's pull_request %s.\n", tk.Number, shortSHA(a.HeadSHA), tk.Requester, a.Action)
+	}
 	what := tk.Instructions
 	if what == "" {
 		what = string(tk.Verb)

@@ -90,21 +90,29 @@ func (rp *reporter) react(ctx context.Context, reaction app.Reaction) error {
 // clock of its first phase. Every label added to an issue is delivered,
 // and only the policy says which one is the trigger: a label's entry waits
 // for the first decision about it, and a label that is no command leaves
-// none.
+// none; so does a pull request event, which review.auto decides on.
 func (rp *reporter) received(ctx context.Context) error {
 	tk := rp.tk
 	tk.since = time.Now()
-	if tk.Label != "" {
+	if undecided(tk) {
 		return nil
 	}
 	return rp.auditCommand(ctx)
 }
 
+// undecided reports whether tk may be no command at all until the policy
+// says: a label, or a pull request event that starts a review only when
+// review.auto asks for one.
+func undecided(tk *task) bool { return tk.Label != "" || tk.Auto != nil }
+
 func (rp *reporter) auditCommand(ctx context.Context) error {
 	tk := rp.tk
 	what := commandText(app.Policy{}, tk.Task)
-	if tk.Label != "" {
+	switch {
+	case tk.Label != "":
 		what = "label " + tk.Label
+	case tk.Auto != nil:
+		what = "pull_request " + tk.Auto.Action + " (automatic review)"
 	}
 	return rp.audit(ctx, app.AuditCommand, what)
 }
@@ -134,7 +142,7 @@ func (rp *reporter) appendAudit(ctx context.Context, e app.AuditEntry, key strin
 	if rp.audits == nil {
 		return nil
 	}
-	if tk.Label != "" && e.Kind != app.AuditCommand {
+	if undecided(tk) && e.Kind != app.AuditCommand {
 		if err := rp.auditCommand(ctx); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package runner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -25,12 +27,20 @@ import (
 // test (prove), and one GitHub review carries the findings worth posting,
 // most severe first. Nothing is pushed, and the task is admitted,
 // audited, traced and bounded by review.limits as a fix is by limits.
+// A pull request event starts the same review when review.auto asks for
+// it (autoReview). A pull request reviewed before shows the model only
+// what changed since, and the earlier findings are looked at again
+// (review_again.go).
 //
 // A fork's head is hostile: its policy is the default branch's as for
 // every task, trigger.allow_forks decides whether it is served at all,
 // and the setup that runs over its tree for a proof has no network, as
 // every setup over a pull request's head (setupOf).
 func (r *Runner) review(ctx context.Context, tk *task) error {
+	if tk.Auto != nil {
+		// Nobody asked in words: the review and its check run say all.
+		tk.status = unsaid{}
+	}
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
@@ -52,19 +62,33 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		return err
 	}
 	defer ws.Close()
+	defer func() { tk.env.Release(tk.log) }()
 	base, err := ws.MergeBase(ctx, pull.BaseSHA, ws.Base())
 	if err != nil {
 		// Histories that share no commit: the base branch as it is.
 		tk.log.Warn("no merge base; reviewing against the base branch's head", "base", pull.BaseSHA, "err", err)
 		base = pull.BaseSHA
 	}
+	if ok, err := r.touchesPaths(ctx, tk, ws, base); !ok || err != nil {
+		return err
+	}
 	diff, err := ws.DiffSince(ctx, base)
 	if err != nil {
 		return err
 	}
+	prior, err := r.priorReview(ctx, tk)
+	if err != nil {
+		return err
+	}
+	since, shown := sinceReview(ctx, tk, ws, prior, base), diff
+	if since != base {
+		if shown, err = ws.DiffSince(ctx, since); err != nil {
+			return err
+		}
+	}
 	tk.rep.phase(ctx, "workspace")
 
-	st, err := r.reviewLoop(ctx, tk, ws, base, diff)
+	st, err := r.reviewLoop(ctx, tk, ws, base, since, shown)
 	if err != nil {
 		return err
 	}
@@ -72,7 +96,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
 		text := fmt.Sprintf("❌ **No review.** %s\n\n<sub>%s</sub>\n\n%s", reasonLine(st, failure{stop: st.Stop}), usageLine(st), quoteRequest(tk))
-		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No review: " + reasonLine(st, failure{stop: st.Stop}),
+		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Name: app.ReviewCheckName, Title: "No review: " + reasonLine(st, failure{stop: st.Stop}),
 			Summary: text, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}
@@ -89,12 +113,60 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	if err := r.proveAll(ctx, tk, ws, rv); err != nil {
 		return err
 	}
+	if err := r.recheck(ctx, tk, ws, prior); err != nil {
+		return err
+	}
 	return r.postReview(ctx, tk, st, diff)
 }
 
-// reviewLoop runs the read-only review loop over ws, the head, whose
-// change since base is diff.
-func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspace, base, diff string) (*agent.State, error) {
+// autoReview decides on a review a pull request event started: the
+// policy's review.auto and review.drafts, trigger.allow_forks for a fork's
+// pull request, and the head the event named, which must still be the
+// pull request's (a later push's event reviews the later head). It is the
+// worker's decision, not intake's: the policy is the default branch's,
+// which only the worker reads, and intake answers without a GitHub call.
+func autoReview(tk *task) app.Decision {
+	pull := tk.issue.Pull
+	p := tk.policy.Policy
+	switch d := p.Review.Starts(*tk.Auto); {
+	case !d.Allowed:
+		return d
+	case pull == nil:
+		return app.Decision{Reason: fmt.Sprintf("#%d is no pull request", tk.Number)}
+	case pull.HeadSHA != tk.Auto.HeadSHA:
+		return app.Decision{Reason: fmt.Sprintf("the pull request's head moved from %s to %s, whose own event reviews it", shortSHA(tk.Auto.HeadSHA), shortSHA(pull.HeadSHA))}
+	case pull.HeadRepo != tk.Repo && !p.Trigger.AllowForks:
+		return app.Decision{Reason: "the pull request comes from a fork, and trigger.allow_forks is false"}
+	default:
+		return d
+	}
+}
+
+// touchesPaths ends an automatic review, quietly, of a pull request that
+// changes none of review.paths since base; ok says whether it goes on.
+func (r *Runner) touchesPaths(ctx context.Context, tk *task, ws *workspace.Workspace, base string) (ok bool, err error) {
+	if tk.Auto == nil || len(tk.policy.Policy.Review.Paths) == 0 {
+		return true, nil
+	}
+	changed, err := ws.ChangedPaths(ctx, base)
+	if err != nil {
+		return false, err
+	}
+	if tk.policy.Policy.Review.Touches(changed) {
+		return true, nil
+	}
+	return false, tk.rep.ignore(ctx, "the pull request changes none of review.paths")
+}
+
+// unsaid is the status comment of a task nobody asked for in words.
+type unsaid struct{}
+
+func (unsaid) Set(context.Context, string) error { return nil }
+
+// reviewLoop runs the read-only review loop over ws, the head, which left
+// the base branch at base; diff is its change since the commit since:
+// base, or the head an earlier review read.
+func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspace, base, since, diff string) (*agent.State, error) {
 	p := tk.policy.Policy
 	th, err := r.thread(ctx, tk)
 	if err != nil {
@@ -120,7 +192,7 @@ func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspa
 		ask += " The reviewer asks: " + q
 	}
 	text, err := prompts.ReviewTask(prompts.ReviewTaskData{Task: prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
-		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: shortSHA(base), Head: shortSHA(ws.Base()), Diff: diff})
+		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: shortSHA(since), Head: shortSHA(ws.Base()), Again: since != base, Diff: diff})
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +226,22 @@ type reviewProgress struct {
 	Findings []reviewed `json:"findings"`
 	Posted   int        `json:"posted,omitempty"` // inline comments posted
 	ReviewID int64      `json:"review_id,omitempty"`
+	// Rechecked are the earlier reviews' findings whose open thread this
+	// review ran the test of again (review_again.go).
+	Rechecked []rechecked `json:"rechecked,omitempty"`
+	// Carried are the earlier findings still open after this review, for
+	// the next one to look at again.
+	Carried []reviewed `json:"carried,omitempty"`
 }
 
 // reviewed is a finding and its proof.
 type reviewed struct {
 	tools.Finding
 	Proof *Proof `json:"proof,omitempty"`
+	// CommentID is the inline comment that posted it, which begins its
+	// thread, in the review ReviewID; 0 when it was not posted inline.
+	CommentID int64 `json:"comment_id,omitempty"`
+	ReviewID  int64 `json:"review_id,omitempty"`
 }
 
 // Proof is what the host observed of a finding's test: run over the
@@ -189,6 +271,9 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 		if f.Test == nil || f.Proof != nil {
 			continue
 		}
+		if err := r.proofEnv(ctx, tk, ws); err != nil {
+			return err
+		}
 		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of finding %d on %s and %s", i+1, shortSHA(ws.Base()), shortSHA(rv.Base))); err != nil {
 			return err
 		}
@@ -205,18 +290,36 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 	return nil
 }
 
+// proofEnv prepares, once, the environment the proofs run over: the one
+// a fix of the pull request would use, from the environment cache when
+// its key matches (the head's lock files are the default branch's), or
+// else built for the task alone without network, as for every tree of a
+// pull request's head (prepareEnv). When it cannot be prepared, each
+// proof runs the setup over its own tree, where it fails again and
+// proves nothing, said so in the finding.
+func (r *Runner) proofEnv(ctx context.Context, tk *task, ws *workspace.Workspace) error {
+	if tk.env != nil || r.cfg.Envs == nil {
+		return nil // a worker that keeps no environment runs setup in each proof's tree
+	}
+	if err := sandbox.ShareTree(ws.Dir()); err != nil {
+		return fmt.Errorf("share the review's tree with the sandbox: %w", err)
+	}
+	env, err := r.prepareEnv(ctx, tk, ws)
+	if sf, ok := errors.AsType[*SetupFailure](err); ok {
+		tk.log.Warn("no prepared environment for the proofs", "err", sf)
+		tk.env = &Prepared{Image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())} // tried once
+		return nil
+	}
+	tk.env = env
+	return err
+}
+
 // prove runs f's test over the head and, when the base has f's file, over
 // the base, each as the final verification runs checks: a fresh tree made
 // by the host, a fresh sandbox without network, the policy's checks in
 // order (a plain "go test" narrowed to the file's tests).
 func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, base string, f tools.Finding, id string) (*Proof, error) {
-	files := map[string]string{f.Test.Path: f.Test.Content}
-	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
-	headTree, err := ws.WithFiles(ctx, ws.Base(), files)
-	if err != nil {
-		return nil, err
-	}
-	hv, err := r.fresh(ctx, tk).Run(ctx, ws, headTree, id+"-head", checks)
+	hv, checks, err := r.runTest(ctx, tk, ws, ws.Base(), f, id+"-head")
 	if err != nil {
 		return nil, err
 	}
@@ -234,11 +337,7 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 		pr.Proven, pr.BaseLacks = true, true // the code is new: failing on the head proves it
 		return pr, nil
 	}
-	baseTree, err := ws.WithFiles(ctx, base, files)
-	if err != nil {
-		return nil, err
-	}
-	bv, err := r.fresh(ctx, tk).Run(ctx, ws, baseTree, id+"-base", checks)
+	bv, _, err := r.runTest(ctx, tk, ws, base, f, id+"-base")
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +357,19 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 		pr.Proven, pr.BaseLacks = true, true
 	}
 	return pr, nil
+}
+
+// runTest runs f's test over the commit at with the test file laid over
+// it, in a fresh sandbox (id) without network, through the policy's checks
+// (a plain "go test" narrowed to the file's tests), which it returns.
+func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace, at string, f tools.Finding, id string) (Verification, []app.Check, error) {
+	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
+	tree, err := ws.WithFiles(ctx, at, map[string]string{f.Test.Path: f.Test.Content})
+	if err != nil {
+		return Verification{}, nil, err
+	}
+	v, err := r.fresh(ctx, tk).Run(ctx, ws, tree, id, checks)
+	return v, checks, err
 }
 
 // failsWithTest reports whether v failed because a test failed, not

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
@@ -56,6 +57,9 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 		if err != nil {
 			return err
 		}
+		if err := noteComments(ctx, tk, rv, id); err != nil {
+			return err
+		}
 		rv.ReviewID, rv.Posted = id, len(inline)
 		if err := tk.rep.save(ctx); err != nil {
 			return err
@@ -74,7 +78,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 	if len(posted) > 0 {
 		summary = findingsList(tk, posted)
 	}
-	if err := tk.rep.completeCheck(ctx, conclusion, app.CheckOutput{Title: "Review: " + title,
+	if err := tk.rep.completeCheck(ctx, conclusion, app.CheckOutput{Name: app.ReviewCheckName, Title: "Review: " + title,
 		Summary: summary + "\n\n" + usageLine(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
 		return err
 	}
@@ -83,6 +87,22 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 		status = fmt.Sprintf("🔎 **Reviewed** `%s`: %s, in the review above.\n\n%s", shortSHA(tk.prog.Base), strings.ToLower(title[:1])+title[1:], quoteRequest(tk))
 	}
 	return tk.rep.finish(ctx, app.StateSucceeded, status, "reviewed")
+}
+
+// noteComments keeps which inline comment of review id posted each
+// finding, for a later review to find its thread.
+func noteComments(ctx context.Context, tk *task, rv *reviewProgress, id int64) error {
+	comments, err := tk.inst.ReviewComments(ctx, tk.Repo, tk.Number, id)
+	if err != nil {
+		return err
+	}
+	for _, c := range comments {
+		i := slices.IndexFunc(rv.Findings, func(f reviewed) bool { return f.CommentID == 0 && f.Path == c.Path && f.Line == c.Line })
+		if i >= 0 {
+			rv.Findings[i].CommentID, rv.Findings[i].ReviewID = c.ID, id
+		}
+	}
+	return nil
 }
 
 func countProven(fs []reviewed) int {
@@ -211,6 +231,14 @@ func reviewOutcome(tk *task) *app.ReviewOutcome {
 	}
 	pol := tk.policy.Policy.Review
 	o := &app.ReviewOutcome{Findings: len(rv.Findings), Proven: countProven(rv.Findings)}
+	for _, c := range rv.Rechecked {
+		switch {
+		case c.Fixed:
+			o.Resolved++
+		case c.Dismissed:
+			o.Dismissed++
+		}
+	}
 	for _, f := range rv.Findings {
 		if pol.Posts(f.Severity, f.Proof != nil && f.Proof.Proven) {
 			o.Posted++

@@ -207,8 +207,8 @@ func TestReviewOfACleanPullRequestSaysNoFindings(t *testing.T) {
 		t.Errorf("a clean pull request got inline comments %+v", c)
 	}
 	runs := w.sim.CheckRuns(repo)
-	if len(runs) != 1 || runs[0].Conclusion != "neutral" || runs[0].Title != "Review: No findings" || !strings.HasPrefix(runs[0].Summary, "No findings.") {
-		t.Errorf("check runs %+v; want one neutral run saying no findings", runs)
+	if len(runs) != 1 || runs[0].Name != app.ReviewCheckName || runs[0].Conclusion != "neutral" || runs[0].Title != "Review: No findings" || !strings.HasPrefix(runs[0].Summary, "No findings.") {
+		t.Errorf("check runs %+v; want one neutral run %q saying no findings", runs, app.ReviewCheckName)
 	}
 	// The diff reached the model.
 	if task := w.taskText(t); !strings.Contains(task, "+// Sum returns the sum of xs, 0 for none.") {

@@ -14,20 +14,33 @@ import (
 // rather than hold commands.
 func isOutcomeEvent(event string) bool { return event == "pull_request" || event == "push" }
 
-// interpretOutcome reads a pull_request or push delivery. A merged pull
+// pullEvent holds what intake reads of a pull_request or push delivery.
+type pullEvent struct {
+	envelope
+	Number      int `json:"number"`
+	PullRequest *struct {
+		Merged bool `json:"merged"`
+		Draft  bool `json:"draft"`
+		Head   struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+	} `json:"pull_request"`
+}
+
+// interpretOutcome reads a pull_request or push delivery. A pull request
+// opened, reopened, marked ready or pushed to is queued as a review that
+// runs when the policy asks for it (autoreview.go). A merged pull
 // request is queued whoever opened it: which pull requests are the agent's
 // is in Redis, and the worker looks it up. A push is queued only when it
 // reverts commits on the default branch, which DetectReverts finds
 // from the payload alone. Everything else is ignored with its reason.
 func (h *Handler) interpretOutcome(event, delivery string, body []byte) answer {
-	var p struct {
-		envelope
-		PullRequest *struct {
-			Merged bool `json:"merged"`
-		} `json:"pull_request"`
-	}
+	var p pullEvent
 	if err := json.Unmarshal(body, &p); err != nil {
 		return invalid("payload is not a valid %s event: %v", event, err)
+	}
+	if event == "pull_request" && reviewAction(p.Action) {
+		return autoReview(delivery, &p)
 	}
 	a := h.outcomeAnswer(event, delivery, body, p.Action, p.PullRequest != nil && p.PullRequest.Merged)
 	if a.status != http.StatusAccepted {

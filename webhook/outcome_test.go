@@ -92,7 +92,7 @@ func TestOutcomeEvents(t *testing.T) {
 		{"an ordinary push", "push", push("refs/heads/master", "Fix the build"), 200, nil},
 		{"a revert pushed to another branch", "push", push("refs/heads/topic", revertMsg), 200, nil},
 		{"a pull request closed unmerged", "pull_request", pull("closed", false, "x", "", nil), 200, nil},
-		{"a pull request opened", "pull_request", pull("opened", false, "x", "", nil), 200, nil},
+		{"a pull request labeled", "pull_request", pull("labeled", false, "x", "", nil), 200, nil},
 		{"a merge without installation", "pull_request", pull("closed", true, "x", "", func(m map[string]any) { delete(m, "installation") }), 400, nil},
 		{"a merge without its merge commit", "pull_request", pull("closed", true, "x", "", func(m map[string]any) {
 			m["pull_request"].(map[string]any)["merge_commit_sha"] = nil

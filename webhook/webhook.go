@@ -17,7 +17,10 @@
 // {"ignored": reason}. So what is not signed costs at most its share of the
 // budget, never memory in proportion to how many send it. A merged pull request, or a push that reverts commits, is queued
 // the same way as an outcome event (202 {"event": id}) for the worker that
-// records what became of the agent's pull requests. A check_run,
+// records what became of the agent's pull requests. A pull request opened,
+// reopened, marked ready for review or pushed to is queued as a review of
+// its head, one per head (autoreview.go), which the worker runs when the
+// default branch's policy asks for it. A check_run,
 // check_suite or workflow_run that completed with a failure on a pull
 // request's head is queued as a fix-ci task (ci.go), and a review that
 // requests changes, or whose body is a fix command, as one follow-up

@@ -156,6 +156,7 @@ func TestEveryFixture(t *testing.T) {
 		t.Fatalf("found %d fixtures (%v); want the 104 payloads", len(files), err)
 	}
 	queued := 0
+	reviews := map[any]bool{} // the automatic reviews queued, one per head
 	for _, f := range files {
 		event := filepath.Base(filepath.Dir(f))
 		name := event + "/" + filepath.Base(f)
@@ -189,6 +190,19 @@ func TestEveryFixture(t *testing.T) {
 				// (ci_test.go); only the missing installation stops it.
 				if r.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(r.Body["error"]), "installation") {
 					t.Errorf("failed check without installation: %d %v; want 400 naming the installation", r.Status, r.Body)
+				}
+			case event == "pull_request" && slices.Contains([]string{"opened", "reopened", "ready_for_review", "synchronize"}, p.Action):
+				// A review of the head, once per head (autoreview_test.go),
+				// which the worker runs if the policy asks for it.
+				switch {
+				case len(p.Installation) == 0:
+					if r.Status != http.StatusBadRequest || !strings.Contains(fmt.Sprint(r.Body["error"]), "installation") {
+						t.Errorf("pull_request %s without installation: %d %v; want 400 naming the installation", p.Action, r.Status, r.Body)
+					}
+				case r.Body["task"] == nil || (r.Status != http.StatusAccepted && r.Body["duplicate"] != true):
+					t.Errorf("pull_request %s: %d %v; want its head's review queued", p.Action, r.Status, r.Body)
+				default:
+					reviews[r.Body["task"]] = true
 				}
 			case r.Status != http.StatusOK || r.Body["ignored"] == nil:
 				t.Errorf("unchanged payload: %d %v; want 200 ignored (none holds a command)", r.Status, r.Body)
@@ -239,8 +253,8 @@ func TestEveryFixture(t *testing.T) {
 			}
 		})
 	}
-	if got := len(in.tasks(t)); got != queued {
-		t.Errorf("%d tasks in Redis; want the %d accepted", got, queued)
+	if got := len(in.tasks(t)); got != queued+len(reviews) {
+		t.Errorf("%d tasks in Redis; want the %d accepted and the %d reviews", got, queued, len(reviews))
 	}
 	if queued < 4 {
 		t.Errorf("only %d commands accepted; every commanding event should have one", queued)

@@ -1,6 +1,7 @@
 package github
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -196,12 +197,12 @@ func (c *CheckRun) Complete(ctx context.Context, conclusion app.Conclusion, out 
 	status, concl, done := "completed", string(conclusion), &gh.Timestamp{Time: time.Now()}
 	if c.id != 0 {
 		return c.update(ctx, owner, name, gh.UpdateCheckRunOptions{
-			Name: app.CheckName, Status: &status, Conclusion: &concl, CompletedAt: done, Output: checkOutput(out),
+			Name: cmp.Or(out.Name, app.CheckName), Status: &status, Conclusion: &concl, CompletedAt: done, Output: checkOutput(out),
 		})
 	}
 	create := func(ctx context.Context) error {
 		run, _, err := c.inst.api.Checks.CreateCheckRun(ctx, owner, name, gh.CreateCheckRunOptions{
-			Name: app.CheckName, HeadSHA: c.sha, ExternalID: &c.task,
+			Name: cmp.Or(out.Name, app.CheckName), HeadSHA: c.sha, ExternalID: &c.task,
 			Status: &status, Conclusion: &concl, CompletedAt: done, Output: checkOutput(out),
 		})
 		if err == nil {

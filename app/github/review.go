@@ -28,23 +28,14 @@ func (i *Installation) SubmitReview(ctx context.Context, repo string, pull int, 
 	body := marker + "\n" + app.FitText(d.Body, app.MaxTextLength-len(marker)-1)
 	var id int64
 	find := func(ctx context.Context) (bool, error) {
-		opts := &gh.ListOptions{PerPage: 100}
-		for {
-			rs, resp, err := i.api.PullRequests.ListReviews(ctx, owner, name, pull, opts)
-			if err != nil {
-				return false, fmt.Errorf("list reviews of %s#%d: %w", repo, pull, err)
+		err := i.eachReview(ctx, repo, pull, func(r *gh.PullRequestReview) bool {
+			if strings.HasPrefix(r.GetBody(), marker) {
+				id = r.GetID()
+				return false
 			}
-			for _, r := range rs {
-				if strings.HasPrefix(r.GetBody(), marker) {
-					id = r.GetID()
-					return true, nil
-				}
-			}
-			if resp.NextPage == 0 {
-				return false, nil
-			}
-			opts.Page = resp.NextPage
-		}
+			return true
+		})
+		return id != 0, err
 	}
 	create := func(ctx context.Context) error {
 		req := &gh.PullRequestReviewRequest{CommitID: gh.String(d.CommitID), Body: gh.String(body), Event: gh.String(d.Event)}
@@ -62,4 +53,44 @@ func (i *Installation) SubmitReview(ctx context.Context, repo string, pull int, 
 		return 0, fmt.Errorf("submit the review of %s#%d: %w", repo, pull, err)
 	}
 	return id, nil
+}
+
+// eachReview calls each with every review of repo#pull, oldest first,
+// until it returns false.
+func (i *Installation) eachReview(ctx context.Context, repo string, pull int, each func(*gh.PullRequestReview) bool) error {
+	owner, name, err := splitOwnerRepo(repo)
+	if err != nil {
+		return err
+	}
+	opts := &gh.ListOptions{PerPage: 100}
+	for {
+		rs, resp, err := i.api.PullRequests.ListReviews(ctx, owner, name, pull, opts)
+		if err != nil {
+			return fmt.Errorf("list reviews of %s#%d: %w", repo, pull, err)
+		}
+		for _, r := range rs {
+			if !each(r) {
+				return nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return nil
+		}
+		opts.Page = resp.NextPage
+	}
+}
+
+// DismissedReviews are the ids of the reviews of repo#pull that were
+// dismissed.
+func (i *Installation) DismissedReviews(ctx context.Context, repo string, pull int) ([]int64, error) {
+	ctx, cancel := i.parent.withTimeout(ctx)
+	defer cancel()
+	var out []int64
+	err := i.eachReview(ctx, repo, pull, func(r *gh.PullRequestReview) bool {
+		if r.GetState() == "DISMISSED" {
+			out = append(out, r.GetID())
+		}
+		return true
+	})
+	return out, err
 }

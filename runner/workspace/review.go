@@ -51,6 +51,22 @@ func (w *Workspace) DiffSince(ctx context.Context, from string) (string, error) 
 	return string(out), nil
 }
 
+// ChangedPaths returns the paths the workspace's base commit changes
+// since the commit from, however large the change: a renamed file under
+// both its names.
+func (w *Workspace) ChangedPaths(ctx context.Context, from string) ([]string, error) {
+	if !isCommitID(from) {
+		return nil, app.Errorf(app.EInvalid, "%q is not a commit id", from)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out, err := w.git(ctx, gitCall{args: []string{"diff", "--name-only", "-z", "--no-renames", "--end-of-options", from, w.base, "--"}})
+	if err != nil {
+		return nil, fmt.Errorf("paths changed in %s..%s: %w", from, w.base, err)
+	}
+	return strings.FieldsFunc(string(out), func(r rune) bool { return r == 0 }), nil
+}
+
 // ReadFiles returns the content of those of paths that are files of the
 // commit or tree at; a path it lacks is left out.
 func (w *Workspace) ReadFiles(ctx context.Context, at string, paths []string) (map[string]string, error) {

@@ -54,6 +54,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /_logs/jobs/{job_id}", s.serveLog)
 
 	s.gitdbRoutes(api)
+	mux.Handle("POST /api/graphql", s.common(http.HandlerFunc(s.graphql)))
 
 	mux.HandleFunc("POST /settings/apps/new", s.newApp)
 	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.newApp)

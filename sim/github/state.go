@@ -76,6 +76,9 @@ type ReviewComment struct {
 	Reactions []Reaction
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// ResolvedBy is who resolved the thread this comment begins, "" while
+	// it is open (graphql.go).
+	ResolvedBy string
 }
 
 // Review is a submitted pull request review.
@@ -85,7 +88,7 @@ type Review struct {
 	Pull        int
 	Author      string
 	Body        string
-	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, PENDING
+	State       string // APPROVED, CHANGES_REQUESTED, COMMENTED, PENDING, DISMISSED
 	CommitID    string
 	SubmittedAt time.Time
 }
