@@ -2,7 +2,9 @@ package runner_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -60,15 +62,69 @@ func nodeFirstContact(t *testing.T) firstContact {
 // pythonFirstContact is a Python package of setup.py alone whose total
 // drops its first sample, depending on a package of the test's index.
 func pythonFirstContact(t *testing.T) firstContact {
-	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+	return pythonPackage(t, map[string]string{
+		"setup.py": "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
+	})
+}
+
+// pyprojectFirstContact is the same package described by pyproject.toml
+// alone, which pip builds in an isolated environment of the build
+// backend it fetches from the index, as it does from a real one.
+func pyprojectFirstContact(t *testing.T) firstContact {
+	return pythonPackage(t, map[string]string{
+		"pyproject.toml": "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n" +
+			"[project]\nname = \"calc\"\nversion = \"1.0\"\ndependencies = [\"mathy\"]\n\n" +
+			"[tool.setuptools]\npy-modules = [\"calc\"]\n",
+	})
+}
+
+// pythonPackage is a Python package of the files that describe it whose
+// total drops its first sample, depending on package mathy of the test's
+// index, which also serves the build backend.
+func pythonPackage(t *testing.T, described map[string]string) firstContact {
+	image := sandboxtest.ToolchainImage(t, "python")
+	index := registrytest.PyPI(t, append(buildBackend(t, image),
+		registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))...)
 	files := map[string]string{
-		"setup.py":     "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
 		"calc.py":      "import mathy\n\n\ndef total(xs):\n    out = 0\n    for x in xs[1:]:\n        out = mathy.add(out, x)\n    return out\n",
 		"test_calc.py": "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
 	}
-	return firstContact{files: files, registry: index, image: sandboxtest.ToolchainImage(t, "python"),
+	maps.Copy(files, described)
+	return firstContact{files: files, registry: index, image: image,
 		registries: fmt.Sprintf("pypi: {url: %q}", index.URL+"/simple/"),
 		edit:       [3]string{"calc.py", "for x in xs[1:]:", "for x in xs:"}}
+}
+
+// buildBackend is what pip's isolated build of a setuptools package
+// fetches from the index: setuptools, the wheel of it that image keeps
+// for venv, and wheel, which setuptools asks for and which image has only
+// installed, packed into a wheel here. Both are read from the image
+// without running it: nothing comes from the internet.
+func buildBackend(t *testing.T, image string) []registrytest.Dist {
+	t.Helper()
+	var dists []registrytest.Dist
+	for path, data := range sandboxtest.ImageFiles(t, image, "/usr/share/python-wheels") {
+		if name, ok := strings.CutPrefix(filepath.Base(path), "setuptools-"); ok {
+			version, _, _ := strings.Cut(name, "-")
+			dists = append(dists, registrytest.Dist{Name: "setuptools", Version: version, Wheel: data})
+		}
+	}
+	const site = "/usr/lib/python3/dist-packages/"
+	pkg := map[string][]byte{}
+	for path, data := range sandboxtest.ImageFiles(t, image, site+"wheel") {
+		if !strings.Contains(path, "__pycache__") {
+			pkg[path] = data
+		}
+	}
+	m := regexp.MustCompile(`(?m)^__version__ = "([^"]+)"`).FindSubmatch(pkg["wheel/__init__.py"])
+	if len(dists) != 1 || m == nil {
+		t.Fatalf("%s holds no setuptools wheel or no wheel package to serve the build backend from", image)
+	}
+	version := string(m[1])
+	// Its entry points give setuptools the bdist_wheel command.
+	egg := sandboxtest.ImageFiles(t, image, site+"wheel-"+version+".egg-info")
+	info := map[string][]byte{"entry_points.txt": egg["wheel-"+version+".egg-info/entry_points.txt"]}
+	return append(dists, registrytest.WheelOf(t, "wheel", version, pkg, info))
 }
 
 // First contact: a repository with dependencies gets the policy "agentbot
@@ -80,7 +136,7 @@ func pythonFirstContact(t *testing.T) firstContact {
 func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 	t.Parallel()
 	for name, repoOf := range map[string]func(*testing.T) firstContact{
-		"go": goFirstContact, "python-setup.py": pythonFirstContact, "node": nodeFirstContact} {
+		"go": goFirstContact, "python-setup.py": pythonFirstContact, "python-pyproject": pyprojectFirstContact, "node": nodeFirstContact} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sandboxtest.RequireDocker(t)

@@ -115,7 +115,7 @@ func TestSetupUsesTheServersPyPIAndNPMRegistries(t *testing.T) {
 	t.Parallel()
 	t.Run("pypi", func(t *testing.T) {
 		t.Parallel()
-		index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+		index := registrytest.PyPI(t, registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))
 		s := setupUnder(t, fmt.Sprintf("setup:\n  allow_network: true\n  registries:\n    pypi: {url: %q}\n", index.URL+"/simple/"),
 			sandboxtest.ToolchainImage(t, "python"), map[string]string{"requirements.txt": "mathy==1.0\n"},
 			"python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements.txt && .venv/bin/python -c 'import mathy'")
