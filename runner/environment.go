@@ -65,6 +65,7 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.CABundle = r.cfg.SetupCABundle
 	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
 	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }
+	s.Reached = func(x egress.Reach) { reached(tk, x) }
 	s.Log = tk.log
 	return s
 }

@@ -127,6 +127,22 @@ func buildBackend(t *testing.T, image string) []registrytest.Dist {
 	return append(dists, registrytest.WheelOf(t, "wheel", version, pkg, info))
 }
 
+// onlyRegistries remakes w's runner under a server config whose only
+// setup settings are setup.allow_network and setup.registries, whose
+// entry is registries.
+func (w *envWorld) onlyRegistries(t *testing.T, registries string) {
+	t.Helper()
+	yaml := "setup:\n  allow_network: true\n  registries:\n    " + registries + "\n"
+	server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cfg.Server.SetupAllowHosts, w.cfg.Server.SetupRegistries = server.SetupAllowHosts, server.SetupRegistries
+	if w.runner, err = runner.New(w.cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // First contact: a repository with dependencies gets the policy "agentbot
 // config init" infers from its tree (app/policyinit) and nothing else, on
 // a server config whose only setup settings are setup.allow_network and
@@ -157,15 +173,7 @@ func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 			script := fixScript(fc.edit[0], fc.edit[1], fc.edit[2])
 			script.Steps = append(script.Steps, script.Steps...) // two fixes
 			w := newEnvWorldOf(t, script, fc.files, fc.image)
-			yaml := "setup:\n  allow_network: true\n  registries:\n    " + fc.registries + "\n"
-			server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.cfg.Server.SetupAllowHosts, w.cfg.Server.SetupRegistries = server.SetupAllowHosts, server.SetupRegistries
-			if w.runner, err = runner.New(w.cfg); err != nil {
-				t.Fatal(err)
-			}
+			w.onlyRegistries(t, fc.registries)
 
 			first := w.fixIssue(t, "T1")
 			key, ok := strings.CutPrefix(first, "setup: built ")

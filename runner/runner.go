@@ -279,6 +279,9 @@ type task struct {
 	env    *Prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
 	refused []egress.Refusal
+	// reached are the hosts setup's egress proxy connected it to, each
+	// once, up to egress.MaxReached.
+	reached []egress.Reach
 	// refusedMore counts the refusals past egress.MaxRefusals, which are
 	// neither traced, audited nor logged one by one.
 	refusedMore int

@@ -59,6 +59,9 @@ type Setup struct {
 	// Refused, when set, is told each connection the egress proxy refused,
 	// once the setup container is removed.
 	Refused func(egress.Refusal)
+	// Reached, when set, is told each host the egress proxy connected
+	// setup to, once the setup container is removed.
+	Reached func(egress.Reach)
 	// Log, slog.Default when nil, hears of a setup network that could not
 	// be removed.
 	Log *slog.Logger
@@ -168,7 +171,8 @@ func (s Setup) run(ctx context.Context, seed string, lines []string) error {
 // egress turns the network s.Spec asks for into its egress: an internal
 // network whose only way out is the egress proxy, which reaches
 // s.AllowHosts and nothing else. done, once the container is removed,
-// removes the network and tells s.Refused what the proxy refused.
+// removes the network and tells s.Refused and s.Reached what the proxy
+// refused and reached.
 func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 	s.Spec.CABundle = s.CABundle
 	network := s.network()
@@ -216,13 +220,18 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 		s.Progress("network through the egress proxy to " + to)
 	}
 	return func() {
-		refused, err := e.Close(context.WithoutCancel(ctx))
+		got, err := e.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			cmp.Or(s.Log, slog.Default()).Warn("remove the setup network", "err", err)
 		}
 		if s.Refused != nil {
-			for _, x := range refused {
+			for _, x := range got.Refused {
 				s.Refused(x)
+			}
+		}
+		if s.Reached != nil {
+			for _, x := range got.Reached {
+				s.Reached(x)
 			}
 		}
 	}, nil
