@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -30,7 +31,7 @@ type firstContact struct {
 
 // goFirstContact is the demo's Go module, whose Sum drops its first
 // sample, with two module dependencies from the test's module proxy.
-func goFirstContact(t *testing.T) firstContact {
+func goFirstContact(t testing.TB) firstContact {
 	proxy := newGoProxy(t)
 	proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
 	proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
@@ -46,7 +47,7 @@ func goFirstContact(t *testing.T) firstContact {
 
 // nodeFirstContact is a Node package whose total drops its first sample,
 // depending on a package of the test's npm registry, with its lock file.
-func nodeFirstContact(t *testing.T) firstContact {
+func nodeFirstContact(t testing.TB) firstContact {
 	npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => String(s).padStart(n, '*');\n")
 	files := map[string]string{
 		"package.json":      `{"name":"calc","version":"1.0.0","scripts":{"test":"node test.js"},"dependencies":{"padx":"1.0.0"}}` + "\n",
@@ -61,7 +62,7 @@ func nodeFirstContact(t *testing.T) firstContact {
 
 // pythonFirstContact is a Python package of setup.py alone whose total
 // drops its first sample, depending on a package of the test's index.
-func pythonFirstContact(t *testing.T) firstContact {
+func pythonFirstContact(t testing.TB) firstContact {
 	return pythonPackage(t, map[string]string{
 		"setup.py": "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
 	})
@@ -70,7 +71,7 @@ func pythonFirstContact(t *testing.T) firstContact {
 // pyprojectFirstContact is the same package described by pyproject.toml
 // alone, which pip builds in an isolated environment of the build
 // backend it fetches from the index, as it does from a real one.
-func pyprojectFirstContact(t *testing.T) firstContact {
+func pyprojectFirstContact(t testing.TB) firstContact {
 	return pythonPackage(t, map[string]string{
 		"pyproject.toml": "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n" +
 			"[project]\nname = \"calc\"\nversion = \"1.0\"\ndependencies = [\"mathy\"]\n\n" +
@@ -81,7 +82,7 @@ func pyprojectFirstContact(t *testing.T) firstContact {
 // pythonPackage is a Python package of the files that describe it whose
 // total drops its first sample, depending on package mathy of the test's
 // index, which also serves the build backend.
-func pythonPackage(t *testing.T, described map[string]string) firstContact {
+func pythonPackage(t testing.TB, described map[string]string) firstContact {
 	image := sandboxtest.ToolchainImage(t, "python")
 	index := registrytest.PyPI(t, append(buildBackend(t, image),
 		registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))...)
@@ -100,7 +101,7 @@ func pythonPackage(t *testing.T, described map[string]string) firstContact {
 // for venv, and wheel, which setuptools asks for and which image has only
 // installed, packed into a wheel here. Both are read from the image
 // without running it: nothing comes from the internet.
-func buildBackend(t *testing.T, image string) []registrytest.Dist {
+func buildBackend(t testing.TB, image string) []registrytest.Dist {
 	t.Helper()
 	var dists []registrytest.Dist
 	for path, data := range sandboxtest.ImageFiles(t, image, "/usr/share/python-wheels") {
@@ -127,10 +128,29 @@ func buildBackend(t *testing.T, image string) []registrytest.Dist {
 	return append(dists, registrytest.WheelOf(t, "wheel", version, pkg, info))
 }
 
+// firstContactWorld serves fc under the policy "agentbot config init"
+// infers from it, and nothing else, on a server config that names its
+// registry; it returns the world and the inference.
+func firstContactWorld(t testing.TB, script llmtest.Script, fc firstContact) (*envWorld, policyinit.Proposal) {
+	t.Helper()
+	tree := fstest.MapFS{}
+	for path, data := range fc.files {
+		tree[path] = &fstest.MapFile{Data: []byte(data)}
+	}
+	prop, err := policyinit.Infer(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.files[app.PolicyPath] = prop.YAML()
+	w := newEnvWorldOf(t, script, fc.files, fc.image)
+	w.onlyRegistries(t, fc.registries)
+	return w, prop
+}
+
 // onlyRegistries remakes w's runner under a server config whose only
 // setup settings are setup.allow_network and setup.registries, whose
 // entry is registries.
-func (w *envWorld) onlyRegistries(t *testing.T, registries string) {
+func (w *envWorld) onlyRegistries(t testing.TB, registries string) {
 	t.Helper()
 	yaml := "setup:\n  allow_network: true\n  registries:\n    " + registries + "\n"
 	server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
@@ -151,29 +171,18 @@ func (w *envWorld) onlyRegistries(t *testing.T, registries string) {
 // environment and asks the registry nothing.
 func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 	t.Parallel()
-	for name, repoOf := range map[string]func(*testing.T) firstContact{
+	for name, repoOf := range map[string]func(testing.TB) firstContact{
 		"go": goFirstContact, "python-setup.py": pythonFirstContact, "python-pyproject": pyprojectFirstContact, "node": nodeFirstContact} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sandboxtest.RequireDocker(t)
 			fc := repoOf(t)
-			tree := fstest.MapFS{}
-			for path, data := range fc.files {
-				tree[path] = &fstest.MapFile{Data: []byte(data)}
-			}
-			prop, err := policyinit.Infer(tree)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fc.files[app.PolicyPath] = prop.YAML()
+			script := fixScript(fc.edit[0], fc.edit[1], fc.edit[2])
+			script.Steps = append(script.Steps, script.Steps...) // two fixes
+			w, prop := firstContactWorld(t, script, fc)
 			if img := prop.Primary().Image; img != fc.image && name != "go" {
 				t.Fatalf("config init names the image %s; the tests build %s", img, fc.image)
 			}
-
-			script := fixScript(fc.edit[0], fc.edit[1], fc.edit[2])
-			script.Steps = append(script.Steps, script.Steps...) // two fixes
-			w := newEnvWorldOf(t, script, fc.files, fc.image)
-			w.onlyRegistries(t, fc.registries)
 
 			first := w.fixIssue(t, "T1")
 			key, ok := strings.CutPrefix(first, "setup: built ")
