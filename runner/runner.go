@@ -135,6 +135,10 @@ type Config struct {
 	Server     app.ServerConfig
 	Workspaces Workspaces
 	Sandbox    sandbox.Sandboxes
+	// SetupSecrets holds the private registries' credentials that the
+	// server config names by variable (setup.registries' credentials.env):
+	// the worker's environment, as its command line read it. Nil: none.
+	SetupSecrets func(name string) string
 	// SetupCABundle, when set, is a PEM file the setup container trusts
 	// (--setup-ca-file, with the public roots): for networks whose egress
 	// re-signs TLS.

@@ -208,7 +208,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 		return err
 	}
 	r, err := runner.New(runner.Config{
-		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle,
+		GitHub: githubapp.New(gh), Server: server, Workspaces: ws, SetupCABundle: caBundle, SetupSecrets: env.Getenv,
 		Sandbox: drv, Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 		Budgets: queue.NewBudgets(rdb),
 		Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb), Pages: pages,

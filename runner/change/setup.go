@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
@@ -46,6 +45,11 @@ type Setup struct {
 	// reaches their hosts, and the egress proxy adds their credentials,
 	// read from the worker's secrets as each setup starts.
 	Registries []app.Registry
+	// Secrets holds the credentials a registry names by variable
+	// (credentials.env): the worker's environment as the command line
+	// read it, handed down rather than read here, so that what a setup
+	// may send is what the caller gave it. Nil: there are none.
+	Secrets func(name string) string
 	// MaxEnvBytes bounds the environment Prepare builds (the server
 	// config's setup.max_env_bytes; app.DefaultSetupMaxEnvBytes when
 	// zero): its commands are stopped once the tree and $HOME grow past
@@ -198,7 +202,7 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 		if r.Credentials == nil {
 			continue
 		}
-		auth, err := r.Credentials.Authorization(os.Getenv)
+		auth, err := r.Credentials.Authorization(s.secret)
 		if err != nil {
 			return nil, fmt.Errorf("setup.registries.%s: %w", r.Ecosystem, err)
 		}
@@ -235,6 +239,14 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 			}
 		}
 	}, nil
+}
+
+// secret is s.Secrets(name), or empty when s has no secrets.
+func (s *Setup) secret(name string) string {
+	if s.Secrets == nil {
+		return ""
+	}
+	return s.Secrets(name)
 }
 
 // network says whether setup may reach its allowed hosts.
