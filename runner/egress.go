@@ -42,11 +42,23 @@ func refused(ctx context.Context, tk *task, x egress.Refusal) {
 	}
 }
 
+// reached records a host setup's egress proxy connected it to, once
+// however many setups of the task reached it: the hosts setup needs,
+// which "/agent setup" shows an operator.
+func reached(tk *task, x egress.Reach) {
+	if slices.Contains(tk.reached, x) || len(tk.reached) == egress.MaxReached {
+		return
+	}
+	tk.reached = append(tk.reached, x)
+	tk.log.Info("setup egress reached", "host", x.Host, "port", x.Port)
+}
+
 // egressText lists the setup phase's refused connections for the status
-// comment, or is empty when there were none. Hosts are what setup's
-// commands asked for, so they go out inert.
+// comment, or is empty when there were none or the task's own report
+// says them (hostsText). Hosts are what setup's commands asked for, so
+// they go out inert.
 func egressText(tk *task) string {
-	if len(tk.refused) == 0 {
+	if len(tk.refused) == 0 || tk.Verb == app.VerbSetup {
 		return ""
 	}
 	var b strings.Builder

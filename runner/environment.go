@@ -63,8 +63,10 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.Registries = r.cfg.Server.SetupRegistries
 	s.InternalRanges = r.cfg.Server.SetupInternalRanges
 	s.CABundle = r.cfg.SetupCABundle
+	s.Secrets = r.cfg.SetupSecrets
 	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
 	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }
+	s.Reached = func(x egress.Reach) { reached(tk, x) }
 	s.Log = tk.log
 	return s
 }

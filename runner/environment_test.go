@@ -249,12 +249,19 @@ func (w *envWorld) task(t testing.TB, id string, number int) app.Task {
 // installation inst, queued.
 func (w *envWorld) taskIn(t testing.TB, inst int64, repo, requester, id string, number int) app.Task {
 	t.Helper()
-	comment, err := w.sim.AddComment(repo, number, requester, "/agent fix")
+	return w.commandIn(t, inst, repo, requester, id, number, app.VerbFix)
+}
+
+// commandIn is "/agent VERB" by requester on issue number of repo, served
+// by installation inst, queued.
+func (w *envWorld) commandIn(t testing.TB, inst int64, repo, requester, id string, number int, verb app.Verb) app.Task {
+	t.Helper()
+	comment, err := w.sim.AddComment(repo, number, requester, "/agent "+string(verb))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tk := app.Task{ID: id, Delivery: "d-" + id, Event: "issue_comment", InstallationID: inst, Repo: repo,
-		Number: number, Verb: app.VerbFix, Requester: requester, CommentID: comment, ReceivedAt: time.Now().UTC()}
+		Number: number, Verb: verb, Requester: requester, CommentID: comment, ReceivedAt: time.Now().UTC()}
 	w.store.add(tk)
 	return tk
 }

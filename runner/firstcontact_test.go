@@ -2,7 +2,9 @@ package runner_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -11,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
+	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -28,7 +31,7 @@ type firstContact struct {
 
 // goFirstContact is the demo's Go module, whose Sum drops its first
 // sample, with two module dependencies from the test's module proxy.
-func goFirstContact(t *testing.T) firstContact {
+func goFirstContact(t testing.TB) firstContact {
 	proxy := newGoProxy(t)
 	proxy.add(t, "example.com/mathx", "v1.0.0", map[string]string{"mathx.go": "package mathx\n\nfunc Add(a, b int) int { return a + b }\n"})
 	proxy.add(t, "example.com/textx", "v1.0.0", map[string]string{"textx.go": "package textx\n\nfunc Twice(s string) string { return s + s }\n"})
@@ -44,7 +47,7 @@ func goFirstContact(t *testing.T) firstContact {
 
 // nodeFirstContact is a Node package whose total drops its first sample,
 // depending on a package of the test's npm registry, with its lock file.
-func nodeFirstContact(t *testing.T) firstContact {
+func nodeFirstContact(t testing.TB) firstContact {
 	npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => String(s).padStart(n, '*');\n")
 	files := map[string]string{
 		"package.json":      `{"name":"calc","version":"1.0.0","scripts":{"test":"node test.js"},"dependencies":{"padx":"1.0.0"}}` + "\n",
@@ -59,16 +62,105 @@ func nodeFirstContact(t *testing.T) firstContact {
 
 // pythonFirstContact is a Python package of setup.py alone whose total
 // drops its first sample, depending on a package of the test's index.
-func pythonFirstContact(t *testing.T) firstContact {
-	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+func pythonFirstContact(t testing.TB) firstContact {
+	return pythonPackage(t, map[string]string{
+		"setup.py": "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
+	})
+}
+
+// pyprojectFirstContact is the same package described by pyproject.toml
+// alone, which pip builds in an isolated environment of the build
+// backend it fetches from the index, as it does from a real one.
+func pyprojectFirstContact(t testing.TB) firstContact {
+	return pythonPackage(t, map[string]string{
+		"pyproject.toml": "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n" +
+			"[project]\nname = \"calc\"\nversion = \"1.0\"\ndependencies = [\"mathy\"]\n\n" +
+			"[tool.setuptools]\npy-modules = [\"calc\"]\n",
+	})
+}
+
+// pythonPackage is a Python package of the files that describe it whose
+// total drops its first sample, depending on package mathy of the test's
+// index, which also serves the build backend.
+func pythonPackage(t testing.TB, described map[string]string) firstContact {
+	image := sandboxtest.ToolchainImage(t, "python")
+	index := registrytest.PyPI(t, append(buildBackend(t, image),
+		registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))...)
 	files := map[string]string{
-		"setup.py":     "from setuptools import setup\n\nsetup(name=\"calc\", version=\"1.0\", py_modules=[\"calc\"], install_requires=[\"mathy\"])\n",
 		"calc.py":      "import mathy\n\n\ndef total(xs):\n    out = 0\n    for x in xs[1:]:\n        out = mathy.add(out, x)\n    return out\n",
 		"test_calc.py": "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
 	}
-	return firstContact{files: files, registry: index, image: sandboxtest.ToolchainImage(t, "python"),
+	maps.Copy(files, described)
+	return firstContact{files: files, registry: index, image: image,
 		registries: fmt.Sprintf("pypi: {url: %q}", index.URL+"/simple/"),
 		edit:       [3]string{"calc.py", "for x in xs[1:]:", "for x in xs:"}}
+}
+
+// buildBackend is what pip's isolated build of a setuptools package
+// fetches from the index: setuptools, the wheel of it that image keeps
+// for venv, and wheel, which setuptools asks for and which image has only
+// installed, packed into a wheel here. Both are read from the image
+// without running it: nothing comes from the internet.
+func buildBackend(t testing.TB, image string) []registrytest.Dist {
+	t.Helper()
+	var dists []registrytest.Dist
+	for path, data := range sandboxtest.ImageFiles(t, image, "/usr/share/python-wheels") {
+		if name, ok := strings.CutPrefix(filepath.Base(path), "setuptools-"); ok {
+			version, _, _ := strings.Cut(name, "-")
+			dists = append(dists, registrytest.Dist{Name: "setuptools", Version: version, Wheel: data})
+		}
+	}
+	const site = "/usr/lib/python3/dist-packages/"
+	pkg := map[string][]byte{}
+	for path, data := range sandboxtest.ImageFiles(t, image, site+"wheel") {
+		if !strings.Contains(path, "__pycache__") {
+			pkg[path] = data
+		}
+	}
+	m := regexp.MustCompile(`(?m)^__version__ = "([^"]+)"`).FindSubmatch(pkg["wheel/__init__.py"])
+	if len(dists) != 1 || m == nil {
+		t.Fatalf("%s holds no setuptools wheel or no wheel package to serve the build backend from", image)
+	}
+	version := string(m[1])
+	// Its entry points give setuptools the bdist_wheel command.
+	egg := sandboxtest.ImageFiles(t, image, site+"wheel-"+version+".egg-info")
+	info := map[string][]byte{"entry_points.txt": egg["wheel-"+version+".egg-info/entry_points.txt"]}
+	return append(dists, registrytest.WheelOf(t, "wheel", version, pkg, info))
+}
+
+// firstContactWorld serves fc under the policy "agentbot config init"
+// infers from it, and nothing else, on a server config that names its
+// registry; it returns the world and the inference.
+func firstContactWorld(t testing.TB, script llmtest.Script, fc firstContact) (*envWorld, policyinit.Proposal) {
+	t.Helper()
+	tree := fstest.MapFS{}
+	for path, data := range fc.files {
+		tree[path] = &fstest.MapFile{Data: []byte(data)}
+	}
+	prop, err := policyinit.Infer(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.files[app.PolicyPath] = prop.YAML()
+	w := newEnvWorldOf(t, script, fc.files, fc.image)
+	w.onlyRegistries(t, fc.registries)
+	return w, prop
+}
+
+// onlyRegistries remakes w's runner under a server config whose only
+// setup settings are setup.allow_network and setup.registries, whose
+// entry is registries.
+func (w *envWorld) onlyRegistries(t testing.TB, registries string) {
+	t.Helper()
+	yaml := "setup:\n  allow_network: true\n  registries:\n    " + registries + "\n"
+	server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cfg.Server.SetupAllowHosts, w.cfg.Server.SetupRegistries = server.SetupAllowHosts, server.SetupRegistries
+	if w.runner, err = runner.New(w.cfg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // First contact: a repository with dependencies gets the policy "agentbot
@@ -79,36 +171,17 @@ func pythonFirstContact(t *testing.T) firstContact {
 // environment and asks the registry nothing.
 func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 	t.Parallel()
-	for name, repoOf := range map[string]func(*testing.T) firstContact{
-		"go": goFirstContact, "python-setup.py": pythonFirstContact, "node": nodeFirstContact} {
+	for name, repoOf := range map[string]func(testing.TB) firstContact{
+		"go": goFirstContact, "python-setup.py": pythonFirstContact, "python-pyproject": pyprojectFirstContact, "node": nodeFirstContact} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			sandboxtest.RequireDocker(t)
 			fc := repoOf(t)
-			tree := fstest.MapFS{}
-			for path, data := range fc.files {
-				tree[path] = &fstest.MapFile{Data: []byte(data)}
-			}
-			prop, err := policyinit.Infer(tree)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fc.files[app.PolicyPath] = prop.YAML()
-			if img := prop.Primary().Image; img != fc.image && name != "go" {
-				t.Fatalf("config init names the image %s; the tests build %s", img, fc.image)
-			}
-
 			script := fixScript(fc.edit[0], fc.edit[1], fc.edit[2])
 			script.Steps = append(script.Steps, script.Steps...) // two fixes
-			w := newEnvWorldOf(t, script, fc.files, fc.image)
-			yaml := "setup:\n  allow_network: true\n  registries:\n    " + fc.registries + "\n"
-			server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.cfg.Server.SetupAllowHosts, w.cfg.Server.SetupRegistries = server.SetupAllowHosts, server.SetupRegistries
-			if w.runner, err = runner.New(w.cfg); err != nil {
-				t.Fatal(err)
+			w, prop := firstContactWorld(t, script, fc)
+			if img := prop.Primary().Image; img != fc.image && name != "go" {
+				t.Fatalf("config init names the image %s; the tests build %s", img, fc.image)
 			}
 
 			first := w.fixIssue(t, "T1")

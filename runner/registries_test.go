@@ -115,7 +115,7 @@ func TestSetupUsesTheServersPyPIAndNPMRegistries(t *testing.T) {
 	t.Parallel()
 	t.Run("pypi", func(t *testing.T) {
 		t.Parallel()
-		index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+		index := registrytest.PyPI(t, registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))
 		s := setupUnder(t, fmt.Sprintf("setup:\n  allow_network: true\n  registries:\n    pypi: {url: %q}\n", index.URL+"/simple/"),
 			sandboxtest.ToolchainImage(t, "python"), map[string]string{"requirements.txt": "mathy==1.0\n"},
 			"python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements.txt && .venv/bin/python -c 'import mathy'")
@@ -192,8 +192,9 @@ func caBundle(t *testing.T, ca *egress.Authority) string {
 	return path
 }
 
-// A private module proxy: its credentials are in a file of the worker's,
-// and the egress proxy adds them; nothing in the setup container (its
+// A private module proxy: its credentials are in a file of the worker's
+// (or, named by variable, in the secrets the caller hands the setup), and
+// the egress proxy adds them; nothing in the setup container (its
 // environment, its processes' arguments and environments, $HOME, the
 // tree) nor what setup reports holds them. Without them, setup fails
 // with the registry's 401.
@@ -240,6 +241,15 @@ func TestPrivateRegistryCredentialsStayOutOfTheSandbox(t *testing.T) {
 		if strings.Contains(string(contents), secret) {
 			t.Errorf("the setup container or its report holds the credential %q", secret)
 		}
+	}
+
+	// Credentials named by variable come from the secrets the caller
+	// hands the setup, as a worker hands down its environment.
+	byEnv := registrySetup(t, proxy, registry+"      credentials: {env: GOPROXY_AUTH}\n")
+	byEnv.CABundle = s.CABundle
+	byEnv.Secrets = func(name string) string { return map[string]string{"GOPROXY_AUTH": user + ":" + password}[name] }
+	if err := byEnv.Run(t.Context()); err != nil {
+		t.Errorf("setup with the credentials in the secrets it was handed: %v", describe(err))
 	}
 
 	without := registrySetup(t, proxy, registry)

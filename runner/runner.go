@@ -135,6 +135,10 @@ type Config struct {
 	Server     app.ServerConfig
 	Workspaces Workspaces
 	Sandbox    sandbox.Sandboxes
+	// SetupSecrets holds the private registries' credentials that the
+	// server config names by variable (setup.registries' credentials.env):
+	// the worker's environment, as its command line read it. Nil: none.
+	SetupSecrets func(name string) string
 	// SetupCABundle, when set, is a PEM file the setup container trusts
 	// (--setup-ca-file, with the public roots): for networks whose egress
 	// re-signs TLS.
@@ -279,6 +283,9 @@ type task struct {
 	env    *Prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
 	refused []egress.Refusal
+	// reached are the hosts setup's egress proxy connected it to, each
+	// once, up to egress.MaxReached.
+	reached []egress.Reach
 	// refusedMore counts the refusals past egress.MaxRefusals, which are
 	// neither traced, audited nor logged one by one.
 	refusedMore int

@@ -285,7 +285,7 @@ func setupBody(tk *task, prop policyinit.Proposal, p app.Policy, pf proof, repla
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString(hostsText(tk, p, server))
+	b.WriteString(hostsText(tk, p, server, pf))
 	return b.String()
 }
 
@@ -302,10 +302,11 @@ func checkResult(c change.ProvedCheck, own app.IssueRef) string {
 	return fmt.Sprintf("⚠️ runs, and fails today (exit %d): a task's work", c.ExitCode)
 }
 
-// hostsText says whom setup's network reached: through which registries
-// and hosts the server config allows, and each host the egress proxy
+// hostsText says whom setup's network may reach and whom it did: the
+// registries and hosts the server config allows, each host the egress
+// proxy connected setup to (with the entry that allowed it), and each it
 // refused, with the server config's line that allows it.
-func hostsText(tk *task, p app.Policy, server app.ServerConfig) string {
+func hostsText(tk *task, p app.Policy, server app.ServerConfig, pf proof) string {
 	if !p.Setup.Network {
 		return ""
 	}
@@ -321,11 +322,23 @@ func hostsText(tk *task, p app.Policy, server app.ServerConfig) string {
 		allowed = []string{"no host"}
 	}
 	fmt.Fprintf(&b, "**Setup's network** goes through the egress proxy to %s (the server config's `setup.registries` and `setup.allow_hosts`).\n", strings.Join(allowed, ", "))
+	switch {
+	case len(tk.reached) > 0:
+		b.WriteString("Setup needed, and reached:\n\n")
+		for _, x := range tk.reached {
+			fmt.Fprintf(&b, "- %s (%s)\n", app.CodeSpan(x.String(), app.IssueRef{}), allowedBy(server, x))
+		}
+		b.WriteString("\n")
+	case strings.HasPrefix(pf.detail, "setup: cached"):
+		b.WriteString("Setup reused the environment an earlier setup prepared, and connected nowhere.\n")
+	default:
+		b.WriteString("Setup reached no host.\n")
+	}
 	if len(tk.refused) == 0 {
-		b.WriteString("It refused no connection.\n")
+		b.WriteString("The proxy refused no connection.\n")
 		return b.String()
 	}
-	b.WriteString("It refused these, which setup needed; an operator who trusts them adds them to the server config:\n\n")
+	b.WriteString("The proxy refused these, which setup needed; an operator who trusts them adds them to the server config:\n\n")
 	seen := map[string]bool{}
 	for _, x := range tk.refused {
 		host := egress.CutHost(x.Host)
@@ -344,6 +357,17 @@ func hostsText(tk *task, p app.Policy, server app.ServerConfig) string {
 	}
 	b.WriteString("```\n")
 	return b.String()
+}
+
+// allowedBy names the server config's entry that let setup reach x: a
+// registry, or setup.allow_hosts.
+func allowedBy(server app.ServerConfig, x egress.Reach) string {
+	for _, r := range server.SetupRegistries {
+		if app.HostAllowed(r.AllowedHosts(), x.Host, x.Port) {
+			return "the " + r.Ecosystem + " registry"
+		}
+	}
+	return "`setup.allow_hosts`"
 }
 
 // runsList is commands as code spans, joined.

@@ -99,3 +99,80 @@ func TestSetupVerbProposesTheProvedPolicy(t *testing.T) {
 		t.Errorf("the second setup's status:\n%s", s)
 	}
 }
+
+// "/agent setup" says which hosts setup needed: those the egress proxy
+// connected it to, with the server config's entry that allowed each, in
+// the pull request; and those it refused, once each, with the
+// setup.allow_hosts lines to add, in the status comment of a setup that
+// fails for want of them.
+func TestSetupVerbShowsTheHostsSetupNeeded(t *testing.T) {
+	t.Parallel()
+	sandboxtest.RequireDocker(t)
+	t.Run("reached", func(t *testing.T) {
+		t.Parallel()
+		fc := pythonFirstContact(t)
+		w := newEnvWorldOf(t, llmtest.Script{}, fc.files, fc.image)
+		w.onlyRegistries(t, fc.registries)
+		tk := w.setupOn(t, "setup-reached")
+		pulls := w.sim.PullRequests(repo)
+		if len(pulls) != 1 {
+			t.Fatalf("%d pull requests, want 1; status:\n%s", len(pulls), w.statusOf(tk))
+		}
+		for _, want := range []string{
+			"Setup needed, and reached:\n\n- `" + fc.registry.Host() + "` (the pypi registry)\n",
+			"The proxy refused no connection.",
+		} {
+			if !strings.Contains(pulls[0].Body, want) {
+				t.Errorf("the pull request's body lacks %q:\n%s", want, pulls[0].Body)
+			}
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		fc := pythonFirstContact(t)
+		fc.files["requirements.txt"] = "far @ http://far.example/far-1.0-py3-none-any.whl\n"
+		w := newEnvWorldOf(t, llmtest.Script{}, fc.files, fc.image)
+		w.onlyRegistries(t, fc.registries)
+		tk := w.setupOn(t, "setup-refused")
+		if n := len(w.sim.PullRequests(repo)); n != 0 {
+			t.Fatalf("%d pull requests for a setup that fails", n)
+		}
+		status := w.statusOf(tk)
+		for _, want := range []string{
+			"The inferred setup fails",
+			"- `far.example` — not in setup.allow_hosts\n",
+			"```yaml\nsetup:\n  allow_hosts:\n    - \"far.example\"\n```",
+		} {
+			if !strings.Contains(status, want) {
+				t.Errorf("the status comment lacks %q:\n%s", want, status)
+			}
+		}
+		if n := strings.Count(status, "**Setup's network"); n != 1 {
+			t.Errorf("the status comment says setup's network %d times, want once:\n%s", n, status)
+		}
+	})
+}
+
+// setupOn runs "/agent setup" by ada on a new issue to its end.
+func (w *envWorld) setupOn(t *testing.T, id string) app.Task {
+	t.Helper()
+	issue, err := w.sim.AddIssue(repo, "ada", "Set agentbot up", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := w.commandIn(t, w.inst, repo, "ada", id, issue, app.VerbSetup)
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// statusOf is the body of task tk's status comment.
+func (w *envWorld) statusOf(tk app.Task) string {
+	for _, c := range w.sim.Comments(repo, tk.Number) {
+		if strings.Contains(c.Body, "agentbot:task="+tk.ID) {
+			return c.Body
+		}
+	}
+	return ""
+}

@@ -68,7 +68,7 @@ func toolchainTask(t *testing.T, w *envWorld, registry *registrytest.Registry) {
 func TestPythonPackageWithADependency(t *testing.T) {
 	t.Parallel()
 	image := sandboxtest.ToolchainImage(t, "python")
-	index := registrytest.PyPI(t, "mathy", "def add(a, b):\n    return a + b\n")
+	index := registrytest.PyPI(t, registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))
 	files := map[string]string{
 		".gitignore":       "__pycache__/\n.venv/\n",
 		"requirements.txt": "mathy==1.0\n",

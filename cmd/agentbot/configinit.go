@@ -74,7 +74,7 @@ func configInit(ctx context.Context, args []string, env Env) error {
 	if !vf.verify {
 		return nil
 	}
-	return verifyPolicy(ctx, *repo, text, vf, report)
+	return verifyPolicy(ctx, *repo, text, vf, env.Getenv, report)
 }
 
 // writePolicy creates the file at path with text, and refuses when it exists.

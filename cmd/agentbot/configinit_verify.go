@@ -37,9 +37,10 @@ func (v *verifyFlags) register(fs *flag.FlagSet) {
 // verifyPolicy runs the policy text, inferred for the checkout repo, as a
 // task would: its setup (agentbot run's, prepareRun), then each of its
 // checks in a sandbox over the prepared environment, and prints of each
-// whether it runs. A setup that fails, or a check that cannot run, is the
+// whether it runs; getenv holds the registries' credentials named by
+// variable. A setup that fails, or a check that cannot run, is the
 // policy's fault, named with its line.
-func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io.Writer) error {
+func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, getenv func(string) string, out io.Writer) error {
 	src, err := filepath.Abs(repo)
 	if err != nil {
 		return err
@@ -76,7 +77,7 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, out io
 		return fmt.Errorf("config init --verify: open the environment cache: %w", err)
 	}
 	fmt.Fprintf(out, "verifying in %s:\n", p.Sandbox.Image)
-	prepared, err := prepareRun(ctx, newRunSetup(drv, p, server, id, ws.Dir(), caBundle, out), envs, src, ws, out)
+	prepared, err := prepareRun(ctx, newRunSetup(drv, p, server, id, ws.Dir(), caBundle, getenv, out), envs, src, ws, out)
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		fmt.Fprintf(out, "setup FAILS: change the policy's setup (%s line %d), or let it reach the hosts it needs (--allow-host, or --config's setup.allow_hosts and setup.registries):\n%v\n",
 			app.PolicyPath, lineOf(text, "setup:"), ee.err)

@@ -87,7 +87,7 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		ID: id, Tree: ws, Policy: policy, Sandbox: drv,
 		// The policy's image, which the server config's sandbox.images
 		// bounds, is every container's, as on a worker.
-		Setup: newRunSetup(drv, policy, server, id, ws.Dir(), local.caBundle, out),
+		Setup: newRunSetup(drv, policy, server, id, ws.Dir(), local.caBundle, env.Getenv, out),
 		Envs:  envs, Owner: owner,
 		Task:    prompts.TaskData{Repo: filepath.Base(src), Instructions: f.task},
 		Model:   model,

@@ -50,17 +50,20 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 // newRunSetup is the policy's setup over the tree at dir, as a worker's
 // (change.Setup): in its own container on the policy's image, with
 // network only through the egress proxy to server's setup.allow_hosts,
-// trusting caBundle. It prints each command and every connection the
-// proxy refused.
-func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, out io.Writer) change.Setup {
+// trusting caBundle, with the registries' credentials that getenv holds.
+// It prints each command, every host the proxy connected setup to and
+// every connection it refused.
+func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, getenv func(string) string, out io.Writer) change.Setup {
 	s := change.NewSetup(sb, p, id+"-setup", dir, p.Sandbox.Image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.CABundle = caBundle
+	s.Secrets = getenv
 	s.Registries = server.SetupRegistries
 	s.MaxEnvBytes = server.SetupMaxEnvBytes
 	s.InternalRanges = server.SetupInternalRanges
 	s.Progress = func(line string) { fmt.Fprintf(out, "setup: %s\n", line) }
 	s.Refused = func(x egress.Refusal) { fmt.Fprintln(out, x) }
+	s.Reached = func(x egress.Reach) { fmt.Fprintf(out, "setup reached %s\n", x) }
 	return s
 }
 

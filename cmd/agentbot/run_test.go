@@ -249,6 +249,7 @@ setup:
 	for _, want := range []string{
 		"setup: network through the egress proxy to " + gw + ":" + allowed.Port,
 		fmt.Sprintf("setup tried to reach %s:%s — not in setup.allow_hosts", gw, other.Port),
+		fmt.Sprintf("setup reached %s:%s\n", gw, allowed.Port),
 		"setup: built ",
 		"succeeded after 5 steps",
 		"check1   pass  exit 0",

@@ -185,7 +185,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	return worker.Run(ctx, worker.Config{
 		Redis: rdb,
 		Runner: runner.Config{
-			GitHub: githubapp.New(gh), Server: server, SetupCABundle: caBundle,
+			GitHub: githubapp.New(gh), Server: server, SetupCABundle: caBundle, SetupSecrets: env.Getenv,
 			Model: model, Models: cfg.models, Store: store, Outcomes: queue.NewOutcomes(rdb).Counting(metrics),
 			Budgets: queue.NewBudgets(rdb),
 			Audit:   audit, Traces: traces, History: queue.NewOutcomes(rdb), Pages: pages,

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 
@@ -46,6 +45,11 @@ type Setup struct {
 	// reaches their hosts, and the egress proxy adds their credentials,
 	// read from the worker's secrets as each setup starts.
 	Registries []app.Registry
+	// Secrets holds the credentials a registry names by variable
+	// (credentials.env): the worker's environment as the command line
+	// read it, handed down rather than read here, so that what a setup
+	// may send is what the caller gave it. Nil: there are none.
+	Secrets func(name string) string
 	// MaxEnvBytes bounds the environment Prepare builds (the server
 	// config's setup.max_env_bytes; app.DefaultSetupMaxEnvBytes when
 	// zero): its commands are stopped once the tree and $HOME grow past
@@ -59,6 +63,9 @@ type Setup struct {
 	// Refused, when set, is told each connection the egress proxy refused,
 	// once the setup container is removed.
 	Refused func(egress.Refusal)
+	// Reached, when set, is told each host the egress proxy connected
+	// setup to, once the setup container is removed.
+	Reached func(egress.Reach)
 	// Log, slog.Default when nil, hears of a setup network that could not
 	// be removed.
 	Log *slog.Logger
@@ -168,7 +175,8 @@ func (s Setup) run(ctx context.Context, seed string, lines []string) error {
 // egress turns the network s.Spec asks for into its egress: an internal
 // network whose only way out is the egress proxy, which reaches
 // s.AllowHosts and nothing else. done, once the container is removed,
-// removes the network and tells s.Refused what the proxy refused.
+// removes the network and tells s.Refused and s.Reached what the proxy
+// refused and reached.
 func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 	s.Spec.CABundle = s.CABundle
 	network := s.network()
@@ -194,7 +202,7 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 		if r.Credentials == nil {
 			continue
 		}
-		auth, err := r.Credentials.Authorization(os.Getenv)
+		auth, err := r.Credentials.Authorization(s.secret)
 		if err != nil {
 			return nil, fmt.Errorf("setup.registries.%s: %w", r.Ecosystem, err)
 		}
@@ -216,16 +224,29 @@ func (s *Setup) egress(ctx context.Context) (done func(), err error) {
 		s.Progress("network through the egress proxy to " + to)
 	}
 	return func() {
-		refused, err := e.Close(context.WithoutCancel(ctx))
+		got, err := e.Close(context.WithoutCancel(ctx))
 		if err != nil {
 			cmp.Or(s.Log, slog.Default()).Warn("remove the setup network", "err", err)
 		}
 		if s.Refused != nil {
-			for _, x := range refused {
+			for _, x := range got.Refused {
 				s.Refused(x)
 			}
 		}
+		if s.Reached != nil {
+			for _, x := range got.Reached {
+				s.Reached(x)
+			}
+		}
 	}, nil
+}
+
+// secret is s.Secrets(name), or empty when s has no secrets.
+func (s *Setup) secret(name string) string {
+	if s.Secrets == nil {
+		return ""
+	}
+	return s.Secrets(name)
 }
 
 // network says whether setup may reach its allowed hosts.

@@ -84,7 +84,7 @@ func TestProxyAddsRegistryCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	allow := []app.AllowHost{allowOf(t, tlsReg.URL), allowOf(t, plainReg.URL), allowOf(t, other.URL)}
-	client := startProxy(t, New(Config{Allow: allow, Inject: in}, (&recorder{}).add, quiet), nil)
+	client := startProxy(t, New(Config{Allow: allow, Inject: in}, &recorder{}, quiet), nil)
 	// The client trusts the proxy's authority for the intercepted
 	// registry, and the registry's own CA for the tunnelled host.
 	roots := x509.NewCertPool()
@@ -133,7 +133,7 @@ func TestProxySendsCredentialsOnlyToTheirRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := startProxy(t, New(Config{Allow: []app.AllowHost{allowOf(t, reg.URL)}, Inject: in}, (&recorder{}).add, quiet), nil)
+	client := startProxy(t, New(Config{Allow: []app.AllowHost{allowOf(t, reg.URL)}, Inject: in}, &recorder{}, quiet), nil)
 	resp, err := client.Get(reg.URL)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,9 @@
 // that ignores the proxy variables reaches nothing.
 //
 // What the proxy decides is reported as one JSON Event per line on its
-// stdout: first Ready, then one Refused per refused connection.
+// stdout: first Ready, then one Refused per refused connection and one
+// Reached per host it connected setup to, so that an operator sees both
+// what setup needed and what it was denied.
 package egress
 
 import (
@@ -70,11 +72,39 @@ func (r Refusal) String() string {
 	return fmt.Sprintf("setup tried to reach %s — %s", net.JoinHostPort(r.Host, strconv.Itoa(r.Port)), r.Reason)
 }
 
+// Reach is a host and port the proxy connected setup to: a host setup
+// needed, and was allowed.
+type Reach struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+}
+
+// String is the host:port.
+func (r Reach) String() string { return net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) }
+
 // Event is one line of the proxy's output.
 type Event struct {
 	Ready   string   `json:"ready,omitempty"` // the address it listens on
 	CA      string   `json:"ca,omitempty"`    // with Ready: Injector.CA
 	Refused *Refusal `json:"refused,omitempty"`
+	Reached *Reach   `json:"reached,omitempty"`
+}
+
+// Summary is what a proxy reported over its life: each host it connected
+// setup to and each connection it refused, once.
+type Summary struct {
+	Reached []Reach
+	Refused []Refusal
+}
+
+// Observer is told what the proxy decides, from its connections'
+// goroutines at once.
+type Observer interface {
+	// Refused is a connection the proxy refused.
+	Refused(Refusal)
+	// Reached is a host the proxy connected setup to: a tunnel opened, or
+	// a forwarded request answered.
+	Reached(Reach)
 }
 
 // Config is what the proxy lets through.
@@ -92,13 +122,13 @@ type Config struct {
 
 // Proxy is the forward proxy's handler.
 type Proxy struct {
-	cfg     Config
-	refused func(Refusal)
-	dialer  *net.Dialer
-	fwd     *httputil.ReverseProxy
-	log     *slog.Logger
-	now     func() time.Time
-	inject  *Injector // nil: no registry has credentials
+	cfg    Config
+	obs    Observer
+	dialer *net.Dialer
+	fwd    *httputil.ReverseProxy
+	log    *slog.Logger
+	now    func() time.Time
+	inject *Injector // nil: no registry has credentials
 }
 
 // addrRefused is what the dialer's Control returns for an address the
@@ -107,11 +137,10 @@ type addrRefused struct{ reason string }
 
 func (e *addrRefused) Error() string { return e.reason }
 
-// New returns a proxy that connects only where cfg allows and calls
-// refused, which must be safe for concurrent use, for every connection it
-// refuses.
-func New(cfg Config, refused func(Refusal), log *slog.Logger) *Proxy {
-	p := &Proxy{cfg: cfg, refused: refused, log: log, now: time.Now, inject: cfg.Inject}
+// New returns a proxy that connects only where cfg allows and tells obs
+// every connection it refuses or makes.
+func New(cfg Config, obs Observer, log *slog.Logger) *Proxy {
+	p := &Proxy{cfg: cfg, obs: obs, log: log, now: time.Now, inject: cfg.Inject}
 	// The check runs on the address actually dialled, after name
 	// resolution, so no DNS name, whatever it resolves to at that moment,
 	// leads to the metadata address or an internal one.
@@ -135,6 +164,12 @@ func New(cfg Config, refused func(Refusal), log *slog.Logger) *Proxy {
 		// hop-by-hop headers are dropped by ReverseProxy itself.
 		Rewrite:   func(*httputil.ProxyRequest) {},
 		Transport: transport,
+		// An answer, whatever its status, means the host was reached.
+		ModifyResponse: func(resp *http.Response) error {
+			host, port := hostPort(resp.Request.URL.Host, resp.Request.URL.Scheme)
+			p.obs.Reached(Reach{Host: host, Port: port})
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if refusal, ok := errors.AsType[*addrRefused](err); ok {
 				host, port := hostPort(r.URL.Host, r.URL.Scheme)
@@ -196,7 +231,7 @@ func (p *Proxy) dialable(ap netip.AddrPort) error {
 func (p *Proxy) refuse(w http.ResponseWriter, host string, port int, reason string) {
 	host = CutHost(host)
 	r := Refusal{Host: host, Port: port, Time: p.now().UTC(), Reason: reason}
-	p.refused(r)
+	p.obs.Refused(r)
 	p.log.Info("egress refused", "host", host, "port", port, "reason", reason)
 	http.Error(w, "agentbot egress proxy: "+r.String(), http.StatusForbidden)
 }
@@ -225,6 +260,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer upstream.Close()
+	p.obs.Reached(Reach{Host: host, Port: port})
 	client, buf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		http.Error(w, "agentbot egress proxy: "+err.Error(), http.StatusInternalServerError)
@@ -278,32 +314,21 @@ func hostPort(authority, scheme string) (string, int) {
 	return host, port
 }
 
-// MaxRefusals bounds the refusals Serve reports: a setup that tries host
-// after host must not flood the trace and the audit log.
-const MaxRefusals = 100
+// MaxRefusals bounds the refusals Serve reports, and MaxReached the hosts
+// it reports reached: a setup that tries host after host must not flood
+// the trace and the audit log.
+const (
+	MaxRefusals = 100
+	MaxReached  = 100
+)
 
 // Serve runs the proxy on ln until ctx ends, writing one JSON Event per
 // line to out: Ready once it accepts connections, then each refusal of a
-// host, port and reason not refused before, up to MaxRefusals.
+// host, port and reason not refused before, up to MaxRefusals, and each
+// host and port reached for the first time, up to MaxReached.
 func Serve(ctx context.Context, ln net.Listener, cfg Config, out io.Writer, log *slog.Logger) error {
-	var mu sync.Mutex
-	enc := json.NewEncoder(out)
-	seen := map[Refusal]bool{}
-	emit := func(e Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if r := e.Refused; r != nil {
-			key := Refusal{Host: r.Host, Port: r.Port, Reason: r.Reason}
-			if seen[key] || len(seen) == MaxRefusals {
-				return
-			}
-			seen[key] = true
-		}
-		if err := enc.Encode(e); err != nil {
-			log.Warn("egress proxy: write event", "err", err)
-		}
-	}
-	p := New(cfg, func(r Refusal) { emit(Event{Refused: &r}) }, log)
+	em := &emitter{enc: json.NewEncoder(out), log: log, refused: map[Refusal]bool{}, reached: map[Reach]bool{}}
+	p := New(cfg, em, log)
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: readHeaderTimeout,
@@ -311,11 +336,53 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config, out io.Writer, log 
 	}
 	stop := context.AfterFunc(ctx, func() { srv.Close() })
 	defer stop()
-	emit(Event{Ready: ln.Addr().String(), CA: p.inject.CA()})
+	em.emit(Event{Ready: ln.Addr().String(), CA: p.inject.CA()})
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("egress proxy: %w", err)
 	}
 	return nil
+}
+
+// emitter writes a proxy's events, each distinct refusal and reach once.
+type emitter struct {
+	mu      sync.Mutex
+	enc     *json.Encoder
+	log     *slog.Logger
+	refused map[Refusal]bool // by host, port and reason
+	reached map[Reach]bool
+}
+
+func (em *emitter) Refused(r Refusal) {
+	key := Refusal{Host: r.Host, Port: r.Port, Reason: r.Reason}
+	once(em, em.refused, key, MaxRefusals, Event{Refused: &r})
+}
+
+func (em *emitter) Reached(r Reach) {
+	r.Host = CutHost(r.Host)
+	once(em, em.reached, r, MaxReached, Event{Reached: &r})
+}
+
+// once emits e unless seen holds key or is full.
+func once[K comparable](em *emitter, seen map[K]bool, key K, limit int, e Event) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	if seen[key] || len(seen) == limit {
+		return
+	}
+	seen[key] = true
+	em.emitLocked(e)
+}
+
+func (em *emitter) emit(e Event) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	em.emitLocked(e)
+}
+
+func (em *emitter) emitLocked(e Event) {
+	if err := em.enc.Encode(e); err != nil {
+		em.log.Warn("egress proxy: write event", "err", err)
+	}
 }
 
 // OnlyFrom returns ln accepting connections from the given networks only,

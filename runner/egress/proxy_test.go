@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,16 +29,29 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// recorder keeps the refusals a proxy reports.
+// recorder keeps the refusals and the reaches a proxy reports.
 type recorder struct {
-	mu   sync.Mutex
-	list []Refusal
+	mu      sync.Mutex
+	list    []Refusal
+	reached []string
 }
 
-func (r *recorder) add(x Refusal) {
+func (r *recorder) Refused(x Refusal) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.list = append(r.list, x)
+}
+
+func (r *recorder) Reached(x Reach) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reached = append(r.reached, x.String())
+}
+
+func (r *recorder) reaches() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reached)
 }
 
 func (r *recorder) strings() []string {
@@ -85,7 +99,7 @@ func TestProxyForwardsToAllowedHosts(t *testing.T) {
 	secure := httptest.NewTLSServer(hello)
 	defer secure.Close()
 	var rec recorder
-	p := New(Config{Allow: []app.AllowHost{allowOf(t, plain.URL), allowOf(t, secure.URL)}}, rec.add, quiet)
+	p := New(Config{Allow: []app.AllowHost{allowOf(t, plain.URL), allowOf(t, secure.URL)}}, &rec, quiet)
 	client := startProxy(t, p, secure)
 	for _, u := range []string{plain.URL + "/plain", secure.URL + "/tunnel"} {
 		resp, err := client.Get(u)
@@ -101,6 +115,11 @@ func TestProxyForwardsToAllowedHosts(t *testing.T) {
 	if got := rec.strings(); len(got) != 0 {
 		t.Errorf("refusals of allowed hosts: %q", got)
 	}
+	// Both hosts are reported reached, each as often as it was reached.
+	want := []string{strings.TrimPrefix(plain.URL, "http://"), strings.TrimPrefix(secure.URL, "https://")}
+	if got := rec.reaches(); !slices.Equal(got, want) {
+		t.Errorf("reached %q; want %q", got, want)
+	}
 }
 
 func TestProxyRefusesAndRecords(t *testing.T) {
@@ -112,7 +131,7 @@ func TestProxyRefusesAndRecords(t *testing.T) {
 	// The metadata address is refused even when the list names it (the
 	// server config refuses such an entry; the proxy does not rely on it).
 	allow := []app.AllowHost{{Host: "169.254.169.254", Port: 80}, {Host: "fd00:ec2::254"}}
-	p := New(Config{Allow: allow}, rec.add, quiet)
+	p := New(Config{Allow: allow}, &rec, quiet)
 	p.now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	client := startProxy(t, p, nil)
 
@@ -144,6 +163,9 @@ func TestProxyRefusesAndRecords(t *testing.T) {
 	if served != 0 {
 		t.Errorf("the unlisted host served %d requests", served)
 	}
+	if got := rec.reaches(); len(got) != 0 {
+		t.Errorf("refused hosts reported reached: %q", got)
+	}
 	if rec.list[0].Time != p.now() || rec.list[0].Port == 0 {
 		t.Errorf("refusal %+v lacks its time or port", rec.list[0])
 	}
@@ -153,7 +175,7 @@ func TestProxyRefusesAndRecords(t *testing.T) {
 // even when the list allows the name.
 func TestProxyRefusesNamesResolvingToMetadata(t *testing.T) {
 	var rec recorder
-	p := New(Config{Allow: []app.AllowHost{{Host: "metadata.test"}}}, rec.add, quiet)
+	p := New(Config{Allow: []app.AllowHost{{Host: "metadata.test"}}}, &rec, quiet)
 	p.dialer.Resolver = fakeDNS(t, "169.254.169.254")
 	client := startProxy(t, p, nil)
 	for _, u := range []string{"http://metadata.test/latest/meta-data/", "https://metadata.test/"} {
@@ -197,7 +219,7 @@ func TestProxyRefusesNamesResolvingToInternalAddresses(t *testing.T) {
 	names := []app.AllowHost{{Host: "registry.test", Port: atoi(t, port)}, {Host: "localhost", Port: atoi(t, port)}, {Host: "cluster.test"}}
 
 	var rec recorder
-	p := New(Config{Allow: names}, rec.add, quiet)
+	p := New(Config{Allow: names}, &rec, quiet)
 	p.dialer.Resolver = fakeDNS(t, "127.0.0.1")
 	client := startProxy(t, p, nil)
 	for _, u := range []string{"http://registry.test:" + port + "/", "http://localhost:" + port + "/"} {
@@ -212,7 +234,7 @@ func TestProxyRefusesNamesResolvingToInternalAddresses(t *testing.T) {
 	}
 	for _, ip := range []string{"10.96.0.1", "172.17.0.1", "100.64.0.1", "192.168.1.1"} {
 		var rec recorder
-		p := New(Config{Allow: names}, rec.add, quiet)
+		p := New(Config{Allow: names}, &rec, quiet)
 		p.dialer.Resolver = fakeDNS(t, ip)
 		if code := get(startProxy(t, p, nil), "http://cluster.test/"); code != http.StatusForbidden || len(rec.list) != 1 || rec.list[0].Reason != ReasonInternal {
 			t.Errorf("cluster.test at %s: %d, refusals %q; want 403 as internal", ip, code, rec.strings())
@@ -230,7 +252,7 @@ func TestProxyRefusesNamesResolvingToInternalAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rec recorder
-		p := New(Config{Allow: append(names, a)}, rec.add, quiet)
+		p := New(Config{Allow: append(names, a)}, &rec, quiet)
 		p.dialer.Resolver = fakeDNS(t, "127.0.0.1")
 		client := startProxy(t, p, nil)
 		for _, u := range []string{"http://127.0.0.1:" + port + "/", "http://registry.test:" + port + "/"} {
@@ -241,7 +263,7 @@ func TestProxyRefusesNamesResolvingToInternalAddresses(t *testing.T) {
 	}
 	// A configured cluster range is internal too, whatever its addresses.
 	var crec recorder
-	p = New(Config{Allow: names, Internal: []netip.Prefix{netip.MustParsePrefix("34.118.224.0/20")}}, crec.add, quiet)
+	p = New(Config{Allow: names, Internal: []netip.Prefix{netip.MustParsePrefix("34.118.224.0/20")}}, &crec, quiet)
 	p.dialer.Resolver = fakeDNS(t, "34.118.230.7")
 	get(startProxy(t, p, nil), "http://cluster.test/")
 	if len(crec.list) != 1 || crec.list[0].Reason != ReasonInternal {
@@ -263,7 +285,7 @@ func atoi(t *testing.T, s string) int {
 func TestProxyCutsTheHostsItRefuses(t *testing.T) {
 	var rec recorder
 	var logged ostest.SyncBuffer
-	p := New(Config{}, rec.add, slog.New(slog.NewTextHandler(&logged, nil)))
+	p := New(Config{}, &rec, slog.New(slog.NewTextHandler(&logged, nil)))
 	client := startProxy(t, p, nil)
 	long := strings.Repeat("a", 60) + "." + strings.Repeat("b", 200<<10) + ".example"
 	resp, err := client.Get("http://" + long + "/")
@@ -285,7 +307,7 @@ func TestProxyCutsTheHostsItRefuses(t *testing.T) {
 
 func TestProxyRejectsWhatIsNotAProxyRequest(t *testing.T) {
 	var rec recorder
-	srv := httptest.NewServer(New(Config{}, rec.add, quiet))
+	srv := httptest.NewServer(New(Config{}, &rec, quiet))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/origin-form")
 	if err != nil {
@@ -308,15 +330,17 @@ func TestProxyRejectsWhatIsNotAProxyRequest(t *testing.T) {
 	}
 }
 
-func TestServeReportsReadyAndRefusals(t *testing.T) {
+func TestServeReportsReadyRefusalsAndReaches(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	registry := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer registry.Close()
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ln, Config{}, pw, quiet) }()
+	go func() { done <- Serve(ctx, ln, Config{Allow: []app.AllowHost{allowOf(t, registry.URL)}}, pw, quiet) }()
 	dec := json.NewDecoder(pr)
 	var ready Event
 	if err := dec.Decode(&ready); err != nil || ready.Ready != ln.Addr().String() {
@@ -333,6 +357,17 @@ func TestServeReportsReadyAndRefusals(t *testing.T) {
 	if err := dec.Decode(&e); err != nil || e.Refused == nil || e.Refused.Host != "evil.example" || e.Refused.Port != 8080 {
 		t.Fatalf("second event %+v, %v; want the refusal of evil.example:8080", e, err)
 	}
+	// An allowed host is reported reached, once however often.
+	go func() {
+		for range 2 {
+			if resp, err := client.Get(registry.URL + "/simple/"); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	if err := dec.Decode(&e); err != nil || e.Reached == nil || e.Reached.String() != strings.TrimPrefix(registry.URL, "http://") {
+		t.Fatalf("third event %+v, %v; want %s reached", e, err, registry.URL)
+	}
 	// The same refusal again is not reported again; distinct ones are, up
 	// to MaxRefusals. Events are read as they come: the proxy waits on its
 	// output.
@@ -348,6 +383,9 @@ func TestServeReportsReadyAndRefusals(t *testing.T) {
 			got = append(got, e)
 		}
 	}()
+	if resp, err := client.Get(registry.URL + "/again/"); err == nil {
+		resp.Body.Close()
+	}
 	for port := 8080; port < 8080+MaxRefusals+5; port++ {
 		if resp, err := client.Get(fmt.Sprintf("http://evil.example:%d/", port)); err == nil {
 			resp.Body.Close()

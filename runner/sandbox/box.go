@@ -39,9 +39,10 @@ type Egress interface {
 	// Env are the proxy variables of a sandbox on the network.
 	Env() []string
 	// Close removes the proxy and the network, with a context that
-	// outlives ctx's cancellation, and returns the connections the proxy
-	// refused. Close the sandboxes on the network first.
-	Close(ctx context.Context) ([]egress.Refusal, error)
+	// outlives ctx's cancellation, and returns the hosts the proxy reached
+	// and the connections it refused. Close the sandboxes on the network
+	// first.
+	Close(ctx context.Context) (egress.Summary, error)
 }
 
 // Spec is one sandbox for one task. Zero limits take the driver's defaults

@@ -1,7 +1,8 @@
 // Package registrytest serves package registries for tests of prepared
-// environments: a PyPI "simple" index with one wheel and an npm registry
-// with one package, on the Docker bridge's address, where setup
-// containers (through the egress proxy) reach them, counting requests.
+// environments: a PyPI "simple" index of the wheels a test gives it and an
+// npm registry with one package, on the Docker bridge's address, where
+// setup containers (through the egress proxy) reach them, counting
+// requests.
 package registrytest
 
 import (
@@ -16,9 +17,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,30 +70,53 @@ func Serve(t testing.TB, h func(r *Registry) http.Handler) *Registry {
 	return r
 }
 
-// Wheel is a pure-Python wheel of package name 1.0 whose __init__.py is
+// A Dist is one release a PyPI index serves.
+type Dist struct {
+	Name, Version string
+	Wheel         []byte
+}
+
+// file is the wheel's file name.
+func (d Dist) file() string {
+	return strings.ReplaceAll(d.Name, "-", "_") + "-" + d.Version + "-py3-none-any.whl"
+}
+
+// Module is package name 1.0, a pure-Python wheel whose __init__.py is
 // module.
-func Wheel(t testing.TB, name, module string) []byte {
+func Module(t testing.TB, name, module string) Dist {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	info := name + "-1.0.dist-info/"
-	files := [][2]string{
-		{name + "/__init__.py", module},
-		{info + "METADATA", "Metadata-Version: 2.1\nName: " + name + "\nVersion: 1.0\n"},
-		{info + "WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"},
+	return WheelOf(t, name, "1.0", map[string][]byte{name + "/__init__.py": []byte(module)}, nil)
+}
+
+// WheelOf packs files into a pure-Python wheel of name version, whose
+// dist-info holds info's files (entry_points.txt, say) beside the
+// METADATA, WHEEL and RECORD it writes.
+func WheelOf(t testing.TB, name, version string, files, info map[string][]byte) Dist {
+	t.Helper()
+	d := Dist{Name: name, Version: version}
+	dir := strings.ReplaceAll(name, "-", "_") + "-" + version + ".dist-info/"
+	all := maps.Clone(files)
+	if all == nil {
+		all = map[string][]byte{}
 	}
-	var record bytes.Buffer
-	for _, f := range files {
-		w, err := zw.Create(f[0])
+	for f, data := range info {
+		all[dir+f] = data
+	}
+	all[dir+"METADATA"] = []byte("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n")
+	all[dir+"WHEEL"] = []byte("Wheel-Version: 1.0\nGenerator: registrytest\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+	var buf, record bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, f := range slices.Sorted(maps.Keys(all)) {
+		w, err := zw.Create(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write([]byte(f[1]))
-		sum := sha256.Sum256([]byte(f[1]))
-		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f[0], base64.RawURLEncoding.EncodeToString(sum[:]), len(f[1]))
+		w.Write(all[f])
+		sum := sha256.Sum256(all[f])
+		fmt.Fprintf(&record, "%s,sha256=%s,%d\n", f, base64.RawURLEncoding.EncodeToString(sum[:]), len(all[f]))
 	}
-	fmt.Fprintf(&record, "%sRECORD,,\n", info)
-	w, err := zw.Create(info + "RECORD")
+	fmt.Fprintf(&record, "%sRECORD,,\n", dir)
+	w, err := zw.Create(dir + "RECORD")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,22 +124,22 @@ func Wheel(t testing.TB, name, module string) []byte {
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	d.Wheel = buf.Bytes()
+	return d
 }
 
-// PyPI serves a "simple" index (under /simple/) holding package name 1.0,
-// a wheel whose __init__.py is module.
-func PyPI(t testing.TB, name, module string) *Registry {
+// PyPI serves a "simple" index (under /simple/) holding dists.
+func PyPI(t testing.TB, dists ...Dist) *Registry {
 	t.Helper()
-	whl := Wheel(t, name, module)
-	file := name + "-1.0-py3-none-any.whl"
 	return Serve(t, func(r *Registry) http.Handler {
 		mux := http.NewServeMux()
-		mux.HandleFunc("/simple/"+name+"/", func(w http.ResponseWriter, _ *http.Request) {
-			sum := sha256.Sum256(whl)
-			fmt.Fprintf(w, `<html><body><a href="%s/files/%s#sha256=%s">%s</a></body></html>`, r.URL, file, hex.EncodeToString(sum[:]), file)
-		})
-		mux.HandleFunc("/files/"+file, func(w http.ResponseWriter, _ *http.Request) { w.Write(whl) })
+		for _, d := range dists {
+			mux.HandleFunc("/simple/"+strings.ToLower(d.Name)+"/", func(w http.ResponseWriter, _ *http.Request) {
+				sum := sha256.Sum256(d.Wheel)
+				fmt.Fprintf(w, `<html><body><a href="%s/files/%s#sha256=%s">%s</a></body></html>`, r.URL, d.file(), hex.EncodeToString(sum[:]), d.file())
+			})
+			mux.HandleFunc("/files/"+d.file(), func(w http.ResponseWriter, _ *http.Request) { w.Write(d.Wheel) })
+		}
 		return mux
 	})
 }

@@ -61,12 +61,13 @@ type Egress struct {
 	ca      string        // the proxy's authority, from its Ready event
 	caDir   string        // holds CABundle
 
-	mu      sync.Mutex
-	refused []egress.Refusal
+	mu  sync.Mutex
+	got egress.Summary // what the proxy reported
 }
 
 // StartEgress creates the network and starts the proxy on it. The caller
-// must Close it, which also says what the proxy refused. The Egress is an
+// must Close it, which also says what the proxy reached and refused. The
+// Egress is an
 // *Egress.
 func (d *Driver) StartEgress(ctx context.Context, spec sandbox.EgressSpec) (_ sandbox.Egress, err error) {
 	if spec.TaskID == "" {
@@ -249,7 +250,8 @@ func (e *Egress) writeCABundle(base string) error {
 	return nil
 }
 
-// readEvents keeps the proxy's refusals; the first event must be Ready.
+// readEvents keeps what the proxy reached and refused; the first event
+// must be Ready.
 func (e *Egress) readEvents(r io.Reader, ready chan<- error) {
 	defer close(e.read)
 	dec := json.NewDecoder(r)
@@ -271,7 +273,11 @@ func (e *Egress) readEvents(r io.Reader, ready chan<- error) {
 			ready <- nil
 		case ev.Refused != nil:
 			e.mu.Lock()
-			e.refused = append(e.refused, *ev.Refused)
+			e.got.Refused = append(e.got.Refused, *ev.Refused)
+			e.mu.Unlock()
+		case ev.Reached != nil:
+			e.mu.Lock()
+			e.got.Reached = append(e.got.Reached, *ev.Reached)
 			e.mu.Unlock()
 		}
 		first = false
@@ -289,9 +295,9 @@ func (e *Egress) Env() []string {
 }
 
 // Close removes the proxy and the network, with a context that outlives
-// ctx's cancellation, and returns the connections the proxy refused. Close
-// the containers on the network first.
-func (e *Egress) Close(ctx context.Context) ([]egress.Refusal, error) {
+// ctx's cancellation, and returns the hosts the proxy reached and the
+// connections it refused. Close the containers on the network first.
+func (e *Egress) Close(ctx context.Context) (egress.Summary, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
 	defer cancel()
 	var errs []error
@@ -301,7 +307,7 @@ func (e *Egress) Close(ctx context.Context) ([]egress.Refusal, error) {
 			e.d.log.Warn("stop the egress proxy", "err", err)
 		}
 		if e.conn != nil {
-			// Its output has ended once it stopped: every refusal is read.
+			// Its output has ended once it stopped: every event is read.
 			select {
 			case <-e.read:
 			case <-ctx.Done():
@@ -318,7 +324,7 @@ func (e *Egress) Close(ctx context.Context) ([]egress.Refusal, error) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.refused, errors.Join(errs...)
+	return e.got, errors.Join(errs...)
 }
 
 // removeOrphanNetworks removes the setup networks of dead workers; their

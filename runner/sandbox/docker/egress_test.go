@@ -75,12 +75,15 @@ func TestEgressOnlyThroughTheProxy(t *testing.T) {
 	if err := c.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	refused, err := e.Close(context.Background())
+	sum, err := e.Close(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(sum.Reached) != 1 || sum.Reached[0].String() != gateway+":"+allowed.Port {
+		t.Errorf("reached %v; want only %s:%s", sum.Reached, gateway, allowed.Port)
+	}
 	var got []string
-	for _, r := range refused {
+	for _, r := range sum.Refused {
 		got = append(got, r.String())
 	}
 	want := []string{

@@ -28,6 +28,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -338,4 +339,45 @@ func MarkedImage(t testing.TB) string {
 		t.Fatalf("derive an image from %s: %v", base, err)
 	}
 	return name
+}
+
+// ImageFiles returns the regular files under dir in image, by their path
+// below dir's parent ("wheel/__init__.py" for dir
+// /usr/lib/python3/dist-packages/wheel), read from a container that is
+// never started: a test takes what the image holds without running it.
+func ImageFiles(t testing.TB, image, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := withEngineFor(time.Minute, func(ctx context.Context, cli *client.Client) error {
+		c, err := cli.ContainerCreate(ctx, &container.Config{Image: image}, nil, nil, nil, "")
+		if err != nil {
+			return fmt.Errorf("create a container of %s: %w", image, err)
+		}
+		defer cli.ContainerRemove(context.WithoutCancel(ctx), c.ID, container.RemoveOptions{Force: true})
+		rc, _, err := cli.CopyFromContainer(ctx, c.ID, dir)
+		if err != nil {
+			return fmt.Errorf("copy %s: %w", dir, err)
+		}
+		defer rc.Close()
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("read %s: %w", dir, err)
+			}
+			if h.Typeflag != tar.TypeReg {
+				continue
+			}
+			if files[h.Name], err = io.ReadAll(tr); err != nil {
+				return fmt.Errorf("read %s: %w", h.Name, err)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("files of %s in %s: %v", dir, image, err)
+	}
+	return files
 }
