@@ -1,0 +1,74 @@
+package runner_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/app"
+	githubsim "github.com/agentbot/agentbot/sim/github"
+)
+
+// parentOf is the parent of commit sha in the world's repository.
+func (w *world) parentOf(t *testing.T, sha string) string {
+	t.Helper()
+	dir, err := w.sim.GitDir(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "--git-dir", dir, "rev-parse", sha+"^").CombinedOutput()
+	if err != nil {
+		t.Fatalf("git rev-parse %s^: %v\n%s", sha, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// pullsFrom are the world's pull requests whose head is branch.
+func (w *world) pullsFrom(branch string) []githubsim.Issue {
+	var out []githubsim.Issue
+	for _, p := range w.sim.PullRequests(repo) {
+		if p.Pull.Head == branch {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// "/agent fix" on a person's pull request never moves their branch: the
+// change goes to a new branch from its head, in a pull request against it.
+func TestFixOnAPersonsPullRequestOpensOneAgainstItsBranch(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, quickPolicy, demoScript(t))
+	if err := w.sim.CreateBranch(repo, "sum-notes", branchSHA(t, w, "main")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.sim.Commit(repo, "sum-notes", "grace", "Note Sum", map[string]string{"NOTES.md": "Sum adds every sample.\n"}); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "grace", Title: "Note Sum", Head: "sum-notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := branchSHA(t, w, "sum-notes")
+	tk := w.commandOn(t, "T1", pr, "ada", app.VerbFix, func(tk *app.Task) { tk.IsPR = true })
+	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+		t.Fatal(err)
+	}
+	if rec := w.store.record("T1"); rec.State != app.StateSucceeded {
+		t.Fatalf("the fix ended %s (%s)", rec.State, rec.Step)
+	}
+	if got := branchSHA(t, w, "sum-notes"); got != head {
+		t.Errorf("grace's branch moved from %s to %s", head, got)
+	}
+	const branch = "agent/2-note-sum"
+	opened := w.pullsFrom(branch)
+	if len(opened) != 1 || opened[0].Pull.Base != "sum-notes" || opened[0].Number == pr {
+		t.Fatalf("pull requests from %s: %+v; want one new one against sum-notes", branch, opened)
+	}
+	if p := w.parentOf(t, branchSHA(t, w, branch)); p != head {
+		t.Errorf("the fix's commit is on %s; want grace's head %s", p, head)
+	}
+	if !strings.Contains(w.fileOn(t, branch, "stats.go"), "i := 0") {
+		t.Error("the new branch lacks the fix")
+	}
+}
