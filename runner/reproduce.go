@@ -12,9 +12,11 @@ import (
 )
 
 // reproduceMode is the task's reproduction policy: the policy's, or its
-// default for a fix of an issue or a follow-up on a pull request.
+// default for a fix of an issue or a follow-up on a pull request. A fix
+// of a review's finding has a test to reproduce it, as a fix of an issue
+// is asked to have.
 func reproduceMode(tk *task) app.Reproduce {
-	return tk.policy.Policy.ReproduceFor(tk.issue.Pull != nil)
+	return tk.policy.Policy.ReproduceFor(tk.issue.Pull != nil && !fixesFinding(tk))
 }
 
 // reproduce tries to reproduce a verified change and keeps the result in
