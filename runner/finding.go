@@ -2,10 +2,13 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // A review's finding is fixed from its thread: "/agent fix" replied to
@@ -13,7 +16,8 @@ import (
 // task is the finding, with its test file, and whose reproduction is that
 // test: the fix is to add it as it is and make it pass, and the host runs
 // the change's new tests on the pull request's head without the fix,
-// where the finding's test fails. Like every fix on a pull request, it is
+// where the finding's test fails; a change that drops or alters the test
+// is not reproduced by it, and says so. Like every fix on a pull request, it is
 // a follow-up commit on agentbot's own pull request and a pull request
 // against the branch of a person's (target).
 
@@ -92,4 +96,26 @@ func fixSuffix(f reviewed) string {
 		return ""
 	}
 	return " whose reproduction is its test"
+}
+
+// findingTestDropped says why the change in ws does not carry the
+// finding's test as the review wrote it, or "" when it does or tk fixes
+// no finding with a test: without it, whatever reproduced the change is
+// not the finding's test.
+func findingTestDropped(tk *task, ws *workspace.Workspace) string {
+	if !fixesFinding(tk) {
+		return ""
+	}
+	t := tk.follow.finding.Test
+	path := app.CodeSpan(t.Path, ownIssue(tk))
+	b, err := fs.ReadFile(ws.Root().FS(), t.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "the change does not add the finding's test " + path
+	case err != nil:
+		return fmt.Sprintf("the finding's test %s cannot be read (%v)", path, err)
+	case string(b) != t.Content:
+		return "the change alters the finding's test " + path
+	}
+	return ""
 }

@@ -20,12 +20,17 @@ import (
 func TestFixInAFindingsThread(t *testing.T) {
 	t.Parallel()
 	fixed := "return float64(Sum(xs)) / float64(len(xs))"
+	// A test the model weakens (it still fails on the head) is no longer
+	// the finding's.
+	weakened := strings.Replace(meanTest, "[]int{1, 2}); got != 1.5", "[]int{1, 4}); got != 2.5", 1)
 	for _, c := range []struct {
 		name, head string
 		own        bool
+		test       string // the test file the model writes
 	}{
-		{"person", "mean", false},
-		{"agent", "agent/9-simplify-mean", true},
+		{"person", "mean", false, meanTest},
+		{"agent", "agent/9-simplify-mean", true, meanTest},
+		{"test altered", "mean", false, weakened},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -34,7 +39,7 @@ func TestFixInAFindingsThread(t *testing.T) {
 				{ToolCalls: []llmtest.Call{finding(t, "medium", "stats.go", meanLine, "Mean divides in integers", "mean_review_test.go", meanTest)}},
 				{ToolCalls: []llmtest.Call{finishReview("Mean now truncates.")}},
 				// The fix.
-				{ToolCalls: []llmtest.Call{{Name: "write_file", Arguments: llmtest.Arguments(jsonOf(t, map[string]string{"path": "mean_review_test.go", "content": meanTest}))}}},
+				{ToolCalls: []llmtest.Call{{Name: "write_file", Arguments: llmtest.Arguments(jsonOf(t, map[string]string{"path": "mean_review_test.go", "content": c.test}))}}},
 				{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: llmtest.Arguments(jsonOf(t, map[string]string{"path": "stats.go",
 					"old_string": "return float64(Sum(xs) / len(xs))", "new_string": fixed}))}}},
 				{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"title":"Divide Mean in floats","summary":"Mean divided in integers; it divides in floats now."}`}}},
@@ -113,7 +118,14 @@ func TestFixInAFindingsThread(t *testing.T) {
 			if w.parentOf(t, branchSHA(t, w, branch)) != head {
 				t.Errorf("the fix is not a commit on grace's head %s", head)
 			}
-			if body := opened[0].Body; !strings.Contains(body, "✅ **Reproduced:**") || !strings.Contains(body, "TestMeanOfTwo") {
+			body := opened[0].Body
+			if c.test != meanTest {
+				if !strings.Contains(body, "⚠️ **Not reproduced: the fix is unproven.** The change alters the finding's test `mean_review_test.go`.") {
+					t.Errorf("the pull request does not say the finding's test was altered:\n%s", body)
+				}
+				return
+			}
+			if !strings.Contains(body, "✅ **Reproduced:**") || !strings.Contains(body, "TestMeanOfTwo") {
 				t.Errorf("the pull request does not say the finding's test reproduced it:\n%s", body)
 			}
 			assertFixed(t, w, branch, fixed)
