@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -95,6 +96,20 @@ func TestFixInAFindingsThread(t *testing.T) {
 				t.Errorf("reproduction in the trace %q; want the test failing on the head", repro)
 			}
 
+			// The thread is answered with the pull request the fix is in.
+			done := fmt.Sprintf("✅ **Done:** #%d ", pr)
+			if !c.own {
+				done = fmt.Sprintf("✅ **Done:** #%d ", pr+1)
+			}
+			var answers []string
+			for _, rc := range w.sim.ReviewComments(repo, pr) {
+				if rc.InReplyTo == root && rc.Author == w.sim.App().BotLogin {
+					answers = append(answers, rc.Body)
+				}
+			}
+			if len(answers) != 1 || !strings.Contains(answers[0], done) {
+				t.Errorf("the finding's thread is answered %q; want one answer saying %q", answers, done)
+			}
 			pushed := branchSHA(t, w, c.head)
 			if c.own {
 				// A follow-up commit on agentbot's own branch.
