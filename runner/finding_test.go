@@ -125,7 +125,7 @@ func TestFixInAFindingsThread(t *testing.T) {
 			if pushed != head {
 				t.Errorf("grace's branch moved from %s to %s", head, pushed)
 			}
-			branch := "agent/2-simplify-mean"
+			branch := fmt.Sprintf("agent/%d-simplify-mean-%d", pr, reply)
 			opened := w.pullsFrom(branch)
 			if len(opened) != 1 || opened[0].Pull.Base != c.head {
 				t.Fatalf("pull requests from %s: %+v; want one against %s", branch, opened, c.head)

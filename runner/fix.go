@@ -157,22 +157,21 @@ type target struct {
 // target decides the branch: a new agent branch for an issue, the pull
 // request's own branch for a command on one of agentbot's pull requests,
 // or a new agent branch from the head of a person's pull request, whose
-// pull request proposes the change to that branch: a person's branch is
-// theirs, and agentbot never pushes to it.
+// pull request proposes the change to that branch (proposalBranch): a
+// person's branch is theirs, and agentbot never pushes to it.
 func (r *Runner) target(tk *task) (target, error) {
 	def := tk.policy.Repo.DefaultBranch
-	own := tk.policy.Policy.PullRequest.Branch(tk.Number, slug(tk.issue.Title))
 	if pull := tk.issue.Pull; pull != nil {
 		if pull.HeadRepo != tk.Repo {
 			return target{}, app.Errorf(app.EPolicy,
 				"agentbot pushes only to branches of %s; the branch of #%d lives in %s.", tk.Repo, tk.Number, pull.HeadRepo)
 		}
 		if !agentsPull(tk) {
-			return target{branch: own, base: pull.HeadSHA, prBase: pull.Head}, nil
+			return target{branch: proposalBranch(tk), base: pull.HeadSHA, prBase: pull.Head}, nil
 		}
 		return target{branch: pull.Head, base: pull.HeadSHA, prBase: pull.Base, existing: true}, nil
 	}
-	return target{branch: own, base: def, prBase: def}, nil
+	return target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, slug(tk.issue.Title)), base: def, prBase: def}, nil
 }
 
 // loop runs the agent in a network-less sandbox over ws, after setup and

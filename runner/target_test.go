@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -35,10 +36,13 @@ func (w *world) pullsFrom(branch string) []githubsim.Issue {
 }
 
 // "/agent fix" on a person's pull request never moves their branch: the
-// change goes to a new branch from its head, in a pull request against it.
+// change goes to a new branch from its head, in a pull request against it;
+// each command is its own proposal.
 func TestFixOnAPersonsPullRequestOpensOneAgainstItsBranch(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, quickPolicy, demoScript(t))
+	script := demoScript(t)
+	script.Steps = append(script.Steps, script.Steps...) // two fixes
+	w := newWorld(t, quickPolicy, script)
 	if err := w.sim.CreateBranch(repo, "sum-notes", branchSHA(t, w, "main")); err != nil {
 		t.Fatal(err)
 	}
@@ -50,25 +54,32 @@ func TestFixOnAPersonsPullRequestOpensOneAgainstItsBranch(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := branchSHA(t, w, "sum-notes")
-	tk := w.commandOn(t, "T1", pr, "ada", app.VerbFix, func(tk *app.Task) { tk.IsPR = true })
-	if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
-		t.Fatal(err)
+	var branches []string
+	for _, id := range []string{"T1", "T2"} {
+		tk := w.commandOn(t, id, pr, "ada", app.VerbFix, func(tk *app.Task) { tk.IsPR = true })
+		if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
+			t.Fatal(err)
+		}
+		if rec := w.store.record(id); rec.State != app.StateSucceeded {
+			t.Fatalf("fix %s ended %s (%s)", id, rec.State, rec.Step)
+		}
+		if got := branchSHA(t, w, "sum-notes"); got != head {
+			t.Fatalf("grace's branch moved from %s to %s", head, got)
+		}
+		branch := fmt.Sprintf("agent/%d-note-sum-%d", pr, tk.CommentID)
+		opened := w.pullsFrom(branch)
+		if len(opened) != 1 || opened[0].Pull.Base != "sum-notes" || opened[0].Number == pr {
+			t.Fatalf("pull requests from %s: %+v; want one new one against sum-notes", branch, opened)
+		}
+		if p := w.parentOf(t, branchSHA(t, w, branch)); p != head {
+			t.Errorf("the fix's commit is on %s; want grace's head %s", p, head)
+		}
+		if !strings.Contains(w.fileOn(t, branch, "stats.go"), "i := 0") {
+			t.Errorf("%s lacks the fix", branch)
+		}
+		branches = append(branches, branch)
 	}
-	if rec := w.store.record("T1"); rec.State != app.StateSucceeded {
-		t.Fatalf("the fix ended %s (%s)", rec.State, rec.Step)
-	}
-	if got := branchSHA(t, w, "sum-notes"); got != head {
-		t.Errorf("grace's branch moved from %s to %s", head, got)
-	}
-	const branch = "agent/2-note-sum"
-	opened := w.pullsFrom(branch)
-	if len(opened) != 1 || opened[0].Pull.Base != "sum-notes" || opened[0].Number == pr {
-		t.Fatalf("pull requests from %s: %+v; want one new one against sum-notes", branch, opened)
-	}
-	if p := w.parentOf(t, branchSHA(t, w, branch)); p != head {
-		t.Errorf("the fix's commit is on %s; want grace's head %s", p, head)
-	}
-	if !strings.Contains(w.fileOn(t, branch, "stats.go"), "i := 0") {
-		t.Error("the new branch lacks the fix")
+	if branches[0] == branches[1] || len(w.sim.PullRequests(repo)) != 3 {
+		t.Errorf("two fixes made %q and pull requests %+v; want two branches, two new pull requests", branches, w.sim.PullRequests(repo))
 	}
 }
