@@ -1,6 +1,10 @@
 package runner
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/agentbot/agentbot/app"
+)
 
 // proposalBranch is the branch of a fix on a person's pull request, which
 // agentbot proposes to their branch in a pull request of its own: one per
@@ -13,4 +17,15 @@ func proposalBranch(tk *task) string {
 		id = tk.Review.ID
 	}
 	return tk.policy.Policy.PullRequest.Branch(tk.Number, fmt.Sprintf("%s-%d", slug(tk.issue.Title), id))
+}
+
+// proposalLine says, in the pull request of a fix on a person's pull
+// request, what it proposes to; "" for any other.
+func proposalLine(tk *task) string {
+	pull := tk.issue.Pull
+	if pull == nil || agentsPull(tk) {
+		return ""
+	}
+	return fmt.Sprintf("\nProposed to %s, the branch of #%d, which agentbot does not push to: merging this pull request brings the change there.\n",
+		app.CodeSpan(pull.Head, ownIssue(tk)), tk.Number)
 }

@@ -71,6 +71,9 @@ func TestFixOnAPersonsPullRequestOpensOneAgainstItsBranch(t *testing.T) {
 		if len(opened) != 1 || opened[0].Pull.Base != "sum-notes" || opened[0].Number == pr {
 			t.Fatalf("pull requests from %s: %+v; want one new one against sum-notes", branch, opened)
 		}
+		if want := fmt.Sprintf("Proposed to `sum-notes`, the branch of #%d, which agentbot does not push to", pr); !strings.Contains(opened[0].Body, want) {
+			t.Errorf("the pull request does not say %q:\n%s", want, opened[0].Body)
+		}
 		if p := w.parentOf(t, branchSHA(t, w, branch)); p != head {
 			t.Errorf("the fix's commit is on %s; want grace's head %s", p, head)
 		}
