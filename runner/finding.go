@@ -8,18 +8,19 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // A review's finding is fixed from its thread: "/agent fix" replied to
 // the inline comment that posted it (the comment says so) is a fix whose
-// task is the finding, with its test file, and whose reproduction is that
-// test: the fix is to add it as it is and make it pass, and the host runs
-// the change's new tests on the pull request's head without the fix,
-// where the finding's test fails; a change that drops or alters the test
-// is not reproduced by it, and says so. Like every fix on a pull request, it is
-// a follow-up commit on agentbot's own pull request and a pull request
-// against the branch of a person's (target).
+// task is the finding, with its test file. When the review saw that test
+// fail on the head, it is the fix's reproduction: the fix is to add it as
+// it is and make it pass, and the host runs the change's new tests on the
+// pull request's head without the fix, where it fails; a change that drops
+// or alters it is not reproduced, and says so. Like every fix on a pull
+// request, it is a follow-up commit on agentbot's own pull request and a
+// pull request against the branch of a person's (target).
 
 // findingOf is the finding whose inline comment begins the thread tk's
 // command was replied in, or nil: not in a thread, or not a finding's.
@@ -66,11 +67,20 @@ func (r *Runner) findingFollowUp(ctx context.Context, tk *task) (bool, error) {
 	return true, nil
 }
 
-// fixesFinding reports whether tk fixes a finding that has a test: its
-// reproduction is that test, so it is tried even where a follow-up on a
-// pull request would not try one.
+// fixesFinding reports whether tk fixes a review's finding: a
+// reproduction is tried, as for a fix of an issue, even where a follow-up
+// on a pull request would not try one.
 func fixesFinding(tk *task) bool {
-	return tk.follow != nil && tk.follow.finding != nil && tk.follow.finding.Test != nil
+	return tk.follow != nil && tk.follow.finding != nil
+}
+
+// failingTest is f's test when the review saw it fail on the head — the
+// fix's reproduction, which the change must carry unchanged — or nil.
+func failingTest(f *reviewed) *tools.FindingTest {
+	if f == nil || f.Test == nil || f.Proof == nil || !f.Proof.Proven && !f.Proof.PreExisting {
+		return nil
+	}
+	return f.Test
 }
 
 // findingText is the task a finding makes: what the review found, where,
@@ -81,32 +91,43 @@ func findingText(tk *task, f *reviewed) string {
 	fmt.Fprintf(&b, "## The review's finding to fix\n\nagentbot's review found, at %s line %d (%s, %s): %s\n\n%s\n",
 		app.CodeSpan(f.Path, own), f.Line, severityMark(f.Severity), proofLabel(*f),
 		app.InertPlain(oneLine(f.Title), own), strings.TrimSpace(app.CleanText(f.Body)))
-	if f.Test == nil {
+	switch t := failingTest(f); {
+	case t != nil:
+		fmt.Fprintf(&b, "\nIts test, %s, fails on this pull request's head. Add it as it is, at that path, and change the code so that it passes; "+
+			"do not change the test. It is the fix's reproduction.\n\n%s\n", app.CodeSpan(t.Path, own), fence(t.Content, langOf(t.Path)))
+	case f.Test != nil:
+		why := "it was not run"
+		if f.Proof != nil && f.Proof.Why != "" {
+			why = f.Proof.Why
+		}
+		fmt.Fprintf(&b, "\nThe review's test, %s, did not show it (%s). Start from it: the change's tests must fail without the fix and pass with it.\n\n%s\n",
+			app.CodeSpan(f.Test.Path, own), why, fence(f.Test.Content, langOf(f.Test.Path)))
+	default:
 		b.WriteString("\nThe finding came without a test: write one that fails without the fix and passes with it.\n")
-		return b.String()
 	}
-	fmt.Fprintf(&b, "\nIts test, %s, fails on this pull request's head. Add it as it is, at that path, and change the code so that it passes; "+
-		"do not change the test. It is the fix's reproduction.\n\n%s\n", app.CodeSpan(f.Test.Path, own), fence(f.Test.Content, langOf(f.Test.Path)))
 	return b.String()
 }
 
 // fixSuffix ends the line of a finding's comment that says how to fix it.
 func fixSuffix(f reviewed) string {
-	if f.Test == nil {
+	if failingTest(&f) == nil {
 		return ""
 	}
 	return " whose reproduction is its test"
 }
 
 // findingTestDropped says why the change in ws does not carry the
-// finding's test as the review wrote it, or "" when it does or tk fixes
-// no finding with a test: without it, whatever reproduced the change is
-// not the finding's test.
+// finding's failing test as the review wrote it, or "" when it does or
+// tk fixes no finding with such a test: without it, whatever reproduced
+// the change is not the finding's test.
 func findingTestDropped(tk *task, ws *workspace.Workspace) string {
 	if !fixesFinding(tk) {
 		return ""
 	}
-	t := tk.follow.finding.Test
+	t := failingTest(tk.follow.finding)
+	if t == nil {
+		return ""
+	}
 	path := app.CodeSpan(t.Path, ownIssue(tk))
 	b, err := fs.ReadFile(ws.Root().FS(), t.Path)
 	switch {
