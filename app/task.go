@@ -67,12 +67,15 @@ func (s State) Final() bool {
 }
 
 // ReviewComment locates an inline pull request review comment, so that the
-// agent sees the line the reviewer pointed at.
+// agent sees the line the reviewer pointed at, and the thread it is in.
 type ReviewComment struct {
 	ID       int64  `json:"id"`
 	Path     string `json:"path"`
 	Line     int    `json:"line,omitempty"`
 	DiffHunk string `json:"diff_hunk,omitempty"`
+	// InReplyTo is the comment that begins the thread the comment was
+	// replied in, 0 for a comment that begins one.
+	InReplyTo int64 `json:"in_reply_to,omitempty"`
 }
 
 // Task is one command received from GitHub, as queued for a worker. Its ID is

@@ -154,14 +154,20 @@ type target struct {
 	existing bool // the branch is an open pull request's: push on top of it
 }
 
-// target decides the branch: a new agent branch for an issue, or the pull
-// request's own branch for a command on one in the same repository.
+// target decides the branch: a new agent branch for an issue, the pull
+// request's own branch for a command on one of agentbot's pull requests,
+// or a new agent branch from the head of a person's pull request, whose
+// pull request proposes the change to that branch (proposalBranch): a
+// person's branch is theirs, and agentbot never pushes to it.
 func (r *Runner) target(tk *task) (target, error) {
 	def := tk.policy.Repo.DefaultBranch
 	if pull := tk.issue.Pull; pull != nil {
 		if pull.HeadRepo != tk.Repo {
 			return target{}, app.Errorf(app.EPolicy,
 				"agentbot pushes only to branches of %s; the branch of #%d lives in %s.", tk.Repo, tk.Number, pull.HeadRepo)
+		}
+		if !agentsPull(tk) {
+			return target{branch: proposalBranch(tk), base: pull.HeadSHA, prBase: pull.Head}, nil
 		}
 		return target{branch: pull.Head, base: pull.HeadSHA, prBase: pull.Base, existing: true}, nil
 	}

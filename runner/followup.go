@@ -12,12 +12,14 @@ import (
 )
 
 // followUp is what a follow-up on a pull request addresses beyond the
-// command's own words: a review's inline comments, or failing CI.
+// command's own words: a review's inline comments, failing CI, or a
+// review's finding.
 type followUp struct {
 	text     string              // for the model, after the instructions
 	comments []app.InlineComment // answered in their threads when the task ends
 	refused  []refusedComment    // outside the allowed paths: answered with the refusal
 	ci       []ciFailure         // the failing checks, each with how it is answered
+	finding  *reviewed           // the review's finding whose thread asked for the fix (finding.go)
 }
 
 type refusedComment struct {
@@ -66,6 +68,8 @@ func (r *Runner) followUp(ctx context.Context, tk *task) (bool, error) {
 		return r.reviewFollowUp(ctx, tk)
 	case tk.Verb == app.VerbFixCI:
 		return r.ciFollowUp(ctx, tk)
+	case tk.ReviewComment != nil:
+		return r.findingFollowUp(ctx, tk)
 	}
 	return true, nil
 }

@@ -309,6 +309,7 @@ func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
 	if tk.issue.Pull == nil {
 		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
 	}
+	b.WriteString(proposalLine(tk))
 	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n%s\n</details>\n", app.CodeBlock(change.Tail(trace(st), diffExcerpt), "", ownIssue(tk)))
 	return b.String()
 }

@@ -12,9 +12,11 @@ import (
 )
 
 // reproduceMode is the task's reproduction policy: the policy's, or its
-// default for a fix of an issue or a follow-up on a pull request.
+// default for a fix of an issue or a follow-up on a pull request. A fix
+// of a review's finding has a test to reproduce it, as a fix of an issue
+// is asked to have.
 func reproduceMode(tk *task) app.Reproduce {
-	return tk.policy.Policy.ReproduceFor(tk.issue.Pull != nil)
+	return tk.policy.Policy.ReproduceFor(tk.issue.Pull != nil && !fixesFinding(tk))
 }
 
 // reproduce tries to reproduce a verified change and keeps the result in
@@ -43,12 +45,16 @@ func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspac
 
 // reproduction runs the change's tests on the base commit without the
 // rest of the change, in sandboxes named after id, and traces the run
-// through rep.
+// through rep. A fix of a review's finding is reproduced only by the
+// finding's test.
 func (r *Runner) reproduction(ctx context.Context, tk *task, rep *reporter, ws *workspace.Workspace, gate workspace.GateReport, id string) (*Reproduction, error) {
 	mode := reproduceMode(tk)
 	rp, err := r.fresh(ctx, tk).Reproduce(ctx, ws, gate, tk.prog.BaseChecks, mode, id)
 	if err != nil {
 		return nil, err
+	}
+	if why := findingTestDropped(tk, ws); why != "" && rp.Reproduced {
+		rp.Reproduced, rp.Why = false, why
 	}
 	if rp.Run != nil && !rp.Existing {
 		traceReproduction(ctx, rep, *rp)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -151,6 +152,8 @@ func findingComment(tk *task, rv *reviewProgress, f reviewed) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** · %s — **%s**\n\n%s\n", severityMark(f.Severity), proofLabel(f),
 		app.InertPlain(oneLine(f.Title), own), app.Inert(f.Body, own))
+	fmt.Fprintf(&b, "\n<sub>Reply `%s fix` in this thread for a fix of this finding%s.</sub>\n",
+		cmp.Or(tk.policy.Policy.Trigger.Command, app.DefaultCommand), fixSuffix(f))
 	p := f.Proof
 	if f.Test == nil || p == nil {
 		return b.String()

@@ -63,16 +63,22 @@ func TestMeanOfTwo(t *testing.T) {
 // a main whose Sum is right, and returns its number.
 func reviewPull(t *testing.T, w *world, stats string) int {
 	t.Helper()
+	return reviewPullOn(t, w, "mean", "grace", stats)
+}
+
+// reviewPullOn is reviewPull from branch head, by author.
+func reviewPullOn(t *testing.T, w *world, head, author, stats string) int {
+	t.Helper()
 	if _, err := w.sim.Commit(repo, "main", "ada", "Fix Sum", map[string]string{"stats.go": fixedStats}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.sim.CreateBranch(repo, "mean", branchSHA(t, w, "main")); err != nil {
+	if err := w.sim.CreateBranch(repo, head, branchSHA(t, w, "main")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.sim.Commit(repo, "mean", "grace", "Simplify Mean", map[string]string{"stats.go": stats}); err != nil {
+	if _, err := w.sim.Commit(repo, head, author, "Simplify Mean", map[string]string{"stats.go": stats}); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "grace", Title: "Simplify Mean", Head: "mean"})
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: author, Title: "Simplify Mean", Head: head})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,7 @@ type payload struct {
 		Line         *int   `json:"line"`
 		OriginalLine *int   `json:"original_line"`
 		DiffHunk     string `json:"diff_hunk"`
+		InReplyTo    int64  `json:"in_reply_to_id"` // replies only
 	} `json:"comment"`
 	Review *struct {
 		ID    int64  `json:"id"`
@@ -128,7 +129,7 @@ func (h *Handler) classify(event, delivery string, p *payload) answer {
 			line = c.OriginalLine // the comment is on an outdated diff
 		}
 		t.Number, t.IsPR, t.CommentID, text = p.PullRequest.Number, true, c.ID, c.Body
-		t.ReviewComment = &app.ReviewComment{ID: c.ID, Path: c.Path, DiffHunk: c.DiffHunk}
+		t.ReviewComment = &app.ReviewComment{ID: c.ID, Path: c.Path, DiffHunk: c.DiffHunk, InReplyTo: c.InReplyTo}
 		if line != nil {
 			t.ReviewComment.Line = *line
 		}

@@ -1,0 +1,142 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/tools"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// A review's finding is fixed from its thread: "/agent fix" replied to
+// the inline comment that posted it (the comment says so) is a fix whose
+// task is the finding, with its test file. When the review saw that test
+// fail on the head, it is the fix's reproduction: the fix is to add it as
+// it is and make it pass, and the host runs the change's new tests on the
+// pull request's head without the fix, where it fails; a change that drops
+// or alters it is not reproduced, and says so. Like every fix on a pull
+// request, it is a follow-up commit on agentbot's own pull request and a
+// pull request against the branch of a person's (target).
+
+// findingOf is the finding whose inline comment begins the thread tk's
+// command was replied in, or nil: not in a thread, or not a finding's.
+// The findings are those of the pull request's reviews, newest first,
+// with the earlier ones a review carried.
+func (r *Runner) findingOf(ctx context.Context, tk *task) (*reviewed, error) {
+	rc := tk.ReviewComment
+	if rc == nil || rc.InReplyTo == 0 {
+		return nil, nil
+	}
+	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range all {
+		if t.Verb != app.VerbReview || t.State != app.StateSucceeded {
+			continue
+		}
+		p, err := r.loadProgress(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		if p.Review == nil {
+			continue
+		}
+		for _, f := range append(p.Review.Findings, p.Review.Carried...) {
+			if f.CommentID == rc.InReplyTo {
+				return &f, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// findingFollowUp makes the finding whose thread tk was asked in its task,
+// when it is one; any other inline command goes on as it is.
+func (r *Runner) findingFollowUp(ctx context.Context, tk *task) (bool, error) {
+	f, err := r.findingOf(ctx, tk)
+	if err != nil || f == nil {
+		return err == nil, err
+	}
+	tk.log.Info("fixing a review's finding", "comment", f.CommentID, "path", f.Path, "line", f.Line, "test", f.Test != nil)
+	tk.follow = &followUp{text: findingText(tk, f), finding: f}
+	return true, nil
+}
+
+// fixesFinding reports whether tk fixes a review's finding: a
+// reproduction is tried, as for a fix of an issue, even where a follow-up
+// on a pull request would not try one.
+func fixesFinding(tk *task) bool {
+	return tk.follow != nil && tk.follow.finding != nil
+}
+
+// failingTest is f's test when the review saw it fail on the head — the
+// fix's reproduction, which the change must carry unchanged — or nil.
+func failingTest(f *reviewed) *tools.FindingTest {
+	if f == nil || f.Test == nil || f.Proof == nil || !f.Proof.Proven && !f.Proof.PreExisting {
+		return nil
+	}
+	return f.Test
+}
+
+// findingText is the task a finding makes: what the review found, where,
+// how far it was proven, and the test to add unchanged.
+func findingText(tk *task, f *reviewed) string {
+	own := ownIssue(tk)
+	var b strings.Builder
+	fmt.Fprintf(&b, "## The review's finding to fix\n\nagentbot's review found, at %s line %d (%s, %s): %s\n\n%s\n",
+		app.CodeSpan(f.Path, own), f.Line, severityMark(f.Severity), proofLabel(*f),
+		app.InertPlain(oneLine(f.Title), own), strings.TrimSpace(app.CleanText(f.Body)))
+	switch t := failingTest(f); {
+	case t != nil:
+		fmt.Fprintf(&b, "\nIts test, %s, fails on this pull request's head. Add it as it is, at that path, and change the code so that it passes; "+
+			"do not change the test. It is the fix's reproduction.\n\n%s\n", app.CodeSpan(t.Path, own), fence(t.Content, langOf(t.Path)))
+	case f.Test != nil:
+		why := "it was not run"
+		if f.Proof != nil && f.Proof.Why != "" {
+			why = f.Proof.Why
+		}
+		fmt.Fprintf(&b, "\nThe review's test, %s, did not show it (%s). Start from it: the change's tests must fail without the fix and pass with it.\n\n%s\n",
+			app.CodeSpan(f.Test.Path, own), why, fence(f.Test.Content, langOf(f.Test.Path)))
+	default:
+		b.WriteString("\nThe finding came without a test: write one that fails without the fix and passes with it.\n")
+	}
+	return b.String()
+}
+
+// fixSuffix ends the line of a finding's comment that says how to fix it.
+func fixSuffix(f reviewed) string {
+	if failingTest(&f) == nil {
+		return ""
+	}
+	return " whose reproduction is its test"
+}
+
+// findingTestDropped says why the change in ws does not carry the
+// finding's failing test as the review wrote it, or "" when it does or
+// tk fixes no finding with such a test: without it, whatever reproduced
+// the change is not the finding's test.
+func findingTestDropped(tk *task, ws *workspace.Workspace) string {
+	if !fixesFinding(tk) {
+		return ""
+	}
+	t := failingTest(tk.follow.finding)
+	if t == nil {
+		return ""
+	}
+	path := app.CodeSpan(t.Path, ownIssue(tk))
+	b, err := fs.ReadFile(ws.Root().FS(), t.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "the change does not add the finding's test " + path
+	case err != nil:
+		return fmt.Sprintf("the finding's test %s cannot be read (%v)", path, err)
+	case string(b) != t.Content:
+		return "the change alters the finding's test " + path
+	}
+	return ""
+}

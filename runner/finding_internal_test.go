@@ -1,0 +1,51 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/tools"
+)
+
+// A finding's task asks for its test unchanged only when the review saw
+// the test fail on the head; a test that showed nothing is a start, and a
+// finding without one asks for one.
+func TestFindingText(t *testing.T) {
+	t.Parallel()
+	test := &tools.FindingTest{Path: "mean_test.go", Content: "package stats\n\nfunc TestMeanOfTwo(t *testing.T) {}\n"}
+	finding := func(test *tools.FindingTest, proof *Proof) *reviewed {
+		return &reviewed{Finding: tools.Finding{Severity: app.SeverityMedium, Path: "stats.go", Line: 18, Title: "Mean divides in integers",
+			Body: "Mean([1 2]) is 1.", Test: test}, Proof: proof}
+	}
+	for _, c := range []struct {
+		name   string
+		f      *reviewed
+		want   []string
+		repro  bool // the test is the fix's reproduction
+		suffix string
+	}{
+		{"proven", finding(test, &Proof{Proven: true}), []string{"✅ proven by a test", "Its test, `mean_test.go`, fails on this pull request's head. Add it as it is", "func TestMeanOfTwo"},
+			true, " whose reproduction is its test"},
+		{"pre-existing", finding(test, &Proof{PreExisting: true}), []string{"♻️ pre-existing", "Add it as it is"}, true, " whose reproduction is its test"},
+		{"test passes", finding(test, &Proof{Why: "the test passes on the head abc1234"}),
+			[]string{"⚠️ unproven", "The review's test, `mean_test.go`, did not show it (the test passes on the head abc1234). Start from it", "func TestMeanOfTwo"}, false, ""},
+		{"no test", finding(nil, nil), []string{"⚠️ unproven", "The finding came without a test"}, false, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk := reportTask("Simplify Mean", "")
+			text := findingText(tk, c.f)
+			for _, want := range append(c.want, "`stats.go` line 18", "Mean divides in integers", "Mean([1 2]) is 1.") {
+				if !strings.Contains(text, want) {
+					t.Errorf("the task lacks %q:\n%s", want, text)
+				}
+			}
+			if (failingTest(c.f) != nil) != c.repro || strings.Contains(text, "Add it as it is") != c.repro {
+				t.Errorf("the test as the reproduction: %v; want %v:\n%s", failingTest(c.f) != nil, c.repro, text)
+			}
+			if got := fixSuffix(*c.f); got != c.suffix {
+				t.Errorf("fixSuffix = %q; want %q", got, c.suffix)
+			}
+		})
+	}
+}
