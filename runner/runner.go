@@ -50,11 +50,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -276,7 +274,6 @@ type task struct {
 	gated  bool         // the host gate refused the change
 	follow *followUp    // a review's comments or failing CI, once read
 	since  time.Time    // when the trace's current phase began
-	env    *Prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
 	refused []egress.Refusal
 	// refusedMore counts the refusals past egress.MaxRefusals, which are
@@ -481,10 +478,6 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
 }
 
-// stopPoll is how often a running task looks for a stop: well within the
-// 10 s in which a stopped task's sandbox must be gone.
-const stopPoll = 500 * time.Millisecond
-
 // stop answers "/agent stop" by asking the issue's running fix to stop.
 func (r *Runner) stop(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
@@ -506,41 +499,10 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No task is running on #%d.", tk.Number), "")
 }
 
-// watchStop cancels a running task's loop once "/agent stop" asked for it,
-// and returns who asked ("" while nobody did).
-func (r *Runner) watchStop(ctx context.Context, id string, cancel context.CancelFunc) (stoppedBy func() string) {
-	var by atomic.Pointer[string]
-	go func() {
-		t := time.NewTicker(stopPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			login, err := r.cfg.Store.StopRequested(ctx, id)
-			if err == nil && login != "" {
-				by.Store(&login)
-				cancel()
-				return
-			}
-		}
-	}()
-	return func() string {
-		if p := by.Load(); p != nil {
-			return *p
-		}
-		return ""
-	}
-}
-
 // renderPrompts renders the system prompt and the task message; th is
 // the conversation the model may read.
 func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
-	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, prompts.TaskData{
-		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk), Review: tk.ReviewComment,
-	})
+	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, taskData(tk, th))
 }
 
 // usageLine is the loop's usage in one sentence.

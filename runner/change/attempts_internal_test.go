@@ -1,4 +1,4 @@
-package runner
+package change
 
 import (
 	"fmt"
@@ -70,7 +70,7 @@ func TestAttemptPolicy(t *testing.T) {
 		p := app.Policy{Model: tt.model, Limits: limits}
 		var got []string
 		for i := range 3 {
-			a := attemptPolicy(p, i, 3)
+			a := AttemptPolicy(p, i, 3)
 			temp := "default"
 			if a.Model.Temperature != nil {
 				temp = fmt.Sprint(*a.Model.Temperature)
@@ -87,7 +87,7 @@ func TestAttemptPolicy(t *testing.T) {
 	// A task of one attempt keeps its policy, but for a first model and
 	// temperature named.
 	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, Limits: limits}
-	if a := attemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || *a.Model.Temperature != 0.2 || a.Limits != p.Limits {
+	if a := AttemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || *a.Model.Temperature != 0.2 || a.Limits != p.Limits {
 		t.Errorf("one attempt: %+v %+v; want the policy as it is", a.Model, a.Limits)
 	}
 }

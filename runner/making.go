@@ -1,0 +1,307 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/prompts"
+	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/egress"
+	"github.com/agentbot/agentbot/runner/envcache"
+	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/workspace"
+)
+
+// change is the change a fix asks runner/change to make over ws: the
+// task's policy, prompts and environment, the attempts' checkouts from
+// GitHub, and the worker's hooks — the loop's saved state, approvals,
+// stops, notes, budgets, and the reporter that hears of every step.
+//
+// One mutex guards what the attempts of limits.attempts would otherwise
+// share unlocked: the task's report, its refusals and their spending.
+func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote) (change.Change, error) {
+	r.nameModels(&tk.policy.Policy)
+	th, err := r.thread(ctx, tk)
+	if err != nil {
+		return change.Change{}, err
+	}
+	p := tk.policy.Policy
+	mu := &sync.Mutex{}
+	setup := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
+	setup.Refused = func(x egress.Refusal) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused(ctx, tk, x)
+	}
+	return change.Change{
+		ID: tk.ID, Tree: ws, Policy: p, Sandbox: r.cfg.Sandbox, Setup: setup,
+		// The repository's id, from the API, not its name: another
+		// repository can take a name, never an id.
+		Envs: r.cfg.Envs, Owner: envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID),
+		Task: taskData(tk, th), Plan: approvedPlan(tk), OnPull: tk.issue.Pull != nil,
+		Model: r.cfg.Model, Fast: r.cfg.Fast, Base: tk.prog.BaseChecks,
+		Checkout: func(ctx context.Context) (*workspace.Workspace, error) {
+			return r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo, Remote: remote, Base: tk.prog.Base})
+		},
+		Hooks:  r.loopHooks(tk, r.images(ctx, tk, th), mu),
+		Draft:  p.PullRequest.OnFailure == "draft_pr",
+		Report: r.onStep(tk, mu),
+		Log:    tk.log,
+	}, nil
+}
+
+// taskData is what the model is asked; th is the conversation it may
+// read.
+func taskData(tk *task, th *app.Thread) prompts.TaskData {
+	return prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk), Review: tk.ReviewComment}
+}
+
+// loopHooks are the worker's hooks on each attempt's loop: the loop's
+// state in the store, the decision a paused loop resumes on, "/agent
+// stop", the notes, the budgets and what the loop spends, and its steps
+// reported as the attempt's. The attempts of limits.attempts share
+// cost_usd: each counts every attempt's spending, its earlier processes'
+// included.
+func (r *Runner) loopHooks(tk *task, images []llm.Image, mu *sync.Mutex) func(context.Context, int, string) (change.Hooks, error) {
+	costs := make([]float64, max(1, tk.policy.Policy.Limits.Attempts)+1) // by attempt, from 1
+	spent := func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var sum float64
+		for _, c := range costs {
+			sum += c
+		}
+		return sum
+	}
+	return func(ctx context.Context, n int, id string) (change.Hooks, error) {
+		h := change.Hooks{Store: r.cfg.Store, Images: images, Budget: r.budgetCheck(tk, id), Steer: r.steer(ctx, tk, n, mu),
+			Decision: r.decision,
+			Stopped:  func(ctx context.Context) (string, error) { return r.cfg.Store.StopRequested(ctx, tk.ID) },
+			Ended: func(ctx context.Context, st *agent.State, err error) error {
+				return r.loopSpent(ctx, tk, id, st, err)
+			},
+		}
+		rp := tk.rep
+		if n > 0 {
+			rp = rp.forAttempt(n)
+			h.Spent = spent
+			// A resumed attempt has spent before.
+			saved, err := r.loopState(ctx, id)
+			if err != nil {
+				return h, err
+			}
+			if saved != nil {
+				mu.Lock()
+				costs[n] = saved.Usage.CostUSD
+				mu.Unlock()
+			}
+		}
+		observe, observeModel := rp.observe(ctx), rp.observeModel(ctx)
+		h.Observe = func(e agent.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			observe(e)
+		}
+		h.ObserveModel = func(c agent.ModelCall) {
+			mu.Lock()
+			defer mu.Unlock()
+			costs[n] += c.Usage.CostUSD
+			observeModel(c)
+		}
+		return h, nil
+	}
+}
+
+// decision is the approver's decision on the call st waits on, if one
+// was made.
+func (r *Runner) decision(ctx context.Context, st *agent.State) (*change.Decision, error) {
+	d, err := r.pendingDecision(ctx, st)
+	if d == nil || err != nil {
+		return nil, err
+	}
+	return &change.Decision{Approve: d.Approve, By: d.By}, nil
+}
+
+// onStep is how a fix reports the steps of its change as Make tells them:
+// its record and status comment as each step starts, its trace, audit log
+// and saved progress as each ends. A task of one attempt reports all of
+// it; an attempt of several traces what it ran as its own, and the task
+// reports the attempts together (conclude).
+func (r *Runner) onStep(tk *task, mu *sync.Mutex) func(context.Context, change.Event) error {
+	return func(ctx context.Context, e change.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		rp, only := tk.rep, e.Attempt == 0
+		if !only {
+			rp = rp.forAttempt(e.Attempt)
+		}
+		if !e.Done {
+			return r.stepStarts(ctx, tk, e)
+		}
+		switch e.Step {
+		case change.StepSetup:
+			if r.cfg.Envs == nil {
+				if len(tk.policy.Policy.Setup.Run) > 0 {
+					rp.phase(ctx, "setup")
+				}
+			} else if e.Setup != "" {
+				tk.log.Info("prepared environment", "setup", e.Setup)
+				rp.setupPhase(ctx, e.Setup)
+			}
+		case change.StepBaseChecks:
+			v := e.Base
+			end := time.Now().UTC()
+			for _, c := range v.Checks {
+				rp.traceCheck(ctx, end, 0, "base "+c.Name, c, fmt.Sprintf("%s before the agent, sandbox %s: %s", shortSHA(tk.prog.Base), shortID(v.Container), c.Run))
+			}
+			rp.phase(ctx, "base checks")
+			tk.prog.BaseChecks = v
+			return rp.save(ctx)
+		case change.StepLoop:
+			if only && e.Of > 1 {
+				rp.phase(ctx, "attempts")
+			} else if only {
+				rp.phase(ctx, "agent")
+			}
+		case change.StepGate:
+			if only {
+				rp.phase(ctx, "gate")
+			}
+		case change.StepVerification:
+			if err := traceVerification(ctx, tk, rp, e.Loop, *e.Verified); err != nil || !only {
+				return err
+			}
+			rp.phase(ctx, "verification")
+			tk.prog.Verified = e.Verified
+			return rp.save(ctx)
+		case change.StepReproduction:
+			rep := e.Reproduction
+			tk.log.Info("reproduction", "attempt", e.Attempt, "reproduced", rep.Reproduced, "mode", rep.Mode, "tests", rep.Tests, "files", rep.Files, "why", rep.Why)
+			ran := rep.Run != nil && !rep.Existing
+			if ran {
+				traceReproduction(ctx, rp, *rep)
+			}
+			if !only {
+				return nil
+			}
+			if ran {
+				// A phase only when tests ran: without them it took no
+				// time.
+				rp.phase(ctx, "reproduction")
+			}
+			tk.prog.Reproduction = rep
+			return rp.save(ctx)
+		}
+		return nil
+	}
+}
+
+// stepStarts records the step a task of one attempt starts and says what
+// it does; a task of several says only that its attempts work.
+func (r *Runner) stepStarts(ctx context.Context, tk *task, e change.Event) error {
+	if e.Attempt > 0 {
+		return nil
+	}
+	rp := tk.rep
+	switch e.Step {
+	case change.StepBaseChecks:
+		return rp.running(ctx, "base checks", "running the checks on "+shortSHA(tk.prog.Base)+" before the agent starts")
+	case change.StepLoop:
+		what := "the agent is working"
+		if e.Of > 1 {
+			what = fmt.Sprintf("%d attempts of the agent are working", e.Of)
+		}
+		return rp.say(ctx, runningText(tk, what))
+	case change.StepGate:
+		return rp.state(ctx, app.StateRunning, "gate and push")
+	case change.StepVerification:
+		return rp.running(ctx, "verification", "verifying the checks in a fresh sandbox")
+	case change.StepReproduction:
+		return rp.running(ctx, "reproduction", "running the new tests on "+shortSHA(tk.prog.Base)+", without the fix")
+	}
+	return nil
+}
+
+// judged reports whether every attempt of res ran and was judged: not
+// ended by setup or a stop.
+func judged(res change.Result) bool {
+	if e := res.Ended; e != nil {
+		if _, stopped := e.Cause.(*change.Stopped); stopped || e.Step == change.StepSetup {
+			return false
+		}
+	}
+	return true
+}
+
+// traceAttempts keeps what became of the attempts in the task's progress
+// and traces each attempt's verdict with its diff.
+func traceAttempts(ctx context.Context, tk *task, res change.Result) {
+	rep := &attemptsReport{Ran: len(res.Attempts), Winner: res.Winner, Why: res.Why, Draft: res.Draft}
+	end := time.Now().UTC()
+	for _, at := range res.Attempts {
+		s := attemptSummary{N: at.N, Model: at.Policy.Model.Edit, Temperature: at.Policy.Model.Temperature, Passed: at.Ended == nil,
+			Why: attemptWhy(at), Reproduced: at.Reproduction != nil && at.Reproduction.Reproduced, Tokens: at.Usage().Total(), Cost: at.Usage().CostUSD}
+		if at.Gate != nil {
+			s.Lines, s.Files = at.Gate.LinesAdded+at.Gate.LinesDeleted, at.Gate.FilesChanged
+		}
+		if s.Passed {
+			rep.Passed++
+		}
+		rep.Each = append(rep.Each, s)
+		rep.Tokens += s.Tokens
+		rep.Cost += s.Cost
+		outcome := "failed"
+		switch {
+		case s.N == rep.Winner:
+			outcome = "chosen"
+		case s.Passed:
+			outcome = "passed"
+		}
+		var took time.Duration
+		if at.Loop != nil {
+			took = at.Loop.Elapsed
+		}
+		tk.rep.forAttempt(at.N).trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceAttempt, Name: s.Model, Outcome: outcome,
+			Duration: took, Detail: s.line(), Result: at.Diff()})
+	}
+	tk.prog.Attempts = rep
+	tk.log.Info("attempts ranked", "ran", rep.Ran, "passed", rep.Passed, "winner", rep.Winner, "why", rep.Why)
+}
+
+// attemptWhy is why an attempt's change is not proposed, in a line; ""
+// when it passed.
+func attemptWhy(at change.Attempt) string {
+	e := at.Ended
+	switch {
+	case e == nil:
+		return ""
+	case e.Step == change.StepLoop && at.Loop.Stop != nil:
+		return reasonLine(at.Loop, failure{stop: at.Loop.Stop})
+	case e.Step == change.StepLoop:
+		return "the agent did not finish"
+	case e.Step == change.StepGate && at.Gate.Diff == "":
+		return "it changed nothing"
+	case e.Step == change.StepGate:
+		return "the gate refused it: " + firstLine(app.ErrorMessage(e.Cause))
+	case e.Step == change.StepReproduction:
+		return "not reproduced: " + at.Reproduction.Why
+	}
+	return e.Reason
+}
+
+// closeAttempts removes the work trees of the attempts past the first,
+// whose tree is the task's.
+func closeAttempts(tk *task, ws *workspace.Workspace, ats []change.Attempt) {
+	for _, at := range ats {
+		if at.Tree == ws || at.Tree == nil {
+			continue
+		}
+		if err := at.Tree.Close(); err != nil {
+			tk.log.Warn("remove an attempt's work tree", "attempt", at.N, "err", err)
+		}
+	}
+}
