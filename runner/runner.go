@@ -15,15 +15,15 @@
 //     of done and the target branch; hold (lock.go) keeps one task per issue;
 //     followUp (followup.go) reads a review or failing CI;
 //   - workspace (fix.go): the checkout on the host;
-//   - setup: prepareEnv (environment.go) prepares the environment through
-//     runner/change's setup step, egress through its proxy;
-//   - loop (fix.go): the agent in a network-less sandbox; under
-//     limits.attempts, bestOf (attempts.go) runs several loops side by
-//     side, judges each change and proposes the best;
-//   - then deliver (fix.go): gate, verification and reproduction
-//     (verify.go, reproduce.go: runner/change's steps, which agentbot run
-//     and agentbot eval make their changes with too), pushChange (push.go
-//     pushes), pullRequest;
+//   - the change (making.go): change.Make runs setup, base checks, the
+//     loop (under limits.attempts, several side by side, the best
+//     proposed), the gate, the verification and the reproduction; the
+//     worker gives it the environment, the attempts' checkouts and the
+//     loop's hooks (store, approvals, stop, notes, budgets), and onStep
+//     reports each step as Make tells it;
+//   - then conclude (fix.go): what the change came to — propose and
+//     pushChange (push.go pushes), pullRequest, or a pause, or the
+//     report of why there is none;
 //   - report: the task's reporter (reporter.go) owns every write a task
 //     makes about itself — status comment, check run, reactions, thread
 //     replies, state, audit log, trace, outcome and saved progress; the

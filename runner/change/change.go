@@ -8,12 +8,15 @@
 // that returns a value, or a typed end (*Ended) that stops the change:
 // Prepare (setup), Fresh.CheckBase and CannotRunOn (base checks), Loop
 // (the agent), Gate, Fresh.Verify and Fresh.Reproduce. Make runs them in
-// that order for one attempt; agentbot run and the worker's fix take
-// their change from the same steps, so that a change made on a laptop is
-// judged as a worker judges it. The caller adds the rest: the worker its
+// that order, for one attempt or for limits.attempts side by side
+// (attempts.go); the worker's fix and agentbot run make their change with
+// it, so that a change made on a laptop is judged as a worker judges it.
+// What only the caller knows comes in as explicit inputs: the loop's
+// hooks (its store, approvals, stop, notes, budgets) and Report, which
+// hears of every step. The caller adds the rest: the worker its
 // admission, the checkout from GitHub, the push and the reports; agentbot
-// run a local checkout, printing and --apply; agentbot eval its suites and
-// scoring.
+// run a local checkout, printing and --apply; agentbot eval its suites
+// and scoring.
 //
 // It links no GitHub client and no container engine: it speaks to
 // sandboxes through runner/sandbox's contract.
