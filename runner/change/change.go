@@ -82,6 +82,10 @@ type Change struct {
 	// setup runs in Tree and nothing is kept.
 	Envs  *envcache.Cache
 	Owner envcache.Owner
+	// Env, when set, is an environment the caller prepared and releases
+	// (an evaluation's seed of $HOME): the change runs on it, and neither
+	// Setup nor Envs is used.
+	Env *Prepared
 	// Task is what the model is asked; Task.Repo names the repository.
 	// Plan, when set, is a plan approved before the change, which the
 	// task message ends with.
@@ -225,26 +229,29 @@ func Make(ctx context.Context, c Change) (Result, error) {
 	m := &making{Change: c}
 	var r Result
 	r.Tree = c.Tree
+	var err error
 	if err := m.report(ctx, Event{Step: StepSetup}); err != nil {
 		return r, err
 	}
 	if err := sandbox.ShareTree(c.Tree.Dir()); err != nil {
 		return r, fmt.Errorf("share the work tree with the sandbox: %w", err)
 	}
-	env, detail, err := Prepare(ctx, c.Setup, c.Envs, c.Owner, c.Task.Repo, c.Tree.Root().FS())
-	if sf, ok := errors.AsType[*SetupFailure](err); ok {
-		r.Ended = &Ended{Step: StepSetup, State: app.StateFailed, Reason: sf.Error(), Cause: sf}
-		return r, m.report(ctx, Event{Step: StepSetup, Done: true})
+	if m.env = c.Env; m.env == nil {
+		env, detail, err := Prepare(ctx, c.Setup, c.Envs, c.Owner, c.Task.Repo, c.Tree.Root().FS())
+		if sf, ok := errors.AsType[*SetupFailure](err); ok {
+			r.Ended = &Ended{Step: StepSetup, State: app.StateFailed, Reason: sf.Error(), Cause: sf}
+			return r, m.report(ctx, Event{Step: StepSetup, Done: true})
+		}
+		if err != nil {
+			return r, fmt.Errorf("setup: %w", err)
+		}
+		defer env.Release(c.Log)
+		m.env, r.Setup = env, detail
 	}
-	if err != nil {
-		return r, fmt.Errorf("setup: %w", err)
-	}
-	defer env.Release(c.Log)
-	m.env, r.Setup = env, detail
-	if err := m.report(ctx, Event{Step: StepSetup, Done: true, Setup: detail}); err != nil {
+	if err := m.report(ctx, Event{Step: StepSetup, Done: true, Setup: r.Setup}); err != nil {
 		return r, err
 	}
-	m.fresh = Fresh{Sandbox: c.Sandbox, Policy: c.Policy, Env: env, Setup: c.Setup, Log: c.Log}
+	m.fresh = Fresh{Sandbox: c.Sandbox, Policy: c.Policy, Env: m.env, Setup: c.Setup, Log: c.Log}
 
 	if m.base = c.Base; m.base == nil {
 		if err := m.report(ctx, Event{Step: StepBaseChecks}); err != nil {
