@@ -3,7 +3,6 @@ package runner
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -22,8 +21,9 @@ import (
 // GitHub, and the worker's hooks — the loop's saved state, approvals,
 // stops, notes, budgets, and the reporter that hears of every step.
 //
-// One mutex guards what the attempts of limits.attempts would otherwise
-// share unlocked: the task's report, its refusals and their spending.
+// The reporter's mutex guards what the attempts of limits.attempts would
+// otherwise share unlocked: the task's report, its refusals and their
+// spending.
 func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote) (change.Change, error) {
 	r.nameModels(&tk.policy.Policy)
 	th, err := r.thread(ctx, tk)
@@ -31,7 +31,7 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 		return change.Change{}, err
 	}
 	p := tk.policy.Policy
-	mu := &sync.Mutex{}
+	mu := tk.rep.mu
 	setup := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
 	setup.Refused = func(x egress.Refusal) {
 		mu.Lock()
@@ -50,7 +50,7 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 		},
 		Hooks:  r.loopHooks(tk, r.images(ctx, tk, th), mu),
 		Draft:  p.PullRequest.OnFailure == "draft_pr",
-		Report: r.onStep(tk, mu),
+		Report: tk.rep.changed,
 		Log:    tk.log,
 	}, nil
 }
@@ -125,106 +125,6 @@ func (r *Runner) decision(ctx context.Context, st *agent.State) (*change.Decisio
 		return nil, err
 	}
 	return &change.Decision{Approve: d.Approve, By: d.By}, nil
-}
-
-// onStep is how a fix reports the steps of its change as Make tells them:
-// its record and status comment as each step starts, its trace, audit log
-// and saved progress as each ends. A task of one attempt reports all of
-// it; an attempt of several traces what it ran as its own, and the task
-// reports the attempts together (conclude).
-func (r *Runner) onStep(tk *task, mu *sync.Mutex) func(context.Context, change.Event) error {
-	return func(ctx context.Context, e change.Event) error {
-		mu.Lock()
-		defer mu.Unlock()
-		rp, only := tk.rep, e.Attempt == 0
-		if !only {
-			rp = rp.forAttempt(e.Attempt)
-		}
-		if !e.Done {
-			return r.stepStarts(ctx, tk, e)
-		}
-		switch e.Step {
-		case change.StepSetup:
-			if r.cfg.Envs == nil {
-				if len(tk.policy.Policy.Setup.Run) > 0 {
-					rp.phase(ctx, "setup")
-				}
-			} else if e.Setup != "" {
-				tk.log.Info("prepared environment", "setup", e.Setup)
-				rp.setupPhase(ctx, e.Setup)
-			}
-		case change.StepBaseChecks:
-			v := e.Base
-			end := time.Now().UTC()
-			for _, c := range v.Checks {
-				rp.traceCheck(ctx, end, 0, "base "+c.Name, c, fmt.Sprintf("%s before the agent, sandbox %s: %s", shortSHA(tk.prog.Base), shortID(v.Container), c.Run))
-			}
-			rp.phase(ctx, "base checks")
-			tk.prog.BaseChecks = v
-			return rp.save(ctx)
-		case change.StepLoop:
-			if only && e.Of > 1 {
-				rp.phase(ctx, "attempts")
-			} else if only {
-				rp.phase(ctx, "agent")
-			}
-		case change.StepGate:
-			if only {
-				rp.phase(ctx, "gate")
-			}
-		case change.StepVerification:
-			if err := traceVerification(ctx, tk, rp, e.Loop, *e.Verified); err != nil || !only {
-				return err
-			}
-			rp.phase(ctx, "verification")
-			tk.prog.Verified = e.Verified
-			return rp.save(ctx)
-		case change.StepReproduction:
-			rep := e.Reproduction
-			tk.log.Info("reproduction", "attempt", e.Attempt, "reproduced", rep.Reproduced, "mode", rep.Mode, "tests", rep.Tests, "files", rep.Files, "why", rep.Why)
-			ran := rep.Run != nil && !rep.Existing
-			if ran {
-				traceReproduction(ctx, rp, *rep)
-			}
-			if !only {
-				return nil
-			}
-			if ran {
-				// A phase only when tests ran: without them it took no
-				// time.
-				rp.phase(ctx, "reproduction")
-			}
-			tk.prog.Reproduction = rep
-			return rp.save(ctx)
-		}
-		return nil
-	}
-}
-
-// stepStarts records the step a task of one attempt starts and says what
-// it does; a task of several says only that its attempts work.
-func (r *Runner) stepStarts(ctx context.Context, tk *task, e change.Event) error {
-	if e.Attempt > 0 {
-		return nil
-	}
-	rp := tk.rep
-	switch e.Step {
-	case change.StepBaseChecks:
-		return rp.running(ctx, "base checks", "running the checks on "+shortSHA(tk.prog.Base)+" before the agent starts")
-	case change.StepLoop:
-		what := "the agent is working"
-		if e.Of > 1 {
-			what = fmt.Sprintf("%d attempts of the agent are working", e.Of)
-		}
-		return rp.say(ctx, runningText(tk, what))
-	case change.StepGate:
-		return rp.state(ctx, app.StateRunning, "gate and push")
-	case change.StepVerification:
-		return rp.running(ctx, "verification", "verifying the checks in a fresh sandbox")
-	case change.StepReproduction:
-		return rp.running(ctx, "reproduction", "running the new tests on "+shortSHA(tk.prog.Base)+", without the fix")
-	}
-	return nil
 }
 
 // judged reports whether every attempt of res ran and was judged: not

@@ -19,8 +19,8 @@
 //     loop (under limits.attempts, several side by side, the best
 //     proposed), the gate, the verification and the reproduction; the
 //     worker gives it the environment, the attempts' checkouts and the
-//     loop's hooks (store, approvals, stop, notes, budgets), and onStep
-//     reports each step as Make tells it;
+//     loop's hooks (store, approvals, stop, notes, budgets), and the
+//     reporter's changed hears of each step as Make tells it;
 //   - then conclude (fix.go): what the change came to — propose and
 //     pushChange (push.go pushes), pullRequest, or a pause, or the
 //     report of why there is none;
