@@ -31,11 +31,17 @@ sandbox-image: deps
 sandbox-images: sandbox-image
 	for f in python node; do deploy/sandbox/build-offline.sh $$f || exit 1; done
 
+# The packages whose code runs goroutines of its own (the runner and its
+# attempts, the change's steps, the queue, the sandbox and its executor, the
+# environment cache) run under the race detector instead of plainly
+# (deploy/test-race.sh).
+RACE_PKGS := ./runner ./runner/change ./runner/envcache ./runner/sandbox/... ./queue/...
+
 # deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
 # out of the binary's build): its chart test runs here too.
 test: test-deps sandbox-image
 	$(GO) vet ./...
-	deploy/test-scratch.sh $(GO) test $(GOFLAGS_T) ./...
+	deploy/test-scratch.sh deploy/test-race.sh "$(GO)" "$(GOFLAGS_T)" $(RACE_PKGS)
 	cd deploy/helm && $(GO) vet ./... && $(GO) test $(GOFLAGS_T) ./...
 
 # The demo is a binary of its own: it links the GitHub simulator and the

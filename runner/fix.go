@@ -11,7 +11,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
-	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -56,62 +55,113 @@ func (r *Runner) prepare(ctx context.Context, tk *task) (_ target, ok bool, err 
 	return tg, true, nil
 }
 
-// work runs an admitted fix to its end, or to a pause for approval:
-// workspace, then the loop (whose setup prepares the environment), then
-// delivery — gate, verification, push, pull request and report.
+// work runs an admitted fix to its end, or to a pause for approval: the
+// workspace, the plan when the policy asks for one, the change
+// (runner/change: setup, base checks, the loop or the attempts, the gate,
+// the verification and the reproduction), then what the change came to —
+// a pull request, a draft, a pause, or the report of why there is none.
 func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 	ws, remote, err := r.workspace(ctx, tk, tg)
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	// The environment outlives the loop: the final verification runs over
-	// it too.
-	defer func() { tk.env.Release(tk.log) }()
-
 	if ok, err := r.planFirst(ctx, tk, ws); !ok || err != nil {
 		return err
 	}
-	if tk.policy.Policy.Limits.Attempts > 1 {
-		return r.setupFailed(ctx, tk, r.bestOf(ctx, tk, tg, ws, remote))
+	if tk.prog.Pushed != "" {
+		return r.proposeSaved(ctx, tk, ws, remote, tg)
 	}
-	st, stoppedBy, err := r.loop(ctx, tk, ws)
+	c, err := r.change(ctx, tk, ws, remote)
 	if err != nil {
-		return r.setupFailed(ctx, tk, err)
+		return err
 	}
-	tk.run = st
-	tk.rep.phase(ctx, "agent")
-	if stoppedBy != "" {
-		return tk.rep.fail(ctx, st, failure{stoppedBy: stoppedBy})
+	res, err := change.Make(ctx, c)
+	defer closeAttempts(tk, ws, res.Attempts)
+	if err != nil {
+		return err
 	}
-	switch st.Status {
-	case app.StateAwaitingApproval:
-		if err := tk.rep.state(ctx, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
-			return err
+	return r.conclude(ctx, tk, remote, tg, res)
+}
+
+// conclude takes what Make made to its end: the pull request of a fix or
+// of a draft, a pause for approval, or the report of why there is none.
+func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote, tg target, res change.Result) error {
+	tk.run = res.Loop
+	if res.Attempts != nil && judged(res) {
+		traceAttempts(ctx, tk, res)
+	}
+	tk.prog.Verified, tk.prog.Reproduction = res.Verified, res.Reproduction
+	if err := tk.rep.save(ctx); err != nil {
+		return err
+	}
+	e := res.Ended
+	if e == nil {
+		return r.propose(ctx, tk, res.Tree, remote, tg, res.Loop, nil, res.Gate.Tampering)
+	}
+	st := res.Loop
+	if st == nil { // ended before the loop
+		st = &agent.State{TaskID: tk.ID, Status: app.StateFailed}
+	}
+	var f failure
+	switch e.Step {
+	case change.StepSetup:
+		f.setup, _ = e.Cause.(*SetupFailure)
+	case change.StepBaseChecks:
+		cr, _ := e.Cause.(*CannotRun)
+		tk.log.Info("the checks cannot run on the base", "check", cr.Check, "cause", cr.Cause, "evidence", cr.Evidence)
+		f.cannotRun = cr
+	case change.StepLoop:
+		if s, ok := e.Cause.(*change.Stopped); ok {
+			f.stoppedBy = s.By
+			break
 		}
-		return tk.rep.say(ctx, approvalText(tk, st))
-	case app.StateSucceeded:
-		return r.deliver(ctx, tk, ws, remote, tg, st, nil)
-	}
-	f := failure{stop: st.Stop}
-	if tk.policy.Policy.PullRequest.OnFailure == "draft_pr" && st.Diff != "" {
-		return r.deliver(ctx, tk, ws, remote, tg, st, &f)
+		if st.Status == app.StateAwaitingApproval && res.Attempts == nil {
+			if err := tk.rep.state(ctx, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
+				return err
+			}
+			return tk.rep.say(ctx, approvalText(tk, st))
+		}
+		f.stop = st.Stop
+		if res.Verified != nil { // a draft, gated and verified
+			return r.propose(ctx, tk, res.Tree, remote, tg, st, &f, res.Gate.Tampering)
+		}
+	case change.StepGate:
+		f.gate, f.diff = e.Cause, res.Gate.Diff
+		// An empty change is no refusal of the policy's.
+		tk.gated = res.Gate.Diff != ""
+	case change.StepVerification:
+		f.verify = res.Verified
+		if c := tk.policy.Policy.PullRequest; c.OnFailure == "draft_pr" {
+			return r.propose(ctx, tk, res.Tree, remote, tg, st, &f, res.Gate.Tampering)
+		}
+	case change.StepReproduction:
+		f.gate, f.diff = e.Cause, res.Gate.Diff
 	}
 	return tk.rep.fail(ctx, st, f)
 }
 
-// setupFailed reports err when it ends the task before the agent starts —
-// a setup command that failed, or checks that cannot run on the base —
-// and returns any other error as it is.
-func (r *Runner) setupFailed(ctx context.Context, tk *task, err error) error {
-	none := &agent.State{TaskID: tk.ID, Status: app.StateFailed}
-	if sf, ok := errors.AsType[*SetupFailure](err); ok {
-		return tk.rep.fail(ctx, none, failure{setup: sf})
+// proposeSaved proposes the change of a task resumed after its push: the
+// pushed tree is the saved diff's, of the only attempt or of the one
+// proposed.
+func (r *Runner) proposeSaved(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, tg target) error {
+	id := tk.ID
+	if a := tk.prog.Attempts; a != nil && a.proposed() > 0 {
+		id = change.AttemptID(tk.ID, a.proposed())
 	}
-	if cr, ok := errors.AsType[*CannotRun](err); ok {
-		return tk.rep.fail(ctx, none, failure{cannotRun: cr})
+	st, err := r.loopState(ctx, id)
+	if err != nil {
+		return err
 	}
-	return err
+	if st == nil {
+		return fmt.Errorf("the change of task %s was pushed, but its loop state %s is gone", tk.ID, id)
+	}
+	tk.run = st
+	var failed *failure // a draft's, as the loop ended it
+	if st.Status != app.StateSucceeded {
+		failed = &failure{stop: st.Stop}
+	}
+	return r.propose(ctx, tk, ws, remote, tg, st, failed, savedTampering(tk, st))
 }
 
 // workspace checks the task's commit out on the host, with a token that
@@ -174,117 +224,6 @@ func (r *Runner) target(tk *task) (target, error) {
 	return target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, slug(tk.issue.Title)), base: def, prBase: def}, nil
 }
 
-// loop runs the agent in a network-less sandbox over ws, after setup and
-// the checks' run on the base. When "/agent stop" ends it, the state so
-// far is returned with who stopped it, once the sandbox is removed.
-func (r *Runner) loop(ctx context.Context, tk *task, ws *workspace.Workspace) (_ *agent.State, stoppedBy string, err error) {
-	if err := r.setup(ctx, tk, ws); err != nil {
-		return nil, "", err
-	}
-	if err := r.checkBase(ctx, tk, ws); err != nil {
-		return nil, "", err
-	}
-	return r.runLoop(ctx, tk, onlyAttempt(ctx, tk, ws))
-}
-
-// setup names the policy's models where it names none and prepares the
-// environment over ws, which every container of the task then sees.
-func (r *Runner) setup(ctx context.Context, tk *task, ws *workspace.Workspace) (err error) {
-	r.nameModels(&tk.policy.Policy)
-	if err := sandbox.ShareTree(ws.Dir()); err != nil {
-		return fmt.Errorf("share the work tree with the sandbox: %w", err)
-	}
-	tk.env.Release(tk.log) // a resumed loop's earlier one
-	tk.env, err = r.prepareEnv(ctx, tk, ws)
-	return err
-}
-
-// runLoop runs one attempt of the agent in a network-less sandbox over its
-// work tree, on the environment setup prepared.
-func (r *Runner) runLoop(ctx context.Context, tk *task, at *attempt) (_ *agent.State, stoppedBy string, err error) {
-	p := at.policy
-	spec, err := tk.env.Spec(sandbox.Spec{TaskID: at.id, WorkTree: at.ws.Dir(), CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk})
-	if err != nil {
-		return nil, "", err
-	}
-	loopCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	box := boot(ctx, r.cfg.Sandbox, spec, cancel)
-	defer box.Close(ctx)
-	th, err := r.thread(ctx, tk)
-	if err != nil {
-		return nil, "", err
-	}
-	system, text, err := renderPrompts(tk, at.ws, th)
-	if err != nil {
-		return nil, "", err
-	}
-	text += approvedPlan(tk)
-	a, err := agent.New(ctx, agent.Config{
-		TaskID: at.id, Policy: p, Model: r.cfg.Model, Fast: r.cfg.Fast, Runner: box, Workspace: at.ws,
-		Store: r.cfg.Store, System: system, Task: text, Images: r.images(ctx, tk, th), Logger: tk.log,
-		Observe: at.observe, ObserveModel: at.observeModel, Spent: at.spent, Budget: r.budgetCheck(tk, at.id),
-		Steer: r.steer(ctx, tk, at),
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	// A resumed loop may have applied its saved diff as the host's user.
-	if err := sandbox.ShareTree(at.ws.Dir()); err != nil {
-		return nil, "", fmt.Errorf("share the work tree with the sandbox: %w", err)
-	}
-	if at.n == 0 { // the attempts say so together
-		if err := tk.rep.say(ctx, runningText(tk, "the agent is working")); err != nil {
-			return nil, "", err
-		}
-	}
-	d, err := r.pendingDecision(ctx, a.State())
-	if err != nil {
-		return nil, "", err
-	}
-	by := r.watchStop(loopCtx, tk.ID, cancel)
-	var st *agent.State
-	if d != nil {
-		tk.log.Info("resuming on a decision", "call", d.Call, "approve", d.Approve, "by", d.By)
-		st, err = a.Decide(loopCtx, d.Approve, d.By)
-	} else {
-		st, err = a.Run(loopCtx)
-	}
-	err = r.loopSpent(ctx, tk, at.id, a.State(), err)
-	if err != nil && ctx.Err() == nil && loopCtx.Err() != nil && box.Err() != nil {
-		// Cut short because the sandbox did not start: an outage, tried
-		// again from the saved state.
-		return nil, "", box.Err()
-	}
-	if err != nil && ctx.Err() == nil && by() != "" {
-		// The loop saved its state before it noticed; the deferred Close
-		// removes the sandbox before the stop is reported.
-		return a.State(), by(), nil
-	}
-	return st, "", err
-}
-
-// deliver takes the change the loop ended with to its pull request: the
-// host's gate, the final verification, then propose. failed is set when
-// the loop failed and the policy asks for a draft pull request of the
-// partial change anyway. A task resumed after its push goes straight to
-// the pull request.
-func (r *Runner) deliver(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
-	tg target, st *agent.State, failed *failure) error {
-	if tk.prog.Pushed != "" {
-		// Resumed after the push: the pushed tree is the saved diff's.
-		return r.propose(ctx, tk, ws, remote, tg, st, failed, savedTampering(tk, st))
-	}
-	report, ok, err := r.gate(ctx, tk, ws, st)
-	if !ok || err != nil {
-		return err
-	}
-	if failed, ok, err = r.verification(ctx, tk, ws, report, st, failed); !ok || err != nil {
-		return err
-	}
-	return r.propose(ctx, tk, ws, remote, tg, st, failed, report.Tampering)
-}
-
 // propose commits and pushes a gated and verified change, unless it was
 // pushed before, and opens its pull request and reports it.
 func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
@@ -300,51 +239,6 @@ func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace,
 		return err
 	}
 	return tk.rep.delivered(ctx, st, pr, tamper, failed)
-}
-
-// gate checks the change on the host against the policy. A refusal is
-// reported and returns ok false.
-func (r *Runner) gate(ctx context.Context, tk *task, ws *workspace.Workspace, st *agent.State) (_ workspace.GateReport, ok bool, err error) {
-	if err := tk.rep.state(ctx, app.StateRunning, "gate and push"); err != nil {
-		return workspace.GateReport{}, false, err
-	}
-	report, err := ws.Gate(ctx, tk.policy.Policy)
-	tk.rep.phase(ctx, "gate")
-	if err != nil {
-		if _, user := errors.AsType[*app.Error](err); user {
-			tk.gated = true
-			return report, false, tk.rep.fail(ctx, st, failure{gate: err, diff: report.Diff})
-		}
-		return report, false, err
-	}
-	return report, true, nil
-}
-
-// verification runs the checks once more over the gated tree in a fresh
-// sandbox and returns the task's verdict: failed as it was, or the
-// verification's failure. A failed verification ends the task (reported,
-// ok false) unless the policy asks for a draft pull request.
-func (r *Runner) verification(ctx context.Context, tk *task, ws *workspace.Workspace, report workspace.GateReport,
-	st *agent.State, failed *failure) (_ *failure, ok bool, err error) {
-	// A tree with no change is refused when it is committed; there is
-	// nothing to verify.
-	if report.Diff != "" {
-		if err := r.verify(ctx, tk, ws, report.Tree, st); err != nil {
-			return failed, false, err
-		}
-	}
-	if failed = verdict(tk, failed); failed != nil && failed.verify != nil && tk.policy.Policy.PullRequest.OnFailure != "draft_pr" {
-		return failed, false, tk.rep.fail(ctx, st, *failed)
-	}
-	if failed == nil {
-		if err := r.reproduce(ctx, tk, ws, report); err != nil {
-			return failed, false, err
-		}
-		if err := reproductionRefusal(tk); err != nil {
-			return failed, false, tk.rep.fail(ctx, st, failure{gate: err, diff: report.Diff})
-		}
-	}
-	return failed, true, nil
 }
 
 // pushChange commits the gated tree as the bot, with the requester as

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
@@ -146,10 +147,11 @@ func retryInstructions(failed, added string) string {
 	return failed + "\n\n" + added
 }
 
-// steer is the loop's source of notes for attempt at of tk: those kept
-// for the task from index read on, each framed as guidance, which the
-// status comment acknowledges (once, for all the attempts).
-func (r *Runner) steer(ctx context.Context, tk *task, at *attempt) agent.Steer {
+// steer is the loop's source of notes for attempt n of tk (0 for its
+// only one): those kept for the task from index read on, each framed as
+// guidance, which the status comment acknowledges (once, for all the
+// attempts, holding mu, which guards the task's report).
+func (r *Runner) steer(ctx context.Context, tk *task, n int, mu *sync.Mutex) agent.Steer {
 	if r.cfg.Notes == nil {
 		return nil
 	}
@@ -166,7 +168,9 @@ func (r *Runner) steer(ctx context.Context, tk *task, at *attempt) agent.Steer {
 			}
 			from = append(from, fmt.Sprintf("@%s's note of %s", n.By, n.At.UTC().Format("15:04 MST")))
 		}
-		if at.n <= 1 {
+		if n <= 1 {
+			mu.Lock()
+			defer mu.Unlock()
 			// An acknowledgement that does not reach GitHub is no reason to
 			// withhold the note from the model.
 			if err := tk.rep.say(ctx, runningText(tk, "the agent is working, and has read "+strings.Join(from, ", "))); err != nil {

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/tools"
 )
@@ -29,7 +31,11 @@ import (
 // entries written are kept in the saved progress, and a task whose report
 // is complete (progress.Final) is not reported again.
 type reporter struct {
-	tk       *task
+	tk *task
+	// mu keeps the task's writes one at a time: the attempts of
+	// limits.attempts report at once.
+	mu       *sync.Mutex
+	envs     bool // the worker keeps prepared environments
 	store    Store
 	audits   AuditLog // nil: no audit log
 	traces   TraceLog // nil: no trace kept
@@ -38,7 +44,7 @@ type reporter struct {
 
 // reporter returns tk's reporter.
 func (r *Runner) reporter(tk *task) *reporter {
-	return &reporter{tk: tk, store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
+	return &reporter{tk: tk, mu: &sync.Mutex{}, envs: r.cfg.Envs != nil, store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
 }
 
 // forAttempt is rp for attempt n of limits.attempts: what it traces is
@@ -494,4 +500,103 @@ func (rp *reporter) delivered(ctx context.Context, st *agent.State, pr app.PullR
 		return err
 	}
 	return rp.finish(ctx, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
+}
+
+// changed reports a step of the task's change as change.Make tells it
+// (change.Change.Report): the task's record and status comment as each
+// step starts, its trace, audit log and saved progress as each ends. A
+// task of one attempt reports all of it; an attempt of several traces what
+// it ran as its own, and the task reports the attempts together
+// (conclude).
+func (rp *reporter) changed(ctx context.Context, e change.Event) error {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	tk, only := rp.tk, e.Attempt == 0
+	if !only {
+		rp = rp.forAttempt(e.Attempt)
+	}
+	if !e.Done {
+		return rp.starts(ctx, e)
+	}
+	switch e.Step {
+	case change.StepSetup:
+		if !rp.envs {
+			if len(tk.policy.Policy.Setup.Run) > 0 {
+				rp.phase(ctx, "setup")
+			}
+		} else if e.Setup != "" {
+			tk.log.Info("prepared environment", "setup", e.Setup)
+			rp.setupPhase(ctx, e.Setup)
+		}
+	case change.StepBaseChecks:
+		v := e.Base
+		end := time.Now().UTC()
+		for _, c := range v.Checks {
+			rp.traceCheck(ctx, end, 0, "base "+c.Name, c, fmt.Sprintf("%s before the agent, sandbox %s: %s", shortSHA(tk.prog.Base), shortID(v.Container), c.Run))
+		}
+		rp.phase(ctx, "base checks")
+		tk.prog.BaseChecks = v
+		return rp.save(ctx)
+	case change.StepLoop:
+		if only && e.Of > 1 {
+			rp.phase(ctx, "attempts")
+		} else if only {
+			rp.phase(ctx, "agent")
+		}
+	case change.StepGate:
+		if only {
+			rp.phase(ctx, "gate")
+		}
+	case change.StepVerification:
+		if err := traceVerification(ctx, tk, rp, e.Loop, *e.Verified); err != nil || !only {
+			return err
+		}
+		rp.phase(ctx, "verification")
+		tk.prog.Verified = e.Verified
+		return rp.save(ctx)
+	case change.StepReproduction:
+		rep := e.Reproduction
+		tk.log.Info("reproduction", "attempt", e.Attempt, "reproduced", rep.Reproduced, "mode", rep.Mode, "tests", rep.Tests, "files", rep.Files, "why", rep.Why)
+		ran := rep.Run != nil && !rep.Existing
+		if ran {
+			traceReproduction(ctx, rp, *rep)
+		}
+		if !only {
+			return nil
+		}
+		if ran {
+			// A phase only when tests ran: without them it took no
+			// time.
+			rp.phase(ctx, "reproduction")
+		}
+		tk.prog.Reproduction = rep
+		return rp.save(ctx)
+	}
+	return nil
+}
+
+// starts records the step a task of one attempt starts and says what it
+// does; a task of several says only that its attempts work.
+func (rp *reporter) starts(ctx context.Context, e change.Event) error {
+	if e.Attempt > 0 {
+		return nil
+	}
+	tk := rp.tk
+	switch e.Step {
+	case change.StepBaseChecks:
+		return rp.running(ctx, "base checks", "running the checks on "+shortSHA(tk.prog.Base)+" before the agent starts")
+	case change.StepLoop:
+		what := "the agent is working"
+		if e.Of > 1 {
+			what = fmt.Sprintf("%d attempts of the agent are working", e.Of)
+		}
+		return rp.say(ctx, runningText(tk, what))
+	case change.StepGate:
+		return rp.state(ctx, app.StateRunning, "gate and push")
+	case change.StepVerification:
+		return rp.running(ctx, "verification", "verifying the checks in a fresh sandbox")
+	case change.StepReproduction:
+		return rp.running(ctx, "reproduction", "running the new tests on "+shortSHA(tk.prog.Base)+", without the fix")
+	}
+	return nil
 }

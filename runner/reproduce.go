@@ -8,59 +8,19 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/change"
-	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // reproduceMode is the task's reproduction policy: the policy's, or its
-// default for a fix of an issue or a follow-up on a pull request. A fix
-// of a review's finding has a test to reproduce it, as a fix of an issue
-// is asked to have.
+// default for a fix of an issue or a follow-up on a pull request.
 func reproduceMode(tk *task) app.Reproduce {
-	return tk.policy.Policy.ReproduceFor(tk.issue.Pull != nil && !fixesFinding(tk))
+	return tk.policy.Policy.ReproduceFor(followsUp(tk))
 }
 
-// reproduce tries to reproduce a verified change and keeps the result in
-// the task's progress. It does nothing when the policy turns it off or the
-// final verification did not pass: a change that is no fix has nothing
-// to prove.
-func (r *Runner) reproduce(ctx context.Context, tk *task, ws *workspace.Workspace, gate workspace.GateReport) error {
-	mode := reproduceMode(tk)
-	if v := tk.prog.Verified; mode == app.ReproduceOff || v == nil || !v.Passed {
-		return nil
-	}
-	if err := tk.rep.running(ctx, "reproduction", "running the new tests on "+shortSHA(ws.Base())+", without the fix"); err != nil {
-		return err
-	}
-	rp, err := r.reproduction(ctx, tk, tk.rep, ws, gate, tk.ID+"-reproduce")
-	if err != nil {
-		return err
-	}
-	if rp.Run != nil && !rp.Existing {
-		// A phase only when tests ran: without them it took no time.
-		tk.rep.phase(ctx, "reproduction")
-	}
-	tk.prog.Reproduction = rp
-	return tk.rep.save(ctx)
-}
-
-// reproduction runs the change's tests on the base commit without the
-// rest of the change, in sandboxes named after id, and traces the run
-// through rep. A fix of a review's finding is reproduced only by the
-// finding's test.
-func (r *Runner) reproduction(ctx context.Context, tk *task, rep *reporter, ws *workspace.Workspace, gate workspace.GateReport, id string) (*Reproduction, error) {
-	mode := reproduceMode(tk)
-	rp, err := r.fresh(ctx, tk).Reproduce(ctx, ws, gate, tk.prog.BaseChecks, mode, id)
-	if err != nil {
-		return nil, err
-	}
-	if why := findingTestDropped(tk, ws); why != "" && rp.Reproduced {
-		rp.Reproduced, rp.Why = false, why
-	}
-	if rp.Run != nil && !rp.Existing {
-		traceReproduction(ctx, rep, *rp)
-	}
-	tk.log.Info("reproduction", "id", id, "reproduced", rp.Reproduced, "mode", mode, "tests", rp.Tests, "files", rp.Files, "why", rp.Why)
-	return rp, nil
+// followsUp says tk's change follows up on a pull request, whose
+// reproduction default differs from a fix's. A fix of a review's finding
+// has a test to reproduce it, as a fix of an issue is asked to have.
+func followsUp(tk *task) bool {
+	return tk.issue.Pull != nil && !fixesFinding(tk)
 }
 
 // traceReproduction records each check run on the base with the tests.
@@ -70,12 +30,6 @@ func traceReproduction(ctx context.Context, rep *reporter, rp Reproduction) {
 		rep.traceCheck(ctx, end, 0, "reproduce "+c.Name, c,
 			fmt.Sprintf("%s with the new tests only, fresh sandbox %s: %s", shortSHA(rp.Base), shortID(rp.Run.Container), c.Run))
 	}
-}
-
-// reproductionRefusal is the refusal of a change the policy requires to be
-// reproduced and that is not, or nil.
-func reproductionRefusal(tk *task) error {
-	return tk.prog.Reproduction.Refusal()
 }
 
 // reproductionExcerpt bounds the output of the failing check that a pull

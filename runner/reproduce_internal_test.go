@@ -35,11 +35,11 @@ func TestReproductionSection(t *testing.T) {
 	if s := reproductionSection(tk); !strings.Contains(s, "⚠️ **Not reproduced: the fix is unproven.** The change adds or changes no test.") {
 		t.Errorf("an unproven fix is not said to be:\n%s", s)
 	}
-	if err := reproductionRefusal(tk); err != nil {
+	if err := tk.prog.Reproduction.Refusal(); err != nil {
 		t.Errorf("preferred refuses: %v", err)
 	}
 	tk.prog.Reproduction.Mode = app.ReproduceRequired
-	if err := reproductionRefusal(tk); err == nil || !strings.Contains(app.ErrorMessage(err), "The change is not reproduced: the change adds or changes no test.") {
+	if err := tk.prog.Reproduction.Refusal(); err == nil || !strings.Contains(app.ErrorMessage(err), "The change is not reproduced: the change adds or changes no test.") {
 		t.Errorf("required and not reproduced: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -294,7 +295,7 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 // a fix of the pull request would use, from the environment cache when
 // its key matches (the head's lock files are the default branch's), or
 // else built for the task alone without network, as for every tree of a
-// pull request's head (prepareEnv). When it cannot be prepared, each
+// pull request's head. When it cannot be prepared, each
 // proof runs the setup over its own tree, where it fails again and
 // proves nothing, said so in the finding.
 func (r *Runner) proofEnv(ctx context.Context, tk *task, ws *workspace.Workspace) error {
@@ -304,7 +305,14 @@ func (r *Runner) proofEnv(ctx context.Context, tk *task, ws *workspace.Workspace
 	if err := sandbox.ShareTree(ws.Dir()); err != nil {
 		return fmt.Errorf("share the review's tree with the sandbox: %w", err)
 	}
-	env, err := r.prepareEnv(ctx, tk, ws)
+	setup := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
+	// The repository's id, from the API, not its name: another repository
+	// can take a name, never an id.
+	owner := envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID)
+	env, detail, err := change.Prepare(ctx, setup, r.cfg.Envs, owner, tk.Repo, ws.Root().FS())
+	if err == nil {
+		tk.rep.setupPhase(ctx, detail)
+	}
 	if sf, ok := errors.AsType[*SetupFailure](err); ok {
 		tk.log.Warn("no prepared environment for the proofs", "err", sf)
 		tk.env = &Prepared{Image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())} // tried once

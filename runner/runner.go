@@ -15,15 +15,15 @@
 //     of done and the target branch; hold (lock.go) keeps one task per issue;
 //     followUp (followup.go) reads a review or failing CI;
 //   - workspace (fix.go): the checkout on the host;
-//   - setup: prepareEnv (environment.go) prepares the environment through
-//     runner/change's setup step, egress through its proxy;
-//   - loop (fix.go): the agent in a network-less sandbox; under
-//     limits.attempts, bestOf (attempts.go) runs several loops side by
-//     side, judges each change and proposes the best;
-//   - then deliver (fix.go): gate, verification and reproduction
-//     (verify.go, reproduce.go: runner/change's steps, which agentbot run
-//     and agentbot eval make their changes with too), pushChange (push.go
-//     pushes), pullRequest;
+//   - the change (making.go): change.Make runs setup, base checks, the
+//     loop (under limits.attempts, several side by side, the best
+//     proposed), the gate, the verification and the reproduction; the
+//     worker gives it the environment, the attempts' checkouts and the
+//     loop's hooks (store, approvals, stop, notes, budgets), and the
+//     reporter's changed hears of each step as Make tells it;
+//   - then conclude (fix.go): what the change came to — propose and
+//     pushChange (push.go pushes), pullRequest, or a pause, or the
+//     report of why there is none;
 //   - report: the task's reporter (reporter.go) owns every write a task
 //     makes about itself — status comment, check run, reactions, thread
 //     replies, state, audit log, trace, outcome and saved progress; the
@@ -50,11 +50,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
-	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -279,8 +277,8 @@ type task struct {
 	run    *agent.State // the loop's end, once it ran
 	gated  bool         // the host gate refused the change
 	follow *followUp    // a review's comments or failing CI, once read
+	env    *Prepared    // the environment a review's proofs run over, once prepared
 	since  time.Time    // when the trace's current phase began
-	env    *Prepared    // the image and environment setup prepared
 	// refused are the connections setup's egress proxy refused.
 	refused []egress.Refusal
 	// reached are the hosts setup's egress proxy connected it to, each
@@ -488,10 +486,6 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
 }
 
-// stopPoll is how often a running task looks for a stop: well within the
-// 10 s in which a stopped task's sandbox must be gone.
-const stopPoll = 500 * time.Millisecond
-
 // stop answers "/agent stop" by asking the issue's running fix to stop.
 func (r *Runner) stop(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
@@ -513,41 +507,10 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No task is running on #%d.", tk.Number), "")
 }
 
-// watchStop cancels a running task's loop once "/agent stop" asked for it,
-// and returns who asked ("" while nobody did).
-func (r *Runner) watchStop(ctx context.Context, id string, cancel context.CancelFunc) (stoppedBy func() string) {
-	var by atomic.Pointer[string]
-	go func() {
-		t := time.NewTicker(stopPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			login, err := r.cfg.Store.StopRequested(ctx, id)
-			if err == nil && login != "" {
-				by.Store(&login)
-				cancel()
-				return
-			}
-		}
-	}()
-	return func() string {
-		if p := by.Load(); p != nil {
-			return *p
-		}
-		return ""
-	}
-}
-
 // renderPrompts renders the system prompt and the task message; th is
 // the conversation the model may read.
 func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
-	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, prompts.TaskData{
-		Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk), Review: tk.ReviewComment,
-	})
+	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, taskData(tk, th))
 }
 
 // usageLine is the loop's usage in one sentence.

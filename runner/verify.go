@@ -10,46 +10,23 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/tools"
-	"github.com/agentbot/agentbot/runner/workspace"
 )
 
-// verify runs the final verification of the gated tree and keeps it in the
-// task's progress; a disagreement with the loop is traced, audited and
-// logged as a safety incident.
-func (r *Runner) verify(ctx context.Context, tk *task, ws *workspace.Workspace, gated string, st *agent.State) error {
-	if err := tk.rep.running(ctx, "verification", "verifying the checks in a fresh sandbox"); err != nil {
-		return err
-	}
-	v, err := r.verified(ctx, tk, tk.rep, ws, gated, tk.ID+"-verify", st)
-	if err != nil {
-		return err
-	}
-	if err := auditIncident(ctx, tk.rep, st, v); err != nil {
-		return err
-	}
-	tk.rep.phase(ctx, "verification")
-	tk.prog.Verified = &v
-	return tk.rep.save(ctx)
-}
-
-// verified runs the final verification of the gated tree in sandboxes
-// named after id and traces it through rp; a disagreement with the loop
-// is traced and logged as a safety incident.
-func (r *Runner) verified(ctx context.Context, tk *task, rp *reporter, ws *workspace.Workspace, gated, id string, st *agent.State) (Verification, error) {
-	v, err := r.fresh(ctx, tk).Verify(ctx, ws, gated, id, st)
-	if err != nil {
-		return v, err
-	}
+// traceVerification traces the final verification v of the loop that
+// ended with st through rp; a disagreement with the loop is traced,
+// audited and logged as a safety incident.
+func traceVerification(ctx context.Context, tk *task, rp *reporter, st *agent.State, v change.Verification) error {
 	end := time.Now().UTC()
 	for _, c := range v.Checks {
 		rp.traceCheck(ctx, end, 0, "verify "+c.Name, c, fmt.Sprintf("fresh sandbox %s: %s", shortID(v.Container), c.Run))
 	}
-	if v.Incident() {
-		detail := incidentDetail(st, v)
-		tk.log.Error("safety incident: the checks pass in the agent's sandbox and fail in a fresh one", "detail", detail)
-		rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
+	if !v.Incident() {
+		return nil
 	}
-	return v, nil
+	detail := incidentDetail(st, v)
+	tk.log.Error("safety incident: the checks pass in the agent's sandbox and fail in a fresh one", "detail", detail)
+	rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceIncident, Name: "verification", Outcome: "failed", Detail: detail})
+	return rp.audit(ctx, app.AuditBlocked, "verification: nothing pushed as a fix; "+detail)
 }
 
 // incidentDetail is a verification that contradicts the loop, in a line.
@@ -57,18 +34,8 @@ func incidentDetail(st *agent.State, v Verification) string {
 	return "the agent's sandbox: " + resultsLine(latestChecks(st.Checks)) + "; a fresh sandbox: " + resultsLine(v.Checks)
 }
 
-// auditIncident writes the audit log's entry of a verification that
-// contradicts the loop, if v is one.
-func auditIncident(ctx context.Context, rp *reporter, st *agent.State, v Verification) error {
-	if !v.Incident() {
-		return nil
-	}
-	return rp.audit(ctx, app.AuditBlocked, "verification: nothing pushed as a fix; "+incidentDetail(st, v))
-}
-
-// fresh is how the task's checks run outside the agent's sandbox: over
-// the task's prepared environment, or, without one, after the policy's
-// setup again.
+// fresh is how a review's checks run outside the agent's sandbox: on the
+// Sandbox's image, after the policy's setup.
 func (r *Runner) fresh(ctx context.Context, tk *task) change.Fresh {
 	return change.Fresh{Sandbox: r.cfg.Sandbox, Policy: tk.policy.Policy, Env: tk.env, Setup: r.setupOf(ctx, tk, "", ""), Log: tk.log}
 }

@@ -97,12 +97,15 @@ func TestEvalCaptureReplaysAMergedPullRequest(t *testing.T) {
 	}
 
 	// Left alone, the snapshot passes its own checks but not the hidden
-	// test: a copy of the task whose trajectory only finishes runs beside it.
+	// test: a copy of the task whose trajectory touches only the README
+	// (an empty change is no change to propose) runs beside it.
 	alone := filepath.Join(suite, "left-alone")
 	if err := os.CopyFS(alone, os.DirFS(task)); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(alone, "trajectory.yaml"), []byte("steps:\n  - tool_calls: [{name: finish, arguments: {summary: \"Nothing to do.\"}}]\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(alone, "trajectory.yaml"), []byte("steps:\n"+
+		"  - tool_calls: [{name: edit_file, arguments: {path: README.md, old_string: \"# calc\", new_string: \"# calc, left alone\"}}]\n"+
+		"  - tool_calls: [{name: finish, arguments: {summary: \"Nothing to do.\"}}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, progress, err := evalScripted(t, suite, append([]string{"--parallel", "2"}, sandboxArgs(t)...)...)

@@ -89,13 +89,16 @@ func cmdRun(ctx context.Context, args []string, env Env) error {
 		// bounds, is every container's, as on a worker.
 		Setup: newRunSetup(drv, policy, server, id, ws.Dir(), local.caBundle, env.Getenv, out),
 		Envs:  envs, Owner: owner,
-		Task:    prompts.TaskData{Repo: filepath.Base(src), Instructions: f.task},
-		Model:   model,
-		Observe: func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) },
-		Progress: func(s change.Step, detail string) {
-			if detail != "" {
-				fmt.Fprintln(out, detail)
+		Task:  prompts.TaskData{Repo: filepath.Base(src), Instructions: f.task},
+		Model: model,
+		Hooks: func(context.Context, int, string) (change.Hooks, error) {
+			return change.Hooks{Observe: func(e agent.Event) { fmt.Fprintln(out, progressLine(e)) }}, nil
+		},
+		Report: func(_ context.Context, e change.Event) error {
+			if e.Done && e.Setup != "" {
+				fmt.Fprintln(out, e.Setup)
 			}
+			return nil
 		},
 	})
 	if f.result != "" {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/llm"
 )
 
@@ -133,7 +134,7 @@ func (s pageSource) loops(ctx context.Context, id string) ([]taskpage.Loop, erro
 	}
 	var loops []taskpage.Loop
 	for n := 1; n <= maxAttempts; n++ {
-		l, ok, err := s.loop(ctx, runner.AttemptID(id, n), n)
+		l, ok, err := s.loop(ctx, change.AttemptID(id, n), n)
 		if err != nil || !ok {
 			return loops, err
 		}

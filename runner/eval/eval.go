@@ -1,6 +1,6 @@
 // Package eval runs a suite of tasks on local trees, without GitHub,
-// through the worker's loop step (runner/change) in the sandbox, and
-// scores them, for agentbot eval, so that a team can compare models and
+// making each run's change as a worker makes it (runner/change's Make),
+// and scores them, for agentbot eval, so that a team can compare models and
 // prompts on its own repositories before it trusts one. LoadPolicy reads
 // a local checkout's policy, as agentbot run does.
 //
@@ -20,8 +20,10 @@
 //	checks: ["go test ./..."]        # optional: replaces the snapshot's policy checks
 //	hidden: ["go test ./..."]        # optional: run after hidden/ is laid over
 //
-// A run is solved when the loop stops on green checks (finish accepted). Its
-// hidden commands then run in a fresh network-less sandbox over the final
+// A run is solved when its change is one a worker would propose: the loop
+// stops on green checks (finish accepted), the gate passes it, the checks
+// pass again in a fresh sandbox, and the reproduction, when the policy
+// requires one, proves it. Its hidden commands then run in a fresh network-less sandbox over the final
 // tree, with hidden/ laid over it: the agent never saw those tests, so a
 // change that only satisfies the visible ones fails them.
 // Every sandbox's $HOME is a copy-on-write view of the image's seed of it
@@ -51,6 +53,7 @@ import (
 	makechange "github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/workspace"
 )
 
 // Config says how a suite is run.
@@ -100,7 +103,8 @@ type Result struct {
 	Iterations int         `json:"iterations"`
 	Tokens     int64       `json:"tokens"`
 	CostUSD    float64     `json:"cost_usd"`
-	// Seconds is the loop's wall clock, sandbox start included.
+	// Seconds is the change's wall clock: the base checks, the loop, the
+	// verification and the reproduction.
 	Seconds float64 `json:"seconds"`
 	// Error is what ended the run other than a stop rule: a model error,
 	// a sandbox failure.
@@ -198,7 +202,11 @@ func (cfg *Config) model(t Task) string {
 	return cfg.DefaultModel
 }
 
-// attempt is one run of a task on a fresh copy of its snapshot.
+// attempt is one run of a task on a fresh copy of its snapshot: the
+// change made as a worker makes it (change.Make: the base checks, the
+// loop, the gate, the verification in a fresh sandbox and the
+// reproduction, on the seed of $HOME), then, for a change to propose, the
+// hidden tests.
 func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run int) Result {
 	r := Result{Task: t.Name, Run: run, Model: cfg.model(t), Hidden: HiddenSkipped}
 	fail := func(err error) Result {
@@ -210,7 +218,9 @@ func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run in
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp)
-	tree, err := CopyTree(ctx, t.Repo(), tmp)
+	trees := workspace.NewManager(tmp, workspace.Options{Logger: cfg.Logger})
+	defer trees.Close()
+	tree, err := trees.Local(ctx, t.Repo())
 	if err != nil {
 		return fail(fmt.Errorf("copy the snapshot: %w", err))
 	}
@@ -225,15 +235,25 @@ func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run in
 	policy.Model.Edit = r.Model
 	id := runID(t.Name, run)
 	start := time.Now()
-	st, err := cfg.loop(ctx, policy, model, home, t, id, tree)
+	made, err := makechange.Make(ctx, makechange.Change{
+		ID: id, Tree: tree, Policy: policy, Sandbox: cfg.Driver,
+		// Every sandbox sees the seed of $HOME; the snapshot's setup is
+		// not run.
+		Env:   &makechange.Prepared{Env: home.env},
+		Task:  prompts.TaskData{Repo: t.Name, Title: t.Title, Body: t.Body},
+		Model: model, Log: cfg.Logger,
+	})
 	r.Seconds = time.Since(start).Seconds()
-	if st != nil {
+	if st := made.Loop; st != nil {
 		r.Iterations, r.Tokens, r.CostUSD = st.Step, st.Usage.Total(), st.Usage.CostUSD
-		r.Solved = st.Status == app.StateSucceeded
 		r.Stop = stopText(st)
 	}
 	if err != nil {
 		return fail(err)
+	}
+	r.Solved = made.Ended == nil
+	if e := made.Ended; e != nil && e.Step != makechange.StepLoop {
+		r.Stop = string(e.Step) + ": " + e.Reason
 	}
 	if !r.Solved {
 		return r
@@ -256,22 +276,11 @@ func (cfg *Config) attempt(ctx context.Context, home *seededHome, t Task, run in
 	return r
 }
 
-// loop runs the agent on tree as a worker's loop step does
-// (makechange.Loop), with the worker's prompts for a task on no pull request.
-func (cfg *Config) loop(ctx context.Context, policy app.Policy, model agent.Model, home *seededHome, t Task, id string, tree *Tree) (*agent.State, error) {
-	system, task, err := makechange.Prompts(tree.Root().FS(), policy, policy.ReproduceFor(false) != app.ReproduceOff,
-		prompts.TaskData{Repo: t.Name, Title: t.Title, Body: t.Body})
-	if err != nil {
-		return nil, err
-	}
-	return makechange.Loop{Sandbox: cfg.Driver, Policy: policy, Model: model, Env: home, System: system, Task: task, Logger: cfg.Logger}.Run(ctx, id, tree)
-}
-
 // hidden lays the hidden tests over the tree and runs the hidden commands,
 // all of them, in a sandbox of their own: nothing the agent left running or
 // wrote outside the tree can touch them.
-func (cfg *Config) hidden(ctx context.Context, home *seededHome, t Task, id string, tree *Tree) ([]HiddenRun, error) {
-	if err := tree.overlay(t.HiddenFiles()); err != nil {
+func (cfg *Config) hidden(ctx context.Context, home *seededHome, t Task, id string, tree *workspace.Workspace) ([]HiddenRun, error) {
+	if err := overlay(tree.Root(), t.HiddenFiles()); err != nil {
 		return nil, fmt.Errorf("lay the hidden tests over the tree: %w", err)
 	}
 	p := t.Policy.Sandbox

@@ -1,4 +1,4 @@
-package runner
+package change
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/agent"
 )
 
 func TestRankAttempts(t *testing.T) {
@@ -70,7 +71,7 @@ func TestAttemptPolicy(t *testing.T) {
 		p := app.Policy{Model: tt.model, Limits: limits}
 		var got []string
 		for i := range 3 {
-			a := attemptPolicy(p, i, 3)
+			a := AttemptPolicy(p, i, 3)
 			temp := "default"
 			if a.Model.Temperature != nil {
 				temp = fmt.Sprint(*a.Model.Temperature)
@@ -87,7 +88,37 @@ func TestAttemptPolicy(t *testing.T) {
 	// A task of one attempt keeps its policy, but for a first model and
 	// temperature named.
 	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, Limits: limits}
-	if a := attemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || *a.Model.Temperature != 0.2 || a.Limits != p.Limits {
+	if a := AttemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || *a.Model.Temperature != 0.2 || a.Limits != p.Limits {
 		t.Errorf("one attempt: %+v %+v; want the policy as it is", a.Model, a.Limits)
+	}
+}
+
+// TestDraftPrefersAVerifiedChange: when no attempt passed and the policy
+// asks for drafts, the first change the gate passed and the verification
+// failed is the draft, else the first loop that failed with a change;
+// without drafts, or with neither, there is none.
+func TestDraftPrefersAVerifiedChange(t *testing.T) {
+	t.Parallel()
+	failedLoop := func(diff string) Attempt {
+		return Attempt{Loop: &agent.State{Status: app.StateFailed, Stop: &agent.Stop{Reason: "iterations"}, Diff: diff},
+			Ended: &Ended{Step: StepLoop, State: app.StateFailed}}
+	}
+	unverified := Attempt{Loop: &agent.State{Status: app.StateSucceeded, Diff: "d"}, Ended: &Ended{Step: StepVerification, State: app.StateFailed}}
+	refused := Attempt{Loop: &agent.State{Status: app.StateSucceeded, Diff: "d"}, Ended: &Ended{Step: StepGate, State: app.StateFailed}}
+	for _, tt := range []struct {
+		name  string
+		draft bool
+		ats   []Attempt
+		want  int
+	}{
+		{"a verified change over an earlier loop's", true, []Attempt{failedLoop("d"), refused, unverified}, 3},
+		{"else a loop's change", true, []Attempt{refused, failedLoop(""), failedLoop("d")}, 3},
+		{"none that may be one", true, []Attempt{refused, failedLoop("")}, 0},
+		{"no drafts asked", false, []Attempt{unverified}, 0},
+	} {
+		m := &making{Change: Change{Draft: tt.draft}}
+		if got := m.draft(tt.ats); got != tt.want {
+			t.Errorf("%s: draft = %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs go test over every package of the module: the packages named as
+# arguments (those whose code runs goroutines of its own) under the race
+# detector instead of plainly, not both, since CI's time is bounded, and
+# the others plainly, both runs at once.
+#
+# usage: test-race.sh GO "GO TEST FLAGS" PACKAGE...
+set -euo pipefail
+go=$1
+read -r -a flags <<<"$2"
+shift 2
+mapfile -t race < <("$go" list "$@")
+mapfile -t plain < <("$go" list ./... | grep -vxF -f <(printf '%s\n' "${race[@]}"))
+"$go" test -race "${flags[@]}" "${race[@]}" &
+racing=$!
+status=0
+"$go" test "${flags[@]}" "${plain[@]}" || status=$?
+wait "$racing" || status=$?
+exit "$status"
