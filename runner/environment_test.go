@@ -393,7 +393,7 @@ func testPullRequestSetup(t *testing.T, w *envWorld) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "ada", Title: "Deps", Head: "agent/9-deps"})
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: w.sim.App().BotLogin, Title: "Deps", Head: "agent/9-deps"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,7 +216,7 @@ func (r *Runner) target(tk *task) (target, error) {
 			return target{}, app.Errorf(app.EPolicy,
 				"agentbot pushes only to branches of %s; the branch of #%d lives in %s.", tk.Repo, tk.Number, pull.HeadRepo)
 		}
-		if !agentsPull(tk) {
+		if !r.agentsPull(tk) {
 			return target{branch: proposalBranch(tk), base: pull.HeadSHA, prBase: pull.Head}, nil
 		}
 		return target{branch: pull.Head, base: pull.HeadSHA, prBase: pull.Base, existing: true}, nil
@@ -291,7 +291,7 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 // open on it: a draft when failed is set.
 func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent.State, failed *failure, tamper app.Tampering) (app.PullRequest, error) {
 	spec := tk.policy.Policy.PullRequest
-	title, body := prTitle(tk, st), prBody(tk, st, tamper)
+	title, body := prTitle(tk, st), prBody(tk, tg, st, tamper)
 	if failed != nil {
 		spec.Draft = true
 		title = shortTitle("Draft: " + app.InertPlain(tk.issue.Title, ownIssue(tk)))

@@ -46,17 +46,20 @@ func (r *Runner) authorize(ctx context.Context, tk *task, authz *app.Authorizer,
 	if tk.CI == nil {
 		return authz.Authorize(ctx, app.Actor{Login: tk.Requester, Type: "User"}, inv)
 	}
-	if !agentsPull(tk) {
+	if !r.agentsPull(tk) {
 		return app.Decision{Reason: fmt.Sprintf("#%d is not one of agentbot's pull requests", tk.Number)}, nil
 	}
 	return app.Decision{Allowed: true, Reason: "failing CI on agentbot's pull request"}, nil
 }
 
-// agentsPull reports whether tk is on one of agentbot's pull requests: a
-// branch of the repository itself under the policy's branch prefix.
-func agentsPull(tk *task) bool {
+// agentsPull reports whether tk is on one of agentbot's pull requests:
+// opened by the App itself, from a branch of the repository under the
+// policy's branch prefix. The branch's name alone proves nothing: anyone
+// who may push can name a branch "agent/…".
+func (r *Runner) agentsPull(tk *task) bool {
 	p := tk.issue.Pull
-	return p != nil && p.HeadRepo == tk.Repo && strings.HasPrefix(p.Head, tk.policy.Policy.PullRequest.BranchPrefix)
+	return p != nil && strings.EqualFold(tk.issue.Author, r.cfg.Bot.Name) &&
+		p.HeadRepo == tk.Repo && strings.HasPrefix(p.Head, tk.policy.Policy.PullRequest.BranchPrefix)
 }
 
 // followUp gathers what a review or CI follow-up addresses, once the task
@@ -78,7 +81,7 @@ func (r *Runner) followUp(ctx context.Context, tk *task) (bool, error) {
 // the agent may change become the task, the others are answered with the
 // refusal once the task ends.
 func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
-	if tk.Review.Implicit && !agentsPull(tk) {
+	if tk.Review.Implicit && !r.agentsPull(tk) {
 		return false, tk.rep.ignore(ctx, "changes requested on a pull request that is not agentbot's")
 	}
 	comments, err := tk.inst.ReviewComments(ctx, tk.Repo, tk.Number, tk.Review.ID)

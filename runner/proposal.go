@@ -20,10 +20,11 @@ func proposalBranch(tk *task) string {
 }
 
 // proposalLine says, in the pull request of a fix on a person's pull
-// request, what it proposes to; "" for any other.
-func proposalLine(tk *task) string {
+// request (one that does not push to its branch, tg), what it proposes
+// to; "" for any other.
+func proposalLine(tk *task, tg target) string {
 	pull := tk.issue.Pull
-	if pull == nil || agentsPull(tk) {
+	if pull == nil || tg.existing {
 		return ""
 	}
 	return fmt.Sprintf("\nProposed to %s, the branch of #%d, which agentbot does not push to: merging this pull request brings the change there.\n",

@@ -283,7 +283,7 @@ func commitMessage(tk *task, st *agent.State) string {
 // change touches (tamper), the attempts — then the usage, who asked (the
 // request quoted only when it says more than the bare verb), the issue
 // link, and last the trace folded away.
-func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
+func prBody(tk *task, tg target, st *agent.State, tamper app.Tampering) string {
 	var b strings.Builder
 	b.WriteString("## What changed and why\n\n")
 	if s := summaryBody(st); s != "" {
@@ -309,7 +309,7 @@ func prBody(tk *task, st *agent.State, tamper app.Tampering) string {
 	if tk.issue.Pull == nil {
 		fmt.Fprintf(&b, "\nFixes #%d\n", tk.Number)
 	}
-	b.WriteString(proposalLine(tk))
+	b.WriteString(proposalLine(tk, tg))
 	fmt.Fprintf(&b, "\n<details><summary>Trace</summary>\n\n%s\n</details>\n", app.CodeBlock(change.Tail(trace(st), diffExcerpt), "", ownIssue(tk)))
 	return b.String()
 }

@@ -83,7 +83,7 @@ func TestModelTextIsInert(t *testing.T) {
 	t.Parallel()
 	tk, st := hostileTask()
 
-	body := prBody(tk, st, app.Tampering{})
+	body := prBody(tk, target{}, st, app.Tampering{})
 	assertInert(t, "the pull request body", body, "<h2>Checks</h2>", "<h2>Usage</h2>")
 	if !strings.Contains(body, "\nFixes #7\n") {
 		t.Errorf("the pull request body no longer closes its own issue:\n%s", body)

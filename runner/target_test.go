@@ -35,25 +35,26 @@ func (w *world) pullsFrom(branch string) []githubsim.Issue {
 	return out
 }
 
-// "/agent fix" on a person's pull request never moves their branch: the
-// change goes to a new branch from its head, in a pull request against it;
-// each command is its own proposal.
+// "/agent fix" on a person's pull request never moves their branch, even
+// one named under the agent's branch prefix: the change goes to a new
+// branch from its head, in a pull request against it; each command is its
+// own proposal.
 func TestFixOnAPersonsPullRequestOpensOneAgainstItsBranch(t *testing.T) {
 	t.Parallel()
 	script := demoScript(t)
 	script.Steps = append(script.Steps, script.Steps...) // two fixes
 	w := newWorld(t, quickPolicy, script)
-	if err := w.sim.CreateBranch(repo, "sum-notes", branchSHA(t, w, "main")); err != nil {
+	if err := w.sim.CreateBranch(repo, "agent/sum-notes", branchSHA(t, w, "main")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.sim.Commit(repo, "sum-notes", "grace", "Note Sum", map[string]string{"NOTES.md": "Sum adds every sample.\n"}); err != nil {
+	if _, err := w.sim.Commit(repo, "agent/sum-notes", "grace", "Note Sum", map[string]string{"NOTES.md": "Sum adds every sample.\n"}); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "grace", Title: "Note Sum", Head: "sum-notes"})
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "grace", Title: "Note Sum", Head: "agent/sum-notes"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := branchSHA(t, w, "sum-notes")
+	head := branchSHA(t, w, "agent/sum-notes")
 	var branches []string
 	for _, id := range []string{"T1", "T2"} {
 		tk := w.commandOn(t, id, pr, "ada", app.VerbFix, func(tk *app.Task) { tk.IsPR = true })
@@ -63,15 +64,15 @@ func TestFixOnAPersonsPullRequestOpensOneAgainstItsBranch(t *testing.T) {
 		if rec := w.store.record(id); rec.State != app.StateSucceeded {
 			t.Fatalf("fix %s ended %s (%s)", id, rec.State, rec.Step)
 		}
-		if got := branchSHA(t, w, "sum-notes"); got != head {
+		if got := branchSHA(t, w, "agent/sum-notes"); got != head {
 			t.Fatalf("grace's branch moved from %s to %s", head, got)
 		}
 		branch := fmt.Sprintf("agent/%d-note-sum-%d", pr, tk.CommentID)
 		opened := w.pullsFrom(branch)
-		if len(opened) != 1 || opened[0].Pull.Base != "sum-notes" || opened[0].Number == pr {
-			t.Fatalf("pull requests from %s: %+v; want one new one against sum-notes", branch, opened)
+		if len(opened) != 1 || opened[0].Pull.Base != "agent/sum-notes" || opened[0].Number == pr {
+			t.Fatalf("pull requests from %s: %+v; want one new one against agent/sum-notes", branch, opened)
 		}
-		if want := fmt.Sprintf("Proposed to `sum-notes`, the branch of #%d, which agentbot does not push to", pr); !strings.Contains(opened[0].Body, want) {
+		if want := fmt.Sprintf("Proposed to `agent/sum-notes`, the branch of #%d, which agentbot does not push to", pr); !strings.Contains(opened[0].Body, want) {
 			t.Errorf("the pull request does not say %q:\n%s", want, opened[0].Body)
 		}
 		if p := w.parentOf(t, branchSHA(t, w, branch)); p != head {

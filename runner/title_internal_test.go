@@ -45,7 +45,7 @@ func TestPRBody(t *testing.T) {
 		Summary: "Start Sum's loop at the first sample.\n\nThe loop began at index 1, so Sum([1 2 3]) was 5.",
 		Checks:  []tools.CheckRun{{Name: "test", Run: "go test ./...", Passed: true, Millis: 1200}},
 	}
-	body := prBody(reportTask("Sum is wrong", ""), st, app.Tampering{})
+	body := prBody(reportTask("Sum is wrong", ""), target{}, st, app.Tampering{})
 	at := 0
 	for _, want := range []string{
 		"## What changed and why\n\nThe loop began at index 1",
@@ -64,7 +64,7 @@ func TestPRBody(t *testing.T) {
 	if strings.Contains(body, "> fix") || strings.Contains(body, "Start Sum's loop at the first sample.") {
 		t.Errorf("the bare verb is quoted, or the title repeated:\n%s", body)
 	}
-	body = prBody(reportTask("Sum is wrong", "keep the public API\nand add a test"), st, app.Tampering{})
+	body = prBody(reportTask("Sum is wrong", "keep the public API\nand add a test"), target{}, st, app.Tampering{})
 	if !strings.Contains(body, "Asked by @ada on #7:\n\n> keep the public API\n> and add a test\n") {
 		t.Errorf("the request with instructions is not quoted:\n%s", body)
 	}
