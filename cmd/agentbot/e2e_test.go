@@ -507,8 +507,8 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 }
 
 // waitSandbox waits until the task's model has asked for the checks (its
-// first step, two reads, is recorded, and the sample's second step runs the
-// checks at once) and the task has a sandbox, which may come after the step
+// first step is recorded, and the second step of the sample and of
+// stoppableModel runs the checks at once) and the task has a sandbox, which may come after the step
 // is saved; it returns the task's sandboxes.
 func waitSandbox(t *testing.T, w *demo.World, task string) []string {
 	t.Helper()
@@ -723,10 +723,23 @@ func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 	}
 }
 
+// stoppableModel edits, then runs the checks, then would read: its check
+// (slowOnceFixed) is still running when the stop comes, and a read in the
+// check run's trace would say the loop went on past it.
+var stoppableModel = llmtest.Script{Steps: []llmtest.Step{
+	{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ {"}`}}},
+	{ToolCalls: []llmtest.Call{{Name: "run_checks", Arguments: `{}`}}},
+	{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
+}}
+
+// slowOnceFixed's check passes at once on the base commit, where the base
+// checks run it before the model's first step, and takes five minutes on
+// the model's edit: long enough to be stopped.
+const slowOnceFixed = "version: 1\nchecks:\n  - {name: slow, run: \"grep -q 'i := 1' stats.go || sleep 300\"}\n"
+
 func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	t.Parallel()
-	slow := "version: 1\nchecks:\n  - {name: slow, run: \"sleep 300\"}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slow}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slowOnceFixed}, script: &stoppableModel}, nil)
 	ctx := t.Context()
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
@@ -755,8 +768,9 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	}
 	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
 		t.Errorf("check runs %+v; want one cancelled", runs)
-	} else if strings.Contains(runs[0].Text, "edit_file") {
-		t.Errorf("the loop went on past the stopped check:\n%s", runs[0].Text)
+	} else if !strings.Contains(runs[0].Text, `edit\_file`) || strings.Contains(runs[0].Text, `read\_file`) {
+		// The trace is Markdown: its tool names are escaped.
+		t.Errorf("the loop did not stop at its check:\n%s", runs[0].Text)
 	}
 	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)
