@@ -125,7 +125,7 @@ func TestNoteReachesTheModelsNextStep(t *testing.T) {
 
 func TestNoteSurvivesAKilledWorker(t *testing.T) {
 	t.Parallel()
-	bin := buildAgentbot(t)
+	bin := agentbotBin(t)
 	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &waitingScript, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)

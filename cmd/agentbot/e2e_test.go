@@ -38,6 +38,10 @@ import (
 // them and on the sandbox's checks: they run in parallel, more at once than
 // there are cores.
 func TestMain(m *testing.M) {
+	if os.Getenv(asAgentbotEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
 	ostest.MinParallel(4)
 	sandboxtest.Main(m, func() {
 		if dir, err := sharedEnvs(); err == nil {
@@ -437,7 +441,7 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 
 func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 	t.Parallel()
-	bin := buildAgentbot(t)
+	bin := agentbotBin(t)
 	// One after the other, in this test's turn, rather than queue again
 	// for a turn behind the other parallel tests.
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
@@ -557,15 +561,19 @@ func assertOnePullRequest(t *testing.T, w *demo.World, commentID int64) {
 	}
 }
 
-// buildAgentbot builds agentbot for workers run as processes of their own.
-// Their sandboxes' executor is the world's (workerArgs), so the binary need
-// not be static: built as the test binary was, it reuses its compiled
-// packages and only links.
-func buildAgentbot(t *testing.T) string {
+// asAgentbotEnv makes this test binary run agentbot's main instead of the
+// tests (TestMain), so that a test runs workers as processes of their own
+// without linking a second binary.
+const asAgentbotEnv = "AGENTBOT_TEST_AS_AGENTBOT"
+
+// agentbotBin is the binary startWorker runs as agentbot: this test
+// binary. Their sandboxes' executor is the world's (workerArgs), so it
+// need not be static.
+func agentbotBin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentbot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build agentbot: %v\n%s", err, out)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -577,7 +585,7 @@ func startWorker(t *testing.T, w *demo.World, bin string, flags ...string) *exec
 	// Several workers run at once, beside other tests: each serves its
 	// probes and metrics on a port of its own.
 	cmd := exec.Command(bin, slices.Concat([]string{"worker"}, w.Args, []string{"--metrics-addr", "127.0.0.1:0"}, flags)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), asAgentbotEnv + "=1"}
 	for k, v := range w.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
