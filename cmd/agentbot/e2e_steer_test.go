@@ -30,17 +30,18 @@ var waitingScript = llmtest.Script{Steps: []llmtest.Step{
 
 const noteText = "Keep Sum's signature as it is."
 
-// waitGated waits until the task's model answered its first request and
-// the task's sandbox, other than those in old, runs; it returns that
-// sandbox.
+// waitGated waits until the gated command of the task's model runs in a
+// sandbox other than those in old, and returns that sandbox. Others of the
+// task come and go meanwhile: the base checks', and a killed worker's,
+// which remove themselves.
 func waitGated(t *testing.T, w *demo.World, task string, old []string) string {
 	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
-		if len(w.LLM.Requests()) >= 1 {
-			for _, id := range sandboxesOf(t, task) {
-				if !slices.Contains(old, id) {
-					return id
-				}
+		for _, id := range sandboxesOf(t, task) {
+			// The processes as the host sees them: no command runs in the box.
+			if top, err := exec.Command("docker", "top", id, "-o", "pid,args").Output(); err == nil &&
+				!slices.Contains(old, id) && strings.Contains(string(top), "/tmp/go") {
+				return id
 			}
 		}
 		if rec, err := w.Store.Task(t.Context(), task); err != nil || rec.State.Final() || time.Now().After(deadline) {
