@@ -31,21 +31,30 @@ var waitingScript = llmtest.Script{Steps: []llmtest.Step{
 const noteText = "Keep Sum's signature as it is."
 
 // waitGated waits until the gated command of the task's model runs in a
-// sandbox other than those in old, and returns that sandbox. Others of the
-// task come and go meanwhile: the base checks', and a killed worker's,
-// which remove themselves.
+// sandbox other than those in old, and returns that sandbox.
 func waitGated(t *testing.T, w *demo.World, task string, old []string) string {
+	t.Helper()
+	return waitRunning(t, w, task, old, "/tmp/go")
+}
+
+// waitRunning waits until a process whose command line holds args runs in
+// a sandbox of the task other than those in old, and returns that sandbox.
+// Others of the task come and go meanwhile: the base checks', and a killed
+// worker's, which remove themselves.
+func waitRunning(t *testing.T, w *demo.World, task string, old []string, args string) string {
 	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
 		for _, id := range sandboxesOf(t, task) {
+			if slices.Contains(old, id) {
+				continue
+			}
 			// The processes as the host sees them: no command runs in the box.
-			if top, err := exec.Command("docker", "top", id, "-o", "pid,args").Output(); err == nil &&
-				!slices.Contains(old, id) && strings.Contains(string(top), "/tmp/go") {
+			if top, err := exec.Command("docker", "top", id, "-o", "pid,args").Output(); err == nil && strings.Contains(string(top), args) {
 				return id
 			}
 		}
 		if rec, err := w.Store.Task(t.Context(), task); err != nil || rec.State.Final() || time.Now().After(deadline) {
-			t.Fatalf("the task never waited in a sandbox: %+v (%v)", rec, err)
+			t.Fatalf("the task never ran %q in a sandbox: %+v (%v)", args, rec, err)
 		}
 	}
 }

@@ -511,8 +511,8 @@ func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
 }
 
 // waitSandbox waits until the task's model has asked for the checks (its
-// first step is recorded, and the second step of the sample and of
-// stoppableModel runs the checks at once) and the task has a sandbox, which may come after the step
+// first step, two reads, is recorded, and the sample's second step runs the
+// checks at once) and the task has a sandbox, which may come after the step
 // is saved; it returns the task's sandboxes.
 func waitSandbox(t *testing.T, w *demo.World, task string) []string {
 	t.Helper()
@@ -753,7 +753,7 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitSandbox(t, w, fix)
+	waitRunning(t, w, fix, nil, "sleep 300")
 	_, stop, err := w.DeliverComment(ctx, demo.Requester, "/agent stop")
 	if err != nil {
 		t.Fatal(err)
