@@ -3,8 +3,11 @@ GO        ?= go
 BIN       := bin/agentbot
 IMAGE     ?= agentbot-sandbox:dev
 # Test binaries without DWARF: linking them is a tenth of the suite's CPU,
-# and a quarter less of it without; stack traces do not need it.
-GOFLAGS_T ?= -count=1 -timeout 25m -ldflags=-w
+# and a quarter less of it without; stack traces do not need it. Four
+# packages at once (-p; the default is the core count): the end-to-end
+# packages mostly wait on Docker, and two of them would otherwise hold
+# both slots while every other package waits to link and run.
+GOFLAGS_T ?= -count=1 -timeout 25m -ldflags=-w -p 4
 
 .PHONY: build test demo deps test-deps sandbox-image sandbox-images bench lint eval
 

@@ -167,7 +167,9 @@ func (w *envWorld) onlyRegistries(t testing.TB, registries string) {
 // config init" infers from its tree (app/policyinit) and nothing else, on
 // a server config whose only setup settings are setup.allow_network and
 // setup.registries. A fix succeeds, its setup fetching the dependencies
-// from the operator's registry; the second fix reuses the prepared
+// from the operator's registry, which go, pip and npm learn from
+// setup.registries alone (the inferred commands name no index, registry
+// or allowed host); the second fix reuses the prepared
 // environment and asks the registry nothing.
 func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 	t.Parallel()

@@ -16,7 +16,6 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
-	"github.com/agentbot/agentbot/runner/envcache/registrytest"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
@@ -107,39 +106,6 @@ func TestSetupUsesTheServersGoRegistry(t *testing.T) {
 	if proxy.Requests.Load() == 0 {
 		t.Error("setup never asked the operator's module proxy")
 	}
-}
-
-// setup.registries.pypi and .npm are the index pip and the registry npm
-// use: no --index-url or --registry in the commands, no allow_hosts.
-func TestSetupUsesTheServersPyPIAndNPMRegistries(t *testing.T) {
-	t.Parallel()
-	t.Run("pypi", func(t *testing.T) {
-		t.Parallel()
-		index := registrytest.PyPI(t, registrytest.Module(t, "mathy", "def add(a, b):\n    return a + b\n"))
-		s := setupUnder(t, fmt.Sprintf("setup:\n  allow_network: true\n  registries:\n    pypi: {url: %q}\n", index.URL+"/simple/"),
-			sandboxtest.ToolchainImage(t, "python"), map[string]string{"requirements.txt": "mathy==1.0\n"},
-			"python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q -r requirements.txt && .venv/bin/python -c 'import mathy'")
-		if err := s.Run(t.Context()); err != nil {
-			t.Fatalf("setup: %v", describe(err))
-		}
-		if index.Requests.Load() == 0 {
-			t.Error("pip never asked the operator's index")
-		}
-	})
-	t.Run("npm", func(t *testing.T) {
-		t.Parallel()
-		npm := registrytest.NPM(t, "padx", "module.exports = (s, n) => s.padStart(n, '*');\n")
-		s := setupUnder(t, fmt.Sprintf("setup:\n  allow_network: true\n  registries:\n    npm: {url: %q}\n", npm.URL+"/"),
-			sandboxtest.ToolchainImage(t, "node"), map[string]string{
-				"package.json": `{"name":"app","version":"1.0.0","dependencies":{"padx":"1.0.0"}}`,
-			}, "npm install --no-audit --no-fund && node -e \"require('padx')\"")
-		if err := s.Run(t.Context()); err != nil {
-			t.Fatalf("setup: %v", describe(err))
-		}
-		if npm.Requests.Load() == 0 {
-			t.Error("npm never asked the operator's registry")
-		}
-	})
 }
 
 func describe(err error) string {

@@ -30,21 +30,31 @@ var waitingScript = llmtest.Script{Steps: []llmtest.Step{
 
 const noteText = "Keep Sum's signature as it is."
 
-// waitGated waits until the task's model answered its first request and
-// the task's sandbox, other than those in old, runs; it returns that
-// sandbox.
+// waitGated waits until the gated command of the task's model runs in a
+// sandbox other than those in old, and returns that sandbox.
 func waitGated(t *testing.T, w *demo.World, task string, old []string) string {
 	t.Helper()
+	return waitRunning(t, w, task, old, "/tmp/go")
+}
+
+// waitRunning waits until a process whose command line holds args runs in
+// a sandbox of the task other than those in old, and returns that sandbox.
+// Others of the task come and go meanwhile: the base checks', and a killed
+// worker's, which remove themselves.
+func waitRunning(t *testing.T, w *demo.World, task string, old []string, args string) string {
+	t.Helper()
 	for deadline := time.Now().Add(e2eTimeout); ; time.Sleep(50 * time.Millisecond) {
-		if len(w.LLM.Requests()) >= 1 {
-			for _, id := range sandboxesOf(t, task) {
-				if !slices.Contains(old, id) {
-					return id
-				}
+		for _, id := range sandboxesOf(t, task) {
+			if slices.Contains(old, id) {
+				continue
+			}
+			// The processes as the host sees them: no command runs in the box.
+			if top, err := exec.Command("docker", "top", id, "-o", "pid,args").Output(); err == nil && strings.Contains(string(top), args) {
+				return id
 			}
 		}
 		if rec, err := w.Store.Task(t.Context(), task); err != nil || rec.State.Final() || time.Now().After(deadline) {
-			t.Fatalf("the task never waited in a sandbox: %+v (%v)", rec, err)
+			t.Fatalf("the task never ran %q in a sandbox: %+v (%v)", args, rec, err)
 		}
 	}
 }
@@ -125,7 +135,7 @@ func TestNoteReachesTheModelsNextStep(t *testing.T) {
 
 func TestNoteSurvivesAKilledWorker(t *testing.T) {
 	t.Parallel()
-	bin := buildAgentbot(t)
+	bin := agentbotBin(t)
 	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &waitingScript, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
@@ -162,9 +172,9 @@ func TestNoteSurvivesAKilledWorker(t *testing.T) {
 
 func TestNoteOnAnEndedTaskSuggestsARetry(t *testing.T) {
 	t.Parallel()
-	files := samplePolicy(t, "")
-	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
-	w := startWorld(t, worldOptions{files: files, script: &unsafeModel}, nil)
+	// Any fix that ends will do: one whose check needs no Go build.
+	policy := quickPolicy + "limits: {iterations: 4}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
 	fix := fixTo(t, w, app.StateFailed)
 	answer := noted(t, w, noteText, app.StateRefused)
 	for _, want := range []string{

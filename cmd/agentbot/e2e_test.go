@@ -38,6 +38,10 @@ import (
 // them and on the sandbox's checks: they run in parallel, more at once than
 // there are cores.
 func TestMain(m *testing.M) {
+	if os.Getenv(asAgentbotEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
 	ostest.MinParallel(4)
 	sandboxtest.Main(m, func() {
 		if dir, err := sharedEnvs(); err == nil {
@@ -437,7 +441,7 @@ func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 
 func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 	t.Parallel()
-	bin := buildAgentbot(t)
+	bin := agentbotBin(t)
 	// One after the other, in this test's turn, rather than queue again
 	// for a turn behind the other parallel tests.
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
@@ -557,15 +561,19 @@ func assertOnePullRequest(t *testing.T, w *demo.World, commentID int64) {
 	}
 }
 
-// buildAgentbot builds agentbot for workers run as processes of their own.
-// Their sandboxes' executor is the world's (workerArgs), so the binary need
-// not be static: built as the test binary was, it reuses its compiled
-// packages and only links.
-func buildAgentbot(t *testing.T) string {
+// asAgentbotEnv makes this test binary run agentbot's main instead of the
+// tests (TestMain), so that a test runs workers as processes of their own
+// without linking a second binary.
+const asAgentbotEnv = "AGENTBOT_TEST_AS_AGENTBOT"
+
+// agentbotBin is the binary startWorker runs as agentbot: this test
+// binary. Their sandboxes' executor is the world's (workerArgs), so it
+// need not be static.
+func agentbotBin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentbot")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build agentbot: %v\n%s", err, out)
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -577,7 +585,7 @@ func startWorker(t *testing.T, w *demo.World, bin string, flags ...string) *exec
 	// Several workers run at once, beside other tests: each serves its
 	// probes and metrics on a port of its own.
 	cmd := exec.Command(bin, slices.Concat([]string{"worker"}, w.Args, []string{"--metrics-addr", "127.0.0.1:0"}, flags)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), asAgentbotEnv + "=1"}
 	for k, v := range w.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -723,16 +731,29 @@ func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 	}
 }
 
+// stoppableModel edits, then runs the checks, then would read: its check
+// (slowOnceFixed) is still running when the stop comes, and a read in the
+// check run's trace would say the loop went on past it.
+var stoppableModel = llmtest.Script{Steps: []llmtest.Step{
+	{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ {"}`}}},
+	{ToolCalls: []llmtest.Call{{Name: "run_checks", Arguments: `{}`}}},
+	{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
+}}
+
+// slowOnceFixed's check passes at once on the base commit, where the base
+// checks run it before the model's first step, and takes five minutes on
+// the model's edit: long enough to be stopped.
+const slowOnceFixed = "version: 1\nchecks:\n  - {name: slow, run: \"grep -q 'i := 1' stats.go || sleep 300\"}\n"
+
 func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	t.Parallel()
-	slow := "version: 1\nchecks:\n  - {name: slow, run: \"sleep 300\"}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slow}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slowOnceFixed}, script: &stoppableModel}, nil)
 	ctx := t.Context()
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitSandbox(t, w, fix)
+	waitRunning(t, w, fix, nil, "sleep 300")
 	_, stop, err := w.DeliverComment(ctx, demo.Requester, "/agent stop")
 	if err != nil {
 		t.Fatal(err)
@@ -755,8 +776,9 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	}
 	if runs := w.Sim.CheckRuns(w.Repo); len(runs) != 1 || runs[0].Conclusion != "cancelled" {
 		t.Errorf("check runs %+v; want one cancelled", runs)
-	} else if strings.Contains(runs[0].Text, "edit_file") {
-		t.Errorf("the loop went on past the stopped check:\n%s", runs[0].Text)
+	} else if !strings.Contains(runs[0].Text, `edit\_file`) || strings.Contains(runs[0].Text, `read\_file`) {
+		// The trace is Markdown: its tool names are escaped.
+		t.Errorf("the loop did not stop at its check:\n%s", runs[0].Text)
 	}
 	if prs := w.Sim.PullRequests(w.Repo); len(prs) != 0 {
 		t.Errorf("pull requests %+v; want none", prs)
