@@ -176,14 +176,6 @@ func ImageLinks(text string) []string {
 	return out
 }
 
-// MayCommand reports whether who may command agentbot on repo, by the
-// rule Authorize applies to a fix: the conversation shown to the model is
-// the text of those whose commands it would run.
-func (a *Authorizer) MayCommand(ctx context.Context, repo string, who Actor) (bool, error) {
-	d, err := a.Authorize(ctx, who, Invocation{Repo: repo, Verb: VerbFix})
-	return d.Allowed, err
-}
-
 // mayShow applies may to who; bots and unknown authors are never shown.
 func mayShow(ctx context.Context, may func(context.Context, Actor) (bool, error), who Actor) (bool, error) {
 	if who.Login == "" || who.IsBot() {

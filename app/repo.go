@@ -51,15 +51,6 @@ type PullInfo struct {
 	BaseSHA  string // the base branch's commit the pull request compares with
 }
 
-// LoadedPolicy is the policy that governs a task, with where it was read.
-type LoadedPolicy struct {
-	Policy Policy
-	Repo   RepoInfo
-	// Commit is the default branch's commit the repository's policy was
-	// read at, to be recorded in the task: never the pull request's head.
-	Commit string
-}
-
 // TokenPermissions are the permissions an installation token carries:
 // "read", "write" or empty for none. Ask for the least the work needs.
 type TokenPermissions struct {

@@ -127,3 +127,24 @@ type PullRequest struct {
 	HTMLURL string
 	Created bool // false when it was found open rather than opened by this call
 }
+
+// PullRequestSpec says how the agent's pull requests look.
+type PullRequestSpec struct {
+	Draft        bool
+	BranchPrefix string
+	Labels       []string
+	Reviewers    []string
+	OnFailure    string // "comment" (default) or "draft_pr"
+	// SignedCommits makes the agent's commits through GitHub's Git
+	// database API, which GitHub signs as the App's; false pushes them
+	// over git, unsigned.
+	SignedCommits bool
+	// CIFollowups bounds the follow-ups that the repository's failing CI
+	// starts on one of the agent's pull requests; 0 turns them off.
+	CIFollowups int
+}
+
+// Branch returns the deterministic branch name for a task on an issue.
+func (s PullRequestSpec) Branch(number int, slug string) string {
+	return fmt.Sprintf("%s%d-%s", s.BranchPrefix, number, slug)
+}

@@ -17,6 +17,7 @@ import (
 	"text/template"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 //go:embed *.tmpl
@@ -29,9 +30,9 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 
 // SystemData is what the system prompt states: the rules of the task.
 type SystemData struct {
-	Checks     []app.Check
-	Paths      app.Paths
-	Limits     app.Limits
+	Checks     []policy.Check
+	Paths      policy.Paths
+	Limits     policy.Limits
 	ShellAllow []string // commands run_command accepts; empty when shell is off or unrestricted
 	ShellOff   bool
 	// Reproduce asks for a test that shows the problem before the fix:
@@ -45,7 +46,7 @@ func System(d SystemData) (string, error) { return render("system.tmpl", d) }
 
 // AskData is what the system prompt of a question states.
 type AskData struct {
-	Limits app.Limits
+	Limits policy.Limits
 }
 
 // Ask renders the system prompt of /agent ask and /agent explain: read,

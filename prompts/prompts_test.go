@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 )
 
 func TestSystem(t *testing.T) {
 	got, err := prompts.System(prompts.SystemData{
-		Checks:     []app.Check{{Name: "build", Run: "go build ./...", Timeout: 5 * time.Minute}, {Name: "test", Run: "go test ./..."}},
-		Paths:      app.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem"}},
-		Limits:     app.Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25},
+		Checks:     []policy.Check{{Name: "build", Run: "go build ./...", Timeout: 5 * time.Minute}, {Name: "test", Run: "go test ./..."}},
+		Paths:      policy.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem"}},
+		Limits:     policy.Limits{Iterations: 30, DiffLines: 600, FilesChanged: 25},
 		ShellAllow: []string{"go test ./...", "go vet ./..."},
 		Reproduce:  true,
 	})
@@ -30,7 +31,7 @@ func TestSystem(t *testing.T) {
 		"run_command runs only these commands (exact text or glob): go test ./...; go vet ./...",
 		"never grants permissions",
 	)
-	off, err := prompts.System(prompts.SystemData{Checks: []app.Check{{Name: "t", Run: "make test"}}, Paths: app.Paths{Allow: []string{"src/**"}}, ShellOff: true})
+	off, err := prompts.System(prompts.SystemData{Checks: []policy.Check{{Name: "t", Run: "make test"}}, Paths: policy.Paths{Allow: []string{"src/**"}}, ShellOff: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestTaskThread(t *testing.T) {
 }
 
 func TestAsk(t *testing.T) {
-	got, err := prompts.Ask(prompts.AskData{Limits: app.Limits{Iterations: 12}})
+	got, err := prompts.Ask(prompts.AskData{Limits: policy.Limits{Iterations: 12}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,13 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // ReviewData is what the system prompt of /agent review states.
 type ReviewData struct {
-	Limits      app.Limits
-	Checks      []app.Check
+	Limits      policy.Limits
+	Checks      []policy.Check
 	MinSeverity app.Severity
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 func TestReviewGuidance(t *testing.T) {
@@ -27,7 +28,7 @@ func TestReviewGuidance(t *testing.T) {
 }
 
 func TestReviewPrompts(t *testing.T) {
-	sys, err := Review(ReviewData{Limits: app.Limits{Iterations: 20}, Checks: []app.Check{{Name: "test", Run: "go test ./..."}}, MinSeverity: app.SeverityMedium})
+	sys, err := Review(ReviewData{Limits: policy.Limits{Iterations: 20}, Checks: []policy.Check{{Name: "test", Run: "go test ./..."}}, MinSeverity: app.SeverityMedium})
 	if err != nil {
 		t.Fatal(err)
 	}

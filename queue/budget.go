@@ -13,12 +13,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // Budgets counts what tasks spend, by the hour, per installation,
 // repository and requester, so that the operator's budgets per period
-// (app.Budget) are checked by reading one hash per subject rather than
+// (policy.Budget) are checked by reading one hash per subject rather than
 // every outcome. A task records what it has spent so far, as often as it
 // likes: only the increase over its last record is counted, in one
 // script, so a record repeated after a crash counts nothing twice.
@@ -32,11 +32,11 @@ func NewBudgets(rdb redis.UniversalClient) *Budgets { return &Budgets{rdb: rdb} 
 
 // SpendHistory is how long spending is kept: the longest window a budget
 // may count over, and a day more.
-const SpendHistory = app.MaxBudgetWindow + 24*time.Hour
+const SpendHistory = policy.MaxBudgetWindow + 24*time.Hour
 
 const spendersKey = "agentbot:spenders"
 
-func spendKey(s app.BudgetSubject) string { return "agentbot:spend:" + s.Key() }
+func spendKey(s policy.BudgetSubject) string { return "agentbot:spend:" + s.Key() }
 
 func taskSpentKey(task string) string { return "agentbot:task:" + task + ":spent" }
 
@@ -81,7 +81,7 @@ return 1`)
 // Record sets what task has spent so far, for each of subjects, at the
 // time at: what it spent beyond its last record is counted in at's hour.
 // A total below the last record counts nothing.
-func (b *Budgets) Record(ctx context.Context, task string, subjects []app.BudgetSubject, total app.Spend, at time.Time) error {
+func (b *Budgets) Record(ctx context.Context, task string, subjects []policy.BudgetSubject, total policy.Spend, at time.Time) error {
 	if len(subjects) == 0 {
 		return nil
 	}
@@ -103,7 +103,7 @@ func micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 
 // Statuses works out each budget of its subject at now, reading each
 // subject's spending once.
-func (b *Budgets) Statuses(ctx context.Context, of []app.BudgetOf, now time.Time) ([]app.BudgetStatus, error) {
+func (b *Budgets) Statuses(ctx context.Context, of []policy.BudgetOf, now time.Time) ([]policy.BudgetStatus, error) {
 	if len(of) == 0 {
 		return nil, nil
 	}
@@ -119,7 +119,7 @@ func (b *Budgets) Statuses(ctx context.Context, of []app.BudgetOf, now time.Time
 	if err != nil {
 		return nil, fmt.Errorf("read spending: %w", err)
 	}
-	out := make([]app.BudgetStatus, len(of))
+	out := make([]policy.BudgetStatus, len(of))
 	for i, o := range of {
 		hours, err := spendHours(reads[o.Subject.Key()].Val())
 		if err != nil {
@@ -132,8 +132,8 @@ func (b *Budgets) Statuses(ctx context.Context, of []app.BudgetOf, now time.Time
 
 // spendHours decodes a subject's hash into its spending by hour, oldest
 // first.
-func spendHours(fields map[string]string) ([]app.HourSpend, error) {
-	byHour := map[int64]*app.HourSpend{}
+func spendHours(fields map[string]string) ([]policy.HourSpend, error) {
+	byHour := map[int64]*policy.HourSpend{}
 	for f, v := range fields {
 		kind, h, ok := strings.Cut(f, ":")
 		if !ok || (kind != "t" && kind != "u") {
@@ -149,7 +149,7 @@ func spendHours(fields map[string]string) ([]app.HourSpend, error) {
 		}
 		hs := byHour[hour]
 		if hs == nil {
-			hs = &app.HourSpend{Hour: time.Unix(hour*3600, 0).UTC()}
+			hs = &policy.HourSpend{Hour: time.Unix(hour*3600, 0).UTC()}
 			byHour[hour] = hs
 		}
 		if kind == "t" {
@@ -158,29 +158,29 @@ func spendHours(fields map[string]string) ([]app.HourSpend, error) {
 			hs.USD = float64(n) / 1e6
 		}
 	}
-	out := make([]app.HourSpend, 0, len(byHour))
+	out := make([]policy.HourSpend, 0, len(byHour))
 	for _, h := range byHour {
 		out = append(out, *h)
 	}
-	slices.SortFunc(out, func(a, b app.HourSpend) int { return a.Hour.Compare(b.Hour) })
+	slices.SortFunc(out, func(a, b policy.HourSpend) int { return a.Hour.Compare(b.Hour) })
 	return out, nil
 }
 
 // Spenders returns the subjects that spent within SpendHistory, with
 // their names, by scope and id.
-func (b *Budgets) Spenders(ctx context.Context) ([]app.BudgetSubject, error) {
+func (b *Budgets) Spenders(ctx context.Context) ([]policy.BudgetSubject, error) {
 	members, err := b.rdb.ZRange(ctx, spendersKey, 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("list spenders: %w", err)
 	}
-	var out []app.BudgetSubject
+	var out []policy.BudgetSubject
 	for _, m := range members {
 		scope, id, _ := strings.Cut(m, ":")
 		n, err := strconv.ParseInt(id, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("spender %q: %w", m, err)
 		}
-		out = append(out, app.BudgetSubject{Scope: app.BudgetScope(scope), ID: n})
+		out = append(out, policy.BudgetSubject{Scope: policy.BudgetScope(scope), ID: n})
 	}
 	if len(out) == 0 {
 		return nil, nil
@@ -198,7 +198,7 @@ func (b *Budgets) Spenders(ctx context.Context) ([]app.BudgetSubject, error) {
 	for i := range out {
 		out[i].Name = names[i].Val()
 	}
-	slices.SortFunc(out, func(x, y app.BudgetSubject) int {
+	slices.SortFunc(out, func(x, y policy.BudgetSubject) int {
 		return cmp.Or(cmp.Compare(x.Scope, y.Scope), cmp.Compare(x.ID, y.ID))
 	})
 	return out, nil
@@ -207,7 +207,7 @@ func (b *Budgets) Spenders(ctx context.Context) ([]app.BudgetSubject, error) {
 // Report works out every budget of budgets for every subject that spent
 // within SpendHistory, at now. A budget no subject of its scope has spent
 // against is left out.
-func (b *Budgets) Report(ctx context.Context, budgets []app.Budget, now time.Time) ([]app.BudgetStatus, error) {
+func (b *Budgets) Report(ctx context.Context, budgets []policy.Budget, now time.Time) ([]policy.BudgetStatus, error) {
 	if len(budgets) == 0 {
 		return nil, nil
 	}
@@ -215,5 +215,5 @@ func (b *Budgets) Report(ctx context.Context, budgets []app.Budget, now time.Tim
 	if err != nil {
 		return nil, err
 	}
-	return b.Statuses(ctx, app.BudgetsOf(budgets, subjects), now)
+	return b.Statuses(ctx, policy.BudgetsOf(budgets, subjects), now)
 }

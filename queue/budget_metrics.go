@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // BudgetCollector exports the budgets per period as gauges, worked out
@@ -16,7 +16,7 @@ import (
 // the current rate. unit is "usd" or "tokens".
 type BudgetCollector struct {
 	budgets  *Budgets
-	config   []app.Budget
+	config   []policy.Budget
 	now      func() time.Time
 	limit    *prometheus.Desc
 	spent    *prometheus.Desc
@@ -28,7 +28,7 @@ const budgetScrapeTimeout = 5 * time.Second
 
 // NewBudgetCollector returns a collector of budgets over b; register it on
 // the metrics registry. now is the clock (time.Now when nil).
-func NewBudgetCollector(b *Budgets, budgets []app.Budget, now func() time.Time) *BudgetCollector {
+func NewBudgetCollector(b *Budgets, budgets []policy.Budget, now func() time.Time) *BudgetCollector {
 	if now == nil {
 		now = time.Now
 	}
@@ -52,7 +52,7 @@ func (c *BudgetCollector) Describe(ch chan<- *prometheus.Desc) {
 // scrape report the error rather than a wrong zero.
 func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.config {
-		for unit, v := range limitedUnits(b, app.Spend{Tokens: b.Tokens, USD: b.USD}) {
+		for unit, v := range limitedUnits(b, policy.Spend{Tokens: b.Tokens, USD: b.USD}) {
 			ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, v, b.Name, string(b.Per), unit)
 		}
 	}
@@ -75,7 +75,7 @@ func (c *BudgetCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // limitedUnits is s in the units b limits, by unit.
-func limitedUnits(b app.Budget, s app.Spend) map[string]float64 {
+func limitedUnits(b policy.Budget, s policy.Spend) map[string]float64 {
 	out := map[string]float64{}
 	if b.USD > 0 {
 		out["usd"] = s.USD

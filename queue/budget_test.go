@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue/redistest"
 )
 
@@ -20,11 +20,11 @@ func TestBudgetsCountIncreasesOnce(t *testing.T) {
 	b := NewBudgets(connect(t, redistest.Start(t)))
 	task := sampleTask("t1", time.Now())
 	task.RequesterID = 900
-	subjects := app.TaskSubjects(task, 42)
+	subjects := policy.TaskSubjects(task, 42)
 	at := time.Date(2026, 12, 4, 10, 20, 0, 0, time.UTC)
 	record := func(loop string, tokens int64, usd float64, at time.Time) {
 		t.Helper()
-		if err := b.Record(ctx, loop, subjects, app.Spend{Tokens: tokens, USD: usd}, at); err != nil {
+		if err := b.Record(ctx, loop, subjects, policy.Spend{Tokens: tokens, USD: usd}, at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -34,9 +34,9 @@ func TestBudgetsCountIncreasesOnce(t *testing.T) {
 	record("t1", 250, 0.5, at.Add(2*time.Hour))  // below the last record: nothing
 	record("t1-attempt-2", 50, 0.1, at.Add(time.Hour))
 
-	month := app.Budget{Name: "m", Per: app.PerRequester, USD: 1}
-	window := app.Budget{Name: "w", Per: app.PerRepository, Window: time.Hour, Tokens: 1000}
-	statuses, err := b.Statuses(ctx, []app.BudgetOf{{Budget: month, Subject: subjects[2]}, {Budget: window, Subject: subjects[1]}}, at.Add(time.Hour))
+	month := policy.Budget{Name: "m", Per: policy.PerRequester, USD: 1}
+	window := policy.Budget{Name: "w", Per: policy.PerRepository, Window: time.Hour, Tokens: 1000}
+	statuses, err := b.Statuses(ctx, []policy.BudgetOf{{Budget: month, Subject: subjects[2]}, {Budget: window, Subject: subjects[1]}}, at.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,14 +66,14 @@ func TestBudgetsForgetOldHours(t *testing.T) {
 	ctx := t.Context()
 	rdb := connect(t, redistest.Start(t))
 	b := NewBudgets(rdb)
-	old := app.BudgetSubject{Scope: app.PerRepository, ID: 1, Name: "octo/old"}
-	live := app.BudgetSubject{Scope: app.PerRepository, ID: 2, Name: "octo/live"}
+	old := policy.BudgetSubject{Scope: policy.PerRepository, ID: 1, Name: "octo/old"}
+	live := policy.BudgetSubject{Scope: policy.PerRepository, ID: 2, Name: "octo/live"}
 	start := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	if err := b.Record(ctx, "a", []app.BudgetSubject{old, live}, app.Spend{Tokens: 10}, start); err != nil {
+	if err := b.Record(ctx, "a", []policy.BudgetSubject{old, live}, policy.Spend{Tokens: 10}, start); err != nil {
 		t.Fatal(err)
 	}
 	later := start.Add(SpendHistory + 2*time.Hour)
-	if err := b.Record(ctx, "b", []app.BudgetSubject{live}, app.Spend{Tokens: 5}, later); err != nil {
+	if err := b.Record(ctx, "b", []policy.BudgetSubject{live}, policy.Spend{Tokens: 5}, later); err != nil {
 		t.Fatal(err)
 	}
 	fields, err := rdb.HKeys(ctx, spendKey(live)).Result()
@@ -97,12 +97,12 @@ func TestBudgetCollector(t *testing.T) {
 	ctx := t.Context()
 	b := NewBudgets(connect(t, redistest.Start(t)))
 	now := time.Date(2026, 12, 11, 0, 0, 0, 0, time.UTC) // 10 days into December
-	ada := app.BudgetSubject{Scope: app.PerRequester, ID: 5, Name: "ada"}
-	if err := b.Record(ctx, "t", []app.BudgetSubject{ada}, app.Spend{Tokens: 1000, USD: 2}, now.Add(-time.Hour)); err != nil {
+	ada := policy.BudgetSubject{Scope: policy.PerRequester, ID: 5, Name: "ada"}
+	if err := b.Record(ctx, "t", []policy.BudgetSubject{ada}, policy.Spend{Tokens: 1000, USD: 2}, now.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewBudgetCollector(b, []app.Budget{{Name: "people", Per: app.PerRequester, USD: 20}}, func() time.Time { return now }))
+	reg.MustRegister(NewBudgetCollector(b, []policy.Budget{{Name: "people", Per: policy.PerRequester, USD: 20}}, func() time.Time { return now }))
 	want := `
 # HELP agentbot_budget_forecast What the subject will have spent in the budget's period at the current rate.
 # TYPE agentbot_budget_forecast gauge

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue/redistest"
 )
 
@@ -127,7 +128,7 @@ func TestEveryKeyIsDocumented(t *testing.T) {
 	_, err = store.AnswerCI(ctx, task.Repo, 4, []app.CIAnswer{{Head: "abc", Check: "vet", Task: task.ID, Decision: app.CIFollowUp}})
 	must(err)
 
-	must(NewBudgets(rdb).Record(ctx, task.ID, app.TaskSubjects(task, 42), app.Spend{Tokens: 10, USD: 0.5}, time.Now()))
+	must(NewBudgets(rdb).Record(ctx, task.ID, policy.TaskSubjects(task, 42), policy.Spend{Tokens: 10, USD: 0.5}, time.Now()))
 
 	documented := documentedKeys(t)
 	seen := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // deny ends a task that inv's Authorize refused with reason. Anyone can
@@ -13,7 +14,7 @@ import (
 // other such task ends without a word on GitHub, its refusal kept in the
 // audit log and its record. Someone who may command but not approve is
 // always answered.
-func (r *Runner) deny(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation, reason string) error {
+func (r *Runner) deny(ctx context.Context, tk *task, authz *policy.Authorizer, inv app.Invocation, reason string) error {
 	if quiet(tk) {
 		return tk.rep.ignore(ctx, reason)
 	}

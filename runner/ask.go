@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -132,7 +133,7 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 }
 
 // nameModels names the server's models where the policy p names none.
-func (r *Runner) nameModels(p *app.Policy) {
+func (r *Runner) nameModels(p *policy.Policy) {
 	p.Model.Edit = cmp.Or(p.Model.Edit, r.cfg.Models.Edit)
 	p.Model.Fast = cmp.Or(p.Model.Fast, r.cfg.Models.Fast)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkAttempts(b *testing.B) {
 			for i := range b.N {
 				b.StopTimer()
 				w := newEnvWorld(b, script)
-				policy := strings.Replace(w.files[app.PolicyPath], `go mod download"`, `go mod download`+bc.setupTail+`"`, 1)
+				policy := strings.Replace(w.files[policy.PolicyPath], `go mod download"`, `go mod download`+bc.setupTail+`"`, 1)
 				w.setPolicy(b, policy)
 				if detail := w.fixIssue(b, fmt.Sprintf("W%d", i)); !strings.HasPrefix(detail, "setup: built ") {
 					b.Fatalf("the first task's setup: %q", detail)
@@ -61,9 +62,9 @@ func BenchmarkAttempts(b *testing.B) {
 }
 
 // setPolicy commits policy to the default branch.
-func (w *envWorld) setPolicy(b *testing.B, policy string) {
+func (w *envWorld) setPolicy(b *testing.B, policyYAML string) {
 	b.Helper()
-	if _, err := w.sim.Commit(repo, "main", "grace", "Policy", map[string]string{app.PolicyPath: policy}); err != nil {
+	if _, err := w.sim.Commit(repo, "main", "grace", "Policy", map[string]string{policy.PolicyPath: policyYAML}); err != nil {
 		b.Fatal(err)
 	}
 }

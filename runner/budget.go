@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/llm"
 )
@@ -23,9 +24,9 @@ import (
 type Budgets interface {
 	// Record sets what loop has spent so far for subjects at at; only
 	// the increase over its last record counts, in at's hour.
-	Record(ctx context.Context, loop string, subjects []app.BudgetSubject, total app.Spend, at time.Time) error
+	Record(ctx context.Context, loop string, subjects []policy.BudgetSubject, total policy.Spend, at time.Time) error
 	// Statuses works out each budget of its subject at now.
-	Statuses(ctx context.Context, of []app.BudgetOf, now time.Time) ([]app.BudgetStatus, error)
+	Statuses(ctx context.Context, of []policy.BudgetOf, now time.Time) ([]policy.BudgetStatus, error)
 }
 
 // now is the runner's clock, which decides the budgets' periods.
@@ -37,21 +38,21 @@ func (r *Runner) now() time.Time {
 }
 
 // budgetSubjects are whom tk spends for, once its repository is read.
-func budgetSubjects(tk *task) []app.BudgetSubject {
-	return app.TaskSubjects(*tk.Task, tk.policy.Repo.ID)
+func budgetSubjects(tk *task) []policy.BudgetSubject {
+	return policy.TaskSubjects(*tk.Task, tk.policy.Repo.ID)
 }
 
 // overBudget returns the first of tk's budgets that is spent.
-func (r *Runner) overBudget(ctx context.Context, tk *task) (app.BudgetStatus, bool, error) {
-	of := app.BudgetsOf(r.cfg.Server.Budgets, budgetSubjects(tk))
+func (r *Runner) overBudget(ctx context.Context, tk *task) (policy.BudgetStatus, bool, error) {
+	of := policy.BudgetsOf(r.cfg.Server.Budgets, budgetSubjects(tk))
 	if r.cfg.Budgets == nil || len(of) == 0 {
-		return app.BudgetStatus{}, false, nil
+		return policy.BudgetStatus{}, false, nil
 	}
 	statuses, err := r.cfg.Budgets.Statuses(ctx, of, r.now())
 	if err != nil {
-		return app.BudgetStatus{}, false, err
+		return policy.BudgetStatus{}, false, err
 	}
-	st, over := app.OverBudget(statuses)
+	st, over := policy.OverBudget(statuses)
 	return st, over, nil
 }
 
@@ -103,7 +104,7 @@ func (r *Runner) recordSpend(ctx context.Context, tk *task, loop string, used ll
 	if r.cfg.Budgets == nil {
 		return nil
 	}
-	return r.cfg.Budgets.Record(ctx, loop, budgetSubjects(tk), app.Spend{Tokens: used.Total(), USD: used.CostUSD}, r.now())
+	return r.cfg.Budgets.Record(ctx, loop, budgetSubjects(tk), policy.Spend{Tokens: used.Total(), USD: used.CostUSD}, r.now())
 }
 
 // loopSpent records what a loop that returned st and err spent in all,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner"
@@ -39,7 +40,7 @@ const adaID = 5001
 // budgetWorld is a world whose runner counts spending in a real Redis
 // against budgets, on clock; every answer of the scripted model reports
 // 1100 tokens.
-func budgetWorld(t *testing.T, budgets []app.Budget, clock *testClock) (*world, *queue.Budgets, *queue.Outcomes) {
+func budgetWorld(t *testing.T, budgets []policy.Budget, clock *testClock) (*world, *queue.Budgets, *queue.Outcomes) {
 	t.Helper()
 	rdb, err := queue.Connect(redistest.Start(t).URL)
 	if err != nil {
@@ -69,10 +70,10 @@ func TestBudgetRefusesUntilItRenews(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clock := &testClock{now: time.Date(2026, 12, 31, 23, 30, 0, 0, time.UTC)}
-	w, spending, _ := budgetWorld(t, []app.Budget{{Name: "acme monthly", Per: app.PerInstallation, USD: 5, Tokens: 10_000}}, clock)
-	acme := app.BudgetSubject{Scope: app.PerInstallation, ID: w.inst, Name: "acme"}
+	w, spending, _ := budgetWorld(t, []policy.Budget{{Name: "acme monthly", Per: policy.PerInstallation, USD: 5, Tokens: 10_000}}, clock)
+	acme := policy.BudgetSubject{Scope: policy.PerInstallation, ID: w.inst, Name: "acme"}
 	// Another task of the installation spent the tokens this month.
-	if err := spending.Record(ctx, "EARLIER", []app.BudgetSubject{acme}, app.Spend{Tokens: 10_000, USD: 1.5}, clock.Now().Add(-time.Hour)); err != nil {
+	if err := spending.Record(ctx, "EARLIER", []policy.BudgetSubject{acme}, policy.Spend{Tokens: 10_000, USD: 1.5}, clock.Now().Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.runner.ProcessTask(ctx, w.adaFix(t, "REFUSED")); err != nil {
@@ -96,7 +97,7 @@ func TestBudgetRefusesUntilItRenews(t *testing.T) {
 	if rec := w.store.record("RENEWED"); rec.State != app.StateSucceeded {
 		t.Fatalf("in January the task ended %s (%s); want succeeded:\n%s", rec.State, rec.Step, w.status("RENEWED"))
 	}
-	st, err := spending.Statuses(ctx, []app.BudgetOf{{Budget: w.cfg.Server.Budgets[0], Subject: acme}}, clock.Now())
+	st, err := spending.Statuses(ctx, []policy.BudgetOf{{Budget: w.cfg.Server.Budgets[0], Subject: acme}}, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +113,8 @@ func TestBudgetStopsARunningTask(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clock := &testClock{now: time.Date(2026, 12, 15, 12, 0, 0, 0, time.UTC)}
-	people := app.Budget{Name: "people", Per: app.PerRequester, Window: 30 * 24 * time.Hour, Tokens: 2500}
-	w, spending, outcomes := budgetWorld(t, []app.Budget{people}, clock)
+	people := policy.Budget{Name: "people", Per: policy.PerRequester, Window: 30 * 24 * time.Hour, Tokens: 2500}
+	w, spending, outcomes := budgetWorld(t, []policy.Budget{people}, clock)
 	if err := w.runner.ProcessTask(ctx, w.adaFix(t, "SPENDER")); err != nil {
 		t.Fatal(err)
 	}
@@ -148,9 +149,9 @@ func TestBudgetCountsEveryAttempt(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	spending, outcomes := queue.NewBudgets(rdb), queue.NewOutcomes(rdb)
 	clock := &testClock{now: time.Date(2026, 12, 15, 12, 0, 0, 0, time.UTC)}
-	people := app.Budget{Name: "people", Per: app.PerRequester, Tokens: 450_000}
+	people := policy.Budget{Name: "people", Per: policy.PerRequester, Tokens: 450_000}
 	w := newWorldWith(t, quickPolicy+"limits: {attempts: 3}\nmodel: {attempts: [a, b, c]}\n", llmtest.Script{}, func(c *runner.Config) {
-		c.Model, c.Server.Budgets = models, []app.Budget{people}
+		c.Model, c.Server.Budgets = models, []policy.Budget{people}
 		c.Budgets, c.Outcomes, c.Now = spending, outcomes, clock.Now
 	})
 	if err := w.runner.ProcessTask(ctx, w.adaFix(t, "ATTEMPTS")); err != nil {
@@ -177,14 +178,14 @@ func TestBudgetCountsEveryAttempt(t *testing.T) {
 
 // adaSpent is what ada's budget counts in tokens at now, and what task's
 // outcome records it spent.
-func adaSpent(t *testing.T, spending *queue.Budgets, outcomes *queue.Outcomes, b app.Budget, task string, now time.Time) (counted, recorded int64) {
+func adaSpent(t *testing.T, spending *queue.Budgets, outcomes *queue.Outcomes, b policy.Budget, task string, now time.Time) (counted, recorded int64) {
 	t.Helper()
 	o, err := outcomes.Outcome(t.Context(), task)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ada := app.BudgetSubject{Scope: app.PerRequester, ID: adaID, Name: "ada"}
-	st, err := spending.Statuses(t.Context(), []app.BudgetOf{{Budget: b, Subject: ada}}, now)
+	ada := policy.BudgetSubject{Scope: policy.PerRequester, ID: adaID, Name: "ada"}
+	st, err := spending.Statuses(t.Context(), []policy.BudgetOf{{Budget: b, Subject: ada}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,17 +220,17 @@ func TestBudgetCountsAReview(t *testing.T) {
 	}
 	t.Cleanup(func() { rdb.Close() })
 	spending := queue.NewBudgets(rdb)
-	monthly := app.Budget{Name: "acme monthly", Per: app.PerInstallation, Tokens: 1500}
+	monthly := policy.Budget{Name: "acme monthly", Per: policy.PerInstallation, Tokens: 1500}
 	script := llmtest.Script{Steps: []llmtest.Step{{ToolCalls: []llmtest.Call{finishReview("Looks right.")}}},
 		Usage: llmtest.Usage{PromptTokens: 1000, CompletionTokens: 100}}
 	w := newWorldWith(t, reviewPolicy, script, func(c *runner.Config) {
-		c.Server.Budgets = []app.Budget{monthly}
+		c.Server.Budgets = []policy.Budget{monthly}
 		c.Budgets, c.Now = spending, clock.Now
 	})
 	pr := reviewPull(t, w, strings.Replace(fixedStats, "// Sum returns the sum of xs.", "// Sum returns the sum of xs, 0 for none.", 1))
 	runReview(t, w, w.reviewTask(t, "REVIEW1", pr))
-	acme := app.BudgetSubject{Scope: app.PerInstallation, ID: w.inst, Name: "acme"}
-	st, err := spending.Statuses(ctx, []app.BudgetOf{{Budget: monthly, Subject: acme}}, clock.Now())
+	acme := policy.BudgetSubject{Scope: policy.PerInstallation, ID: w.inst, Name: "acme"}
+	st, err := spending.Statuses(ctx, []policy.BudgetOf{{Budget: monthly, Subject: acme}}, clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func TestBudgetCountsAReview(t *testing.T) {
 	}
 
 	clock.set(clock.Now().Add(time.Hour))
-	if err := spending.Record(ctx, "EARLIER", []app.BudgetSubject{acme}, app.Spend{Tokens: 400}, clock.Now()); err != nil {
+	if err := spending.Record(ctx, "EARLIER", []policy.BudgetSubject{acme}, policy.Spend{Tokens: 400}, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	asked := len(w.model.Requests())

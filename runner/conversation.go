@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // thread reads the conversation of tk's issue or pull request and keeps
@@ -15,7 +16,7 @@ func (r *Runner) thread(ctx context.Context, tk *task) (*app.Thread, error) {
 	if err != nil {
 		return nil, err
 	}
-	authz := app.NewAuthorizer(tk.inst, tk.policy.Policy)
+	authz := policy.NewAuthorizer(tk.inst, tk.policy.Policy)
 	th, err := app.BuildThread(ctx, conv, app.ThreadOptions{
 		MayCommand: func(ctx context.Context, who app.Actor) (bool, error) { return authz.MayCommand(ctx, tk.Repo, who) },
 		Self:       r.cfg.Bot.Name,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
@@ -48,7 +49,7 @@ func benchRepo(b *testing.B, proxy *goProxy) map[string]string {
 		}
 		setup = fmt.Sprintf("setup: {network: true, run: [\"GOPROXY=%s GOSUMDB=off go mod download\"]}\n", proxy.URL)
 	}
-	files[app.PolicyPath] = "version: 1\nchecks:\n  - {name: test, run: \"go test ./...\"}\n" + setup + "paths: {allow: [\"**/*.go\"]}\n"
+	files[policy.PolicyPath] = "version: 1\nchecks:\n  - {name: test, run: \"go test ./...\"}\n" + setup + "paths: {allow: [\"**/*.go\"]}\n"
 	return files
 }
 
@@ -107,9 +108,9 @@ var benchKinds = []struct {
 			return w
 		}
 		return newEnvWorldOf(b, script, map[string]string{
-			"calc.py":      "def total(xs):\n    out = 0\n    for x in xs[1:]:\n        out = out + x\n    return out\n",
-			"test_calc.py": "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
-			app.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: python3 -m pytest}\n",
+			"calc.py":         "def total(xs):\n    out = 0\n    for x in xs[1:]:\n        out = out + x\n    return out\n",
+			"test_calc.py":    "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
+			policy.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: python3 -m pytest}\n",
 		}, sandboxtest.ToolchainImage(b, "python"))
 	}},
 	{"node", func(b *testing.B, script llmtest.Script, deps bool) *envWorld {
@@ -118,10 +119,10 @@ var benchKinds = []struct {
 			return w
 		}
 		return newEnvWorldOf(b, script, map[string]string{
-			"package.json": `{"name":"calc","version":"1.0.0","scripts":{"test":"node test.js"}}` + "\n",
-			"index.js":     "exports.total = (xs) => xs.slice(1).reduce((a, b) => a + b, 0);\n",
-			"test.js":      "const assert = require('assert');\nconst calc = require('./index');\n\nassert.strictEqual(calc.total([1, 2, 3]), 6);\nconsole.log('ok');\n",
-			app.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: npm test}\n",
+			"package.json":    `{"name":"calc","version":"1.0.0","scripts":{"test":"node test.js"}}` + "\n",
+			"index.js":        "exports.total = (xs) => xs.slice(1).reduce((a, b) => a + b, 0);\n",
+			"test.js":         "const assert = require('assert');\nconst calc = require('./index');\n\nassert.strictEqual(calc.total([1, 2, 3]), 6);\nconsole.log('ok');\n",
+			policy.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: npm test}\n",
 		}, sandboxtest.ToolchainImage(b, "node"))
 	}},
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
@@ -142,7 +143,7 @@ func newEnvWorld(t testing.TB, script llmtest.Script) *envWorld {
 	if !strings.Contains(files["go.sum"], "example.com/mathx") {
 		t.Fatalf("go.sum lacks the modules:\n%s", files["go.sum"])
 	}
-	files[app.PolicyPath] = fmt.Sprintf(`version: 1
+	files[policy.PolicyPath] = fmt.Sprintf(`version: 1
 checks:
   - {name: test, run: "go test ./..."}
 setup: {network: true, run: ["GOPROXY=%s GOSUMDB=off go mod download"]}
@@ -204,7 +205,7 @@ func newEnvWorldIn(t testing.TB, script llmtest.Script, files map[string]string,
 	if w.envs, err = envcache.Open(envDir, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	server := app.DefaultServerConfig().WithDefaultImage(image)
+	server := policy.DefaultServerConfig().WithDefaultImage(image)
 	server.SetupNetwork = true
 	// The registries are the only hosts setup may reach, through the
 	// egress proxy.
@@ -218,7 +219,7 @@ func newEnvWorldIn(t testing.TB, script llmtest.Script, files map[string]string,
 	w.store, w.traces = newMemStore(), &memTraces{events: map[string][]app.TraceEvent{}}
 	w.cfg = runner.Config{
 		GitHub: githubapp.New(gh), Server: server, Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
-		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		Sandbox: sandboxtest.NewDriver(t), Model: client, Models: policy.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Pulls: w.store, Locks: &memLocks{held: map[string]string{}}, Traces: w.traces, Envs: w.envs,
 		Bot: workspace.Signature{Name: w.sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}
@@ -438,7 +439,7 @@ func TestAnotherRepositoryCannotServeItsEnvironment(t *testing.T) {
 	}
 	files := demoFiles(t)
 	files["internal/stats/stats.go"] = "package stats\n\n// Real is the repository's own.\nconst Real = true\n"
-	files[app.PolicyPath] = strings.Replace(ownerPolicy, "%s", "go test ./...", 1)
+	files[policy.PolicyPath] = strings.Replace(ownerPolicy, "%s", "go test ./...", 1)
 	envDir := t.TempDir()
 	w := newEnvWorldIn(t, script, files, sandboxtest.Image(t), envDir)
 
@@ -451,7 +452,7 @@ func TestAnotherRepositoryCannotServeItsEnvironment(t *testing.T) {
 	evilFiles["plant.sh"] = `mkdir -p "$HOME/.config/go" && printf 'GOFLAGS=-run=NONE\n' >"$HOME/.config/go/env"
 mkdir -p internal/stats && printf 'package stats\n\nconst Planted = true\n' >internal/stats/stats.go
 `
-	evilFiles[app.PolicyPath] = strings.Replace(ownerPolicy, "%s", "true", 1)
+	evilFiles[policy.PolicyPath] = strings.Replace(ownerPolicy, "%s", "true", 1)
 	if err := w.sim.AddRepo(mallory, evil, evilFiles); err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +509,7 @@ func TestSetupPastTheEnvironmentCapIsNotKept(t *testing.T) {
 	// 24 files of 32 MiB, each under RLIMIT_FSIZE: 768 MiB in all, paced
 	// so that the watch, which measures $HOME's seed first, sees the
 	// writes rather than their end on a fast disk.
-	files[app.PolicyPath] = `version: 1
+	files[policy.PolicyPath] = `version: 1
 checks:
   - {name: test, run: "go test ./..."}
 setup: {run: ['i=0; while [ $i -lt 24 ]; do dd if=/dev/zero of="$HOME/fill$i.bin" bs=1M count=32 2>/dev/null || exit 3; i=$((i+1)); sleep 0.2; done; echo wrote all']}
@@ -556,7 +557,7 @@ func TestChecksWritingPastTheDiskLimitUnderHomeAreKilled(t *testing.T) {
 	t.Parallel()
 	files := demoFiles(t)
 	// 16 files of 32 MiB, each under RLIMIT_FSIZE: 512 MiB in all.
-	files[app.PolicyPath] = `version: 1
+	files[policy.PolicyPath] = `version: 1
 sandbox: {disk: 64MiB}
 limits: {iterations: 1}
 checks:

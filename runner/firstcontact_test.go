@@ -9,7 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
@@ -141,7 +141,7 @@ func firstContactWorld(t testing.TB, script llmtest.Script, fc firstContact) (*e
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc.files[app.PolicyPath] = prop.YAML()
+	fc.files[policy.PolicyPath] = prop.YAML()
 	w := newEnvWorldOf(t, script, fc.files, fc.image)
 	w.onlyRegistries(t, fc.registries)
 	return w, prop
@@ -153,7 +153,7 @@ func firstContactWorld(t testing.TB, script llmtest.Script, fc firstContact) (*e
 func (w *envWorld) onlyRegistries(t testing.TB, registries string) {
 	t.Helper()
 	yaml := "setup:\n  allow_network: true\n  registries:\n    " + registries + "\n"
-	server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
+	server, err := policy.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // followUp is what a follow-up on a pull request addresses beyond the
@@ -39,7 +40,7 @@ func quiet(tk *task) bool {
 // started has no requester to ask about: it runs on the agent's own pull
 // requests, which someone who may command asked for. Nor has an
 // automatic review, which the policy asks for (autoReview).
-func (r *Runner) authorize(ctx context.Context, tk *task, authz *app.Authorizer, inv app.Invocation) (app.Decision, error) {
+func (r *Runner) authorize(ctx context.Context, tk *task, authz *policy.Authorizer, inv app.Invocation) (app.Decision, error) {
 	if tk.Auto != nil {
 		return autoReview(tk), nil
 	}

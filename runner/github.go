@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // GitHub is what the runner needs of the GitHub App: a task's clients and
@@ -28,7 +29,7 @@ type Installation interface {
 type RepoReader interface {
 	// Permission is a login's role, which decides who may command.
 	app.Permissions
-	LoadPolicy(ctx context.Context, repo string, server app.ServerConfig) (app.LoadedPolicy, error)
+	LoadPolicy(ctx context.Context, repo string, server policy.ServerConfig) (policy.LoadedPolicy, error)
 	Issue(ctx context.Context, repo string, number int) (app.IssueInfo, error)
 	Conversation(ctx context.Context, repo string, number int, info app.IssueInfo) (app.Conversation, error)
 	// ReviewComments and CIChecks are what a follow-up answers: a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -51,11 +52,11 @@ func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspac
 	mode := tk.policy.Policy.PlanFor()
 	p := tk.prog.Plan
 	switch {
-	case mode == app.PlanOff:
+	case mode == policy.PlanOff:
 		return true, nil
 	case p != nil && p.DeniedBy != "":
 		return false, tk.rep.finish(ctx, app.StateStopped, fmt.Sprintf("⏹️ **Stopped** — @%s denied the plan, so nothing was changed.\n\n%s", p.DeniedBy, quoteRequest(tk)), "plan denied")
-	case p != nil && (mode == app.PlanShow || p.ApprovedBy != ""):
+	case p != nil && (mode == policy.PlanShow || p.ApprovedBy != ""):
 		return true, nil
 	}
 	if wc := tk.policy.Policy.Limits.WallClock; p != nil && wc > 0 && time.Since(p.PostedAt) > wc {
@@ -79,7 +80,7 @@ func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspac
 		}
 		tk.log.Info("plan posted", "version", p.Version, "files", len(p.Files), "mode", mode)
 	}
-	if mode == app.PlanShow {
+	if mode == policy.PlanShow {
 		return true, nil
 	}
 	return false, tk.rep.state(ctx, app.StateAwaitingApproval, planWait)
@@ -202,13 +203,13 @@ func spread(xs []float64, f string) string {
 }
 
 // planText is the status comment that shows the plan.
-func planText(tk *task, p *plan, mode app.PlanMode) string {
+func planText(tk *task, p *plan, mode policy.PlanMode) string {
 	var b strings.Builder
 	title := "The plan"
 	if p.Version > 1 {
 		title = fmt.Sprintf("The plan, revised (%d)", p.Version)
 	}
-	if mode == app.PlanApprove {
+	if mode == policy.PlanApprove {
 		cmd := tk.policy.Policy.Trigger.Command
 		if cmd == "" {
 			cmd = app.DefaultCommand

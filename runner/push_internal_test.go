@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -68,7 +69,7 @@ func (w *pushWorld) commit(t *testing.T, base string, edit func(r *workspaceRoot
 	}
 	t.Cleanup(func() { ws.Close() })
 	edit(&workspaceRoot{t: t, ws: ws})
-	if _, err := ws.Gate(t.Context(), app.Policy{Paths: app.Paths{Allow: []string{"**"}}}); err != nil {
+	if _, err := ws.Gate(t.Context(), policy.Policy{Paths: policy.Paths{Allow: []string{"**"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ws.Commit(t.Context(), workspace.CommitOptions{Message: "Fix the thing\n", Author: workspace.Signature{Name: "agentbot[bot]", Email: "bot@example.com"},
@@ -277,8 +278,8 @@ func TestUnsignedPushGoesOverGit(t *testing.T) {
 		r.must(r.ws.Root().WriteFile("a.txt", []byte("a\n"), 0o644))
 	})
 	r := &Runner{cfg: Config{GitHub: committerOnly{w.gh}}}
-	p := app.Policy{PullRequest: app.PullRequestSpec{SignedCommits: false}}
-	tk := &task{Task: &app.Task{Repo: pushRepo, InstallationID: w.inst}, policy: app.LoadedPolicy{Policy: p}, prog: progress{Branch: "agent/3-y"}}
+	p := policy.Policy{PullRequest: app.PullRequestSpec{SignedCommits: false}}
+	tk := &task{Task: &app.Task{Repo: pushRepo, InstallationID: w.inst}, policy: policy.LoadedPolicy{Policy: p}, prog: progress{Branch: "agent/3-y"}}
 	sha, err := r.push(t.Context(), tk, ws, w.remote, "")
 	if err != nil {
 		t.Fatal(err)
@@ -374,5 +375,5 @@ func redisStore(t *testing.T) *queue.Store {
 func ciTask(requester string, id int64) *task {
 	return &task{Task: &app.Task{ID: "t2", Repo: "octo/hello", Number: 2, InstallationID: 7, Requester: requester, RequesterID: id,
 		CI: &app.CIEvent{Kind: "workflow_run", HeadSHA: "abc"}},
-		policy: app.LoadedPolicy{Repo: app.RepoInfo{ID: 70}}, log: slog.New(slog.DiscardHandler)}
+		policy: policy.LoadedPolicy{Repo: app.RepoInfo{ID: 70}}, log: slog.New(slog.DiscardHandler)}
 }

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
@@ -65,7 +65,7 @@ func registrySetup(t *testing.T, proxy *goProxy, yaml string, commands ...string
 // yaml's, which lists no host in allow_hosts.
 func setupUnder(t *testing.T, yaml, image string, files map[string]string, commands ...string) change.Setup {
 	t.Helper()
-	server, err := app.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
+	server, err := policy.ParseServerConfig(filepath.Join(t.TempDir(), "server.yaml"), []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func setupUnder(t *testing.T, yaml, image string, files map[string]string, comma
 			t.Fatal(err)
 		}
 	}
-	policy := app.Policy{Setup: app.Setup{Network: true, Run: commands}}
+	policy := policy.Policy{Setup: policy.Setup{Network: true, Run: commands}}
 	s := change.NewSetup(sandboxtest.NewDriver(t), policy, "reg-"+strings.ToLower(t.Name()), tree, image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.Registries = server.SetupRegistries

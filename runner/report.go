@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -326,7 +327,7 @@ func summaryBody(st *agent.State) string {
 }
 
 // helpText is the grammar and the repository's policy in short.
-func helpText(p app.Policy) string {
+func helpText(p policy.Policy) string {
 	cmd := p.Trigger.Command
 	var b strings.Builder
 	fmt.Fprintf(&b, "**agentbot commands**\n\n")

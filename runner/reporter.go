@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -113,7 +114,7 @@ func undecided(tk *task) bool { return tk.Label != "" || tk.Auto != nil }
 
 func (rp *reporter) auditCommand(ctx context.Context) error {
 	tk := rp.tk
-	what := commandText(app.Policy{}, tk.Task)
+	what := commandText(policy.Policy{}, tk.Task)
 	switch {
 	case tk.Label != "":
 		what = "label " + tk.Label

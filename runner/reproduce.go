@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/change"
 )
 
 // reproduceMode is the task's reproduction policy: the policy's, or its
 // default for a fix of an issue or a follow-up on a pull request.
-func reproduceMode(tk *task) app.Reproduce {
+func reproduceMode(tk *task) policy.Reproduce {
 	return tk.policy.Policy.ReproduceFor(followsUp(tk))
 }
 

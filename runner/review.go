@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
@@ -370,7 +371,7 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 // runTest runs f's test over the commit at with the test file laid over
 // it, in a fresh sandbox (id) without network, through the policy's checks
 // (a plain "go test" narrowed to the file's tests), which it returns.
-func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace, at string, f tools.Finding, id string) (Verification, []app.Check, error) {
+func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace, at string, f tools.Finding, id string) (Verification, []policy.Check, error) {
 	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
 	tree, err := ws.WithFiles(ctx, at, map[string]string{f.Test.Path: f.Test.Content})
 	if err != nil {
@@ -382,7 +383,7 @@ func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace,
 
 // failsWithTest reports whether v failed because a test failed, not
 // because the setup, the build or a timeout did; why says otherwise.
-func failsWithTest(v Verification, checks []app.Check) (bool, string) {
+func failsWithTest(v Verification, checks []policy.Check) (bool, string) {
 	switch {
 	case v.Passed:
 		return false, "the test passes"

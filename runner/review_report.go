@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 )
@@ -38,7 +39,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 		}
 	}
 	proven := countProven(rv.Findings)
-	blocking := pol.BlockOn == app.BlockProven && countProven(posted) > 0
+	blocking := pol.BlockOn == policy.BlockProven && countProven(posted) > 0
 	title := "No findings"
 	if len(posted) > 0 {
 		title = fmt.Sprintf("%d %s, %d proven", len(posted), plural2(len(posted), "finding", "findings"), countProven(posted))

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -130,7 +131,7 @@ type Workspaces interface {
 // optional.
 type Config struct {
 	GitHub     GitHub
-	Server     app.ServerConfig
+	Server     policy.ServerConfig
 	Workspaces Workspaces
 	Sandbox    sandbox.Sandboxes
 	// SetupSecrets holds the private registries' credentials that the
@@ -144,7 +145,7 @@ type Config struct {
 	Model         agent.Model
 	Fast          agent.Model // digests old context; nil means Model
 	// Models name the models of a policy that names none.
-	Models app.Models
+	Models policy.Models
 	Store  Store
 	// Tasks finds an issue's tasks for status, retry, stop, approve and
 	// deny.
@@ -269,7 +270,7 @@ func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) 
 type task struct {
 	*app.Task
 	inst   Installation
-	policy app.LoadedPolicy
+	policy policy.LoadedPolicy
 	issue  app.IssueInfo
 	status StatusComment
 	rep    *reporter // every write about the task goes through it
@@ -375,7 +376,7 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	if tk.issue.Pull != nil {
 		inv.FromFork = tk.issue.Pull.HeadRepo != tk.Repo
 	}
-	authz := app.NewAuthorizer(tk.inst, tk.policy.Policy)
+	authz := policy.NewAuthorizer(tk.inst, tk.policy.Policy)
 	d, err := r.authorize(ctx, tk, authz, inv)
 	if err != nil {
 		return false, err
@@ -395,7 +396,7 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 
 // commandText is the command as the requester wrote it, near enough to be
 // quoted back: the trigger, and the instructions or the verb.
-func commandText(p app.Policy, t *app.Task) string {
+func commandText(p policy.Policy, t *app.Task) string {
 	trigger := p.Trigger.Command
 	if trigger == "" {
 		trigger = app.DefaultCommand
@@ -412,7 +413,7 @@ func commandText(p app.Policy, t *app.Task) string {
 // defaultLabel reports whether label is the trigger label of a
 // repository whose policy sets none: the operator's, or the built-in one.
 func (r *Runner) defaultLabel(label string) bool {
-	p, err := app.BuildPolicy(r.cfg.Server)
+	p, err := policy.BuildPolicy(r.cfg.Server)
 	return err == nil && strings.EqualFold(label, p.Trigger.Label)
 }
 
@@ -510,7 +511,7 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 // renderPrompts renders the system prompt and the task message; th is
 // the conversation the model may read.
 func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
-	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != app.ReproduceOff, taskData(tk, th))
+	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != policy.ReproduceOff, taskData(tk, th))
 }
 
 // usageLine is the loop's usage in one sentence.

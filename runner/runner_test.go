@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/githubapp"
@@ -118,7 +119,7 @@ func newWorldWithoutSandboxes(t *testing.T, policy string, script llmtest.Script
 
 // buildWorld makes a world whose runner starts its sandboxes through
 // sandboxes.
-func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes sandbox.Sandboxes, configure func(*runner.Config)) *world {
+func buildWorld(t *testing.T, policyYAML string, script llmtest.Script, sandboxes sandbox.Sandboxes, configure func(*runner.Config)) *world {
 	t.Helper()
 	files := map[string]string{}
 	root := "../deploy/demo/repo"
@@ -134,9 +135,9 @@ func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes sa
 	if err != nil {
 		t.Fatal(err)
 	}
-	files[app.PolicyPath] = policy
-	if policy == "" { // a repository without a policy file
-		delete(files, app.PolicyPath)
+	files[policy.PolicyPath] = policyYAML
+	if policyYAML == "" { // a repository without a policy file
+		delete(files, policy.PolicyPath)
 	}
 	sim, err := githubsim.New(githubsim.Options{Dir: t.TempDir(), AppKey: githubsim.SharedKey()})
 	if err != nil {
@@ -164,8 +165,8 @@ func buildWorld(t *testing.T, policy string, script llmtest.Script, sandboxes sa
 		t.Fatal(err)
 	}
 	w.cfg = runner.Config{
-		GitHub: githubapp.New(gh), Server: app.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
-		Sandbox: sandboxes, Model: client, Models: app.Models{Edit: "m", Fast: "m"},
+		GitHub: githubapp.New(gh), Server: policy.DefaultServerConfig(), Workspaces: workspace.NewManager(t.TempDir(), workspace.Options{}),
+		Sandbox: sandboxes, Model: client, Models: policy.Models{Edit: "m", Fast: "m"},
 		Store: w.store, Tasks: w.store, Pulls: w.store, Locks: w.locks, Traces: w.traces,
 		Bot: workspace.Signature{Name: sim.App().BotLogin, Email: "bot@users.noreply.github.com"},
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -63,7 +64,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	prop, err := policyinit.Infer(ws.Root().FS())
 	if err != nil {
 		return tk.rep.finish(ctx, app.StateFailed, fmt.Sprintf("❌ **No policy to propose:** %s. Write `%s` by hand; `agentbot config schema` lists its keys.",
-			app.Inert(err.Error(), ownIssue(tk)), app.PolicyPath), "nothing inferred")
+			app.Inert(err.Error(), ownIssue(tk)), policy.PolicyPath), "nothing inferred")
 	}
 	text := prop.YAML()
 	candidate, err := buildPolicy(r.cfg.Server, text)
@@ -71,14 +72,14 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 		return tk.rep.finish(ctx, app.StateFailed, fmt.Sprintf("❌ **The inferred policy does not hold under this server's config**, so it was not proposed:\n\n%s\n%s",
 			app.CodeBlock(app.ErrorMessage(err), "", ownIssue(tk)), policyDetails(text, tk)), "policy refused")
 	}
-	existing, err := fs.ReadFile(ws.Root().FS(), app.PolicyPath)
+	existing, err := fs.ReadFile(ws.Root().FS(), policy.PolicyPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read %s: %w", app.PolicyPath, err)
+		return fmt.Errorf("read %s: %w", policy.PolicyPath, err)
 	}
 	if existing != nil {
 		if same, err := buildPolicy(r.cfg.Server, string(existing)); err == nil && sameProposal(same, candidate) {
 			return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("`%s` exists and already has what agentbot infers (image, setup and checks): nothing to propose.",
-				app.PolicyPath), "nothing to change")
+				policy.PolicyPath), "nothing to change")
 		}
 	}
 	tk.policy.Policy = candidate // the policy being proved is the one setup and the checks run under
@@ -94,27 +95,27 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	if err != nil {
 		return err
 	}
-	if err := tk.rep.completeCheck(ctx, app.ConclusionNeutral, app.CheckOutput{Title: "Proposed " + app.PolicyPath,
+	if err := tk.rep.completeCheck(ctx, app.ConclusionNeutral, app.CheckOutput{Title: "Proposed " + policy.PolicyPath,
 		Summary: body}); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("✅ Opened #%d with `%s`, proved in the sandbox.\n\n%s", pr.Number, app.PolicyPath, body), "proposed")
+	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("✅ Opened #%d with `%s`, proved in the sandbox.\n\n%s", pr.Number, policy.PolicyPath, body), "proposed")
 }
 
 // buildPolicy is the policy text makes over the built-in defaults, under
 // server's caps.
-func buildPolicy(server app.ServerConfig, text string) (app.Policy, error) {
-	raw, err := app.ParsePolicy(app.PolicyPath, []byte(text))
+func buildPolicy(server policy.ServerConfig, text string) (policy.Policy, error) {
+	raw, err := policy.ParsePolicy(policy.PolicyPath, []byte(text))
 	if err != nil {
-		return app.Policy{}, err
+		return policy.Policy{}, err
 	}
-	return app.BuildPolicy(server, raw)
+	return policy.BuildPolicy(server, raw)
 }
 
 // sameProposal says whether policy have already sets what the inference
 // sets: the image, the setup and the checks' commands.
-func sameProposal(have, want app.Policy) bool {
-	runs := func(p app.Policy) []string {
+func sameProposal(have, want policy.Policy) bool {
+	runs := func(p policy.Policy) []string {
 		var out []string
 		for _, c := range p.Checks {
 			out = append(out, c.Run)
@@ -197,15 +198,15 @@ func (r *Runner) provePolicy(ctx context.Context, tk *task, ws *workspace.Worksp
 func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, tg target, text, body string) (app.PullRequest, error) {
 	if tk.prog.Pushed == "" {
 		if err := ws.Root().MkdirAll(".github", 0o755); err != nil {
-			return app.PullRequest{}, fmt.Errorf("write %s: %w", app.PolicyPath, err)
+			return app.PullRequest{}, fmt.Errorf("write %s: %w", policy.PolicyPath, err)
 		}
-		if err := ws.Root().WriteFile(app.PolicyPath, []byte(text), 0o644); err != nil {
-			return app.PullRequest{}, fmt.Errorf("write %s: %w", app.PolicyPath, err)
+		if err := ws.Root().WriteFile(policy.PolicyPath, []byte(text), 0o644); err != nil {
+			return app.PullRequest{}, fmt.Errorf("write %s: %w", policy.PolicyPath, err)
 		}
 		// The change is agentbot's own, not the model's: the gate allows
 		// the policy file and nothing else.
 		only := tk.policy.Policy
-		only.Paths = app.Paths{Allow: []string{app.PolicyPath}}
+		only.Paths = policy.Paths{Allow: []string{policy.PolicyPath}}
 		if _, err := ws.Gate(ctx, only); err != nil {
 			return app.PullRequest{}, fmt.Errorf("gate the policy file: %w", err)
 		}
@@ -219,7 +220,7 @@ func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspa
 		if err != nil {
 			return app.PullRequest{}, err
 		}
-		if _, err := ws.Commit(ctx, workspace.CommitOptions{Message: "Add " + app.PolicyPath + ", agentbot's policy for this repository\n\nInferred from the tree and proved in the sandbox; see the pull request.",
+		if _, err := ws.Commit(ctx, workspace.CommitOptions{Message: "Add " + policy.PolicyPath + ", agentbot's policy for this repository\n\nInferred from the tree and proved in the sandbox; see the pull request.",
 			Author: r.cfg.Bot, CoAuthors: credit, Date: tk.prog.CommitDate}); err != nil {
 			return app.PullRequest{}, err
 		}
@@ -237,7 +238,7 @@ func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspa
 		return app.PullRequest{}, err
 	}
 	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{Head: tk.prog.Branch, Base: tg.prBase,
-		Title: "Add agentbot's policy (" + app.PolicyPath + ")", Body: body, Spec: tk.policy.Policy.PullRequest})
+		Title: "Add agentbot's policy (" + policy.PolicyPath + ")", Body: body, Spec: tk.policy.Policy.PullRequest})
 	if err != nil {
 		return app.PullRequest{}, err
 	}
@@ -254,11 +255,11 @@ func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspa
 // setupBody is the pull request's body, and the status comment's: what
 // was detected, the setup, each check's result, and setup's network.
 // Every text from the repository or its commands goes out inert.
-func setupBody(tk *task, prop policyinit.Proposal, p app.Policy, pf proof, replaces bool, server app.ServerConfig) string {
+func setupBody(tk *task, prop policyinit.Proposal, p policy.Policy, pf proof, replaces bool, server policy.ServerConfig) string {
 	own := ownIssue(tk)
 	var b strings.Builder
 	if replaces {
-		fmt.Fprintf(&b, "`%s` exists on the default branch and says something else: this replaces it with what agentbot infers. Keep what you wrote by hand that you still want.\n\n", app.PolicyPath)
+		fmt.Fprintf(&b, "`%s` exists on the default branch and says something else: this replaces it with what agentbot infers. Keep what you wrote by hand that you still want.\n\n", policy.PolicyPath)
 	}
 	fmt.Fprintf(&b, "agentbot's policy for this repository, inferred from the tree at `%s` and proved in the sandbox, as `agentbot config init --verify` would. Asked for in #%d.\n\n",
 		shortSHA(tk.prog.Base), tk.Number)
@@ -306,7 +307,7 @@ func checkResult(c change.ProvedCheck, own app.IssueRef) string {
 // registries and hosts the server config allows, each host the egress
 // proxy connected setup to (with the entry that allowed it), and each it
 // refused, with the server config's line that allows it.
-func hostsText(tk *task, p app.Policy, server app.ServerConfig, pf proof) string {
+func hostsText(tk *task, p policy.Policy, server policy.ServerConfig, pf proof) string {
 	if !p.Setup.Network {
 		return ""
 	}
@@ -361,7 +362,7 @@ func hostsText(tk *task, p app.Policy, server app.ServerConfig, pf proof) string
 
 // allowedBy names the server config's entry that let setup reach x: a
 // registry, or setup.allow_hosts.
-func allowedBy(server app.ServerConfig, x egress.Reach) string {
+func allowedBy(server policy.ServerConfig, x egress.Reach) string {
 	for _, r := range server.SetupRegistries {
 		if app.HostAllowed(r.AllowedHosts(), x.Host, x.Port) {
 			return "the " + r.Ecosystem + " registry"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/envcache"
@@ -60,8 +61,8 @@ func TestSetupVerbProposesTheProvedPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := w.fileOn(t, pr.Pull.Head, app.PolicyPath); got != prop.YAML() {
-		t.Errorf("the pull request's %s:\n%s\nwant the inference:\n%s", app.PolicyPath, got, prop.YAML())
+	if got := w.fileOn(t, pr.Pull.Head, policy.PolicyPath); got != prop.YAML() {
+		t.Errorf("the pull request's %s:\n%s\nwant the inference:\n%s", policy.PolicyPath, got, prop.YAML())
 	}
 	for _, want := range []string{
 		"- go: go.mod",
@@ -85,7 +86,7 @@ func TestSetupVerbProposesTheProvedPolicy(t *testing.T) {
 
 	// Asked again once the policy is on the default branch, it proposes
 	// nothing.
-	if _, err := w.sim.Commit(repo, "main", "ada", "add the policy", map[string]string{app.PolicyPath: prop.YAML()}); err != nil {
+	if _, err := w.sim.Commit(repo, "main", "ada", "add the policy", map[string]string{policy.PolicyPath: prop.YAML()}); err != nil {
 		t.Fatal(err)
 	}
 	again := w.setupTask(t, "setup-2")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/envcache/registrytest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
@@ -74,7 +75,7 @@ func TestPythonPackageWithADependency(t *testing.T) {
 		"requirements.txt": "mathy==1.0\n",
 		"calc.py":          "import mathy\n\n\ndef total(xs):\n    s = 0\n    for x in xs[1:]:\n        s = mathy.add(s, x)\n    return s\n",
 		"test_calc.py":     "from calc import total\n\n\ndef test_total():\n    assert total([1, 2, 3]) == 6\n",
-		app.PolicyPath:     installPolicy(".venv/bin/python -m pytest -q -p no:cacheprovider", registrytest.PipInstall(index), "**/*.py"),
+		policy.PolicyPath:  installPolicy(".venv/bin/python -m pytest -q -p no:cacheprovider", registrytest.PipInstall(index), "**/*.py"),
 	}
 	w := newEnvWorldOf(t, fixScript("calc.py", "for x in xs[1:]:", "for x in xs:"), files, image, index.Host())
 	toolchainTask(t, w, index)
@@ -95,7 +96,7 @@ func TestNodePackageWithADependency(t *testing.T) {
 		"package.json":      `{"name":"app","version":"1.0.0","scripts":{"test":"node test.js"},"dependencies":{"padx":"1.0.0"}}`,
 		"label.js":          "const pad = require('padx');\nmodule.exports = (n) => pad(String(n), 2);\n",
 		"test.js":           "const label = require('./label');\nif (label(7) !== '**7') { console.error('bad label: ' + label(7)); process.exit(1); }\nconsole.log('ok');\n",
-		app.PolicyPath:      installPolicy("npm test", registrytest.NPMCI(npm.Registry), "**/*.js"),
+		policy.PolicyPath:   installPolicy("npm test", registrytest.NPMCI(npm.Registry), "**/*.js"),
 	}
 	w := newEnvWorldOf(t, fixScript("label.js", "pad(String(n), 2)", "pad(String(n), 3)"), files, image, npm.Host())
 	toolchainTask(t, w, npm.Registry)

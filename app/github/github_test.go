@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/policy"
 	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
@@ -212,7 +213,7 @@ func TestTaskClientCannotTouchAnotherRepository(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", nil)
-	w.addRepo(t, "acme/b", map[string]string{app.PolicyPath: mainPolicy})
+	w.addRepo(t, "acme/b", map[string]string{policy.PolicyPath: mainPolicy})
 	nb, err := w.sim.AddIssue("acme/b", "ada", "other", "someone else's issue")
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +234,7 @@ func TestTaskClientCannotTouchAnotherRepository(t *testing.T) {
 	if _, err := inst.Issue(ctx, "acme/b", nb); app.ErrorCode(err) != app.ENotFound {
 		t.Errorf("Issue(acme/b) = %v, want not_found", err)
 	}
-	if _, err := inst.LoadPolicy(ctx, "acme/b", app.DefaultServerConfig()); app.ErrorCode(err) != app.ENotFound {
+	if _, err := inst.LoadPolicy(ctx, "acme/b", policy.DefaultServerConfig()); app.ErrorCode(err) != app.ENotFound {
 		t.Errorf("LoadPolicy(acme/b) = %v, want not_found", err)
 	}
 	if err := inst.StatusComment("acme/b", nb, "T1").Set(ctx, "written from acme/a's task"); err == nil {
@@ -371,11 +372,11 @@ func TestAuthorizeAsksGitHubForRoles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	policy, err := app.BuildPolicy(app.DefaultServerConfig())
+	pol, err := policy.BuildPolicy(policy.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := app.NewAuthorizer(w.installation(t, "acme/a"), policy)
+	auth := policy.NewAuthorizer(w.installation(t, "acme/a"), pol)
 	for login, allowed := range map[string]bool{"max": true, "tia": false, "eve": false} {
 		d, err := auth.Authorize(t.Context(), app.Actor{Login: login, Type: "User"},
 			app.Invocation{Repo: "acme/a", Verb: app.VerbFix, Text: "/agent fix"})

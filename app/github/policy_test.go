@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	githubsim "github.com/agentbot/agentbot/sim/github"
 )
 
@@ -17,9 +18,9 @@ limits: {iterations: 10}
 func TestPolicyComesFromTheDefaultBranchNeverThePRHead(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	w.addRepo(t, "acme/a", map[string]string{app.PolicyPath: mainPolicy})
+	w.addRepo(t, "acme/a", map[string]string{policy.PolicyPath: mainPolicy})
 	// A pull request that tries to widen its own policy.
-	w.push(t, "acme/a", "widen", map[string]string{app.PolicyPath: `version: 1
+	w.push(t, "acme/a", "widen", map[string]string{policy.PolicyPath: `version: 1
 checks:
   - {name: nothing, run: "true"}
 limits: {iterations: 30}
@@ -32,7 +33,7 @@ paths: {allow: ["**"], deny: []}
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
+	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", policy.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,23 +54,23 @@ paths: {allow: ["**"], deny: []}
 func TestPolicyLayersTheOrganisationsDefaults(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	w.addRepo(t, "acme/.github", map[string]string{app.PolicyPath: `version: 1
+	w.addRepo(t, "acme/.github", map[string]string{policy.PolicyPath: `version: 1
 checks:
   - {name: org-test, run: "make test"}
 limits: {iterations: 12}
 `})
 	w.addRepo(t, "acme/plain", map[string]string{"README.md": "no policy here"})
-	w.addRepo(t, "acme/own", map[string]string{app.PolicyPath: mainPolicy})
+	w.addRepo(t, "acme/own", map[string]string{policy.PolicyPath: mainPolicy})
 	ctx := t.Context()
 
-	plain, err := w.installation(t, "acme/plain").LoadPolicy(ctx, "acme/plain", app.DefaultServerConfig())
+	plain, err := w.installation(t, "acme/plain").LoadPolicy(ctx, "acme/plain", policy.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(plain.Policy.Checks) != 1 || plain.Policy.Checks[0].Name != "org-test" || plain.Policy.Limits.Iterations != 12 {
 		t.Errorf("acme/plain: checks %+v, iterations %d; want the organisation's", plain.Policy.Checks, plain.Policy.Limits.Iterations)
 	}
-	own, err := w.installation(t, "acme/own").LoadPolicy(ctx, "acme/own", app.DefaultServerConfig())
+	own, err := w.installation(t, "acme/own").LoadPolicy(ctx, "acme/own", policy.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestNoPolicyMeansNoChecks(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	w.addRepo(t, "acme/a", map[string]string{"README.md": "hi"})
-	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
+	got, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", policy.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,13 +98,13 @@ func TestNoPolicyMeansNoChecks(t *testing.T) {
 func TestBrokenPolicyIsAnErrorToPost(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	w.addRepo(t, "acme/a", map[string]string{app.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: make test, timout: 5m}\n"})
-	_, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", app.DefaultServerConfig())
+	w.addRepo(t, "acme/a", map[string]string{policy.PolicyPath: "version: 1\nchecks:\n  - {name: test, run: make test, timout: 5m}\n"})
+	_, err := w.installation(t, "acme/a").LoadPolicy(t.Context(), "acme/a", policy.DefaultServerConfig())
 	if app.ErrorCode(err) != app.EInvalid {
 		t.Fatalf("err = %v, want an invalid *Error", err)
 	}
 	msg := app.ErrorMessage(err)
-	for _, want := range []string{"acme/a@", app.PolicyPath, ":3:", "timout"} {
+	for _, want := range []string{"acme/a@", policy.PolicyPath, ":3:", "timout"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
@@ -113,7 +114,7 @@ func TestBrokenPolicyIsAnErrorToPost(t *testing.T) {
 func TestPolicyOfAMissingRepository(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	_, err := w.installation(t, "acme/gone").LoadPolicy(t.Context(), "acme/gone", app.DefaultServerConfig())
+	_, err := w.installation(t, "acme/gone").LoadPolicy(t.Context(), "acme/gone", policy.DefaultServerConfig())
 	if app.ErrorCode(err) != app.ENotFound {
 		t.Errorf("err = %v, want not_found", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 )
 
@@ -64,11 +65,11 @@ func TestInfer(t *testing.T) {
 				t.Errorf("detected %v, want %v", names, tt.detected)
 			}
 			text := p.YAML()
-			raw, err := app.ParsePolicy(tt.tree+"/.github/agent.yml", []byte(text))
+			raw, err := policy.ParsePolicy(tt.tree+"/.github/agent.yml", []byte(text))
 			if err != nil {
 				t.Fatalf("the policy does not parse: %s\n%s", app.ErrorMessage(err), text)
 			}
-			pol, err := app.BuildPolicy(app.ServerConfig{SetupNetwork: true, Images: []string{"agentbot-sandbox:*"}}, raw)
+			pol, err := policy.BuildPolicy(policy.ServerConfig{SetupNetwork: true, Images: []string{"agentbot-sandbox:*"}}, raw)
 			if err != nil {
 				t.Fatalf("the policy does not validate: %s\n%s", app.ErrorMessage(err), text)
 			}

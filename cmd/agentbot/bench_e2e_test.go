@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
@@ -50,7 +51,7 @@ func BenchmarkFix(b *testing.B) {
 	defer proxy.Close()
 	modelURL, _ := url.Parse(model.URL())
 
-	w := startWorld(b, worldOptions{files: map[string]string{app.PolicyPath: benchPolicy}},
+	w := startWorld(b, worldOptions{files: map[string]string{policy.PolicyPath: benchPolicy}},
 		map[string]string{"AGENTBOT_LLM_BASE_URL": proxy.URL + modelURL.Path})
 	// fix runs one task and returns when, after the webhook was sent, it
 	// was answered, admitted (its checkout began), asked the model first

@@ -12,14 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 )
 
 // registerBudgetMetrics exports the budgets of the server config at file,
 // if it has any, on reg.
 func registerBudgetMetrics(reg prometheus.Registerer, rdb redis.UniversalClient, file string) error {
-	server, err := app.LoadServerConfig(file)
+	server, err := policy.LoadServerConfig(file)
 	if err != nil {
 		return err
 	}
@@ -35,16 +35,16 @@ func registerBudgetMetrics(reg prometheus.Registerer, rdb redis.UniversalClient,
 // budgetView is one budget of one subject as "stats --budgets --json"
 // prints it.
 type budgetView struct {
-	Budget      string            `json:"budget"`
-	Per         app.BudgetScope   `json:"per"`
-	Subject     app.BudgetSubject `json:"subject"`
-	Window      string            `json:"window,omitempty"` // "" for the calendar month
-	PeriodStart time.Time         `json:"period_start"`
-	Renews      *time.Time        `json:"renews,omitempty"`
-	Limit       app.Spend         `json:"limit"` // a zero field is no limit
-	Spent       app.Spend         `json:"spent"`
-	Forecast    app.Spend         `json:"forecast"`
-	Over        bool              `json:"over"`
+	Budget      string               `json:"budget"`
+	Per         policy.BudgetScope   `json:"per"`
+	Subject     policy.BudgetSubject `json:"subject"`
+	Window      string               `json:"window,omitempty"` // "" for the calendar month
+	PeriodStart time.Time            `json:"period_start"`
+	Renews      *time.Time           `json:"renews,omitempty"`
+	Limit       policy.Spend         `json:"limit"` // a zero field is no limit
+	Spent       policy.Spend         `json:"spent"`
+	Forecast    policy.Spend         `json:"forecast"`
+	Over        bool                 `json:"over"`
 }
 
 // statsBudgets prints spending against each budget of the server config
@@ -53,14 +53,14 @@ func statsBudgets(ctx context.Context, w io.Writer, redisURL, file string, asJSO
 	if file == "" {
 		return fmt.Errorf("--budgets needs --config: the server config (server.yaml) that sets budgets")
 	}
-	server, err := app.LoadServerConfig(file)
+	server, err := policy.LoadServerConfig(file)
 	if err != nil {
 		return err
 	}
 	if len(server.Budgets) == 0 {
 		return fmt.Errorf("%s sets no budgets", file)
 	}
-	var statuses []app.BudgetStatus
+	var statuses []policy.BudgetStatus
 	now := time.Now()
 	err = withStore(ctx, redisURL, func(ctx context.Context, rdb *redis.Client) (err error) {
 		statuses, err = queue.NewBudgets(rdb).Report(ctx, server.Budgets, now)
@@ -72,7 +72,7 @@ func statsBudgets(ctx context.Context, w io.Writer, redisURL, file string, asJSO
 	views := make([]budgetView, 0, len(statuses))
 	for _, st := range statuses {
 		b := st.Budget
-		v := budgetView{Budget: b.Name, Per: b.Per, Subject: st.Subject, PeriodStart: st.Start, Limit: app.Spend{Tokens: b.Tokens, USD: b.USD},
+		v := budgetView{Budget: b.Name, Per: b.Per, Subject: st.Subject, PeriodStart: st.Start, Limit: policy.Spend{Tokens: b.Tokens, USD: b.USD},
 			Spent: st.Spent, Forecast: st.Forecast, Over: st.Over()}
 		if b.Window > 0 {
 			v.Window = b.Span()
@@ -88,7 +88,7 @@ func statsBudgets(ctx context.Context, w io.Writer, redisURL, file string, asJSO
 	return printBudgets(w, server.Budgets, views)
 }
 
-func printBudgets(w io.Writer, budgets []app.Budget, views []budgetView) error {
+func printBudgets(w io.Writer, budgets []policy.Budget, views []budgetView) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUDGET\tSUBJECT\tPERIOD\tSPENT\tLIMIT\tLEFT\tFORECAST\tRENEWS")
 	for _, b := range budgets {
@@ -97,14 +97,14 @@ func printBudgets(w io.Writer, budgets []app.Budget, views []budgetView) error {
 			period = "last " + period
 		}
 		if !slices.ContainsFunc(views, func(v budgetView) bool { return v.Budget == b.Name }) {
-			fmt.Fprintf(tw, "%s\t(no spending yet)\t%s\t-\t%s\t-\t-\t-\n", printable(b.Name), period, amounts(app.Spend{Tokens: b.Tokens, USD: b.USD}, b))
+			fmt.Fprintf(tw, "%s\t(no spending yet)\t%s\t-\t%s\t-\t-\t-\n", printable(b.Name), period, amounts(policy.Spend{Tokens: b.Tokens, USD: b.USD}, b))
 			continue
 		}
 		for _, v := range views {
 			if v.Budget != b.Name {
 				continue
 			}
-			left := app.Spend{Tokens: max(0, b.Tokens-v.Spent.Tokens), USD: max(0, b.USD-v.Spent.USD)}
+			left := policy.Spend{Tokens: max(0, b.Tokens-v.Spent.Tokens), USD: max(0, b.USD-v.Spent.USD)}
 			renews := "-"
 			if v.Renews != nil {
 				renews = v.Renews.UTC().Format("2006-01-02 15:04 UTC")
@@ -128,7 +128,7 @@ func printBudgets(w io.Writer, budgets []app.Budget, views []budgetView) error {
 }
 
 // amounts writes s in the units b limits: "$1.20, 3400 tokens".
-func amounts(s app.Spend, b app.Budget) string {
+func amounts(s policy.Spend, b policy.Budget) string {
 	var parts []string
 	if b.USD > 0 {
 		parts = append(parts, fmt.Sprintf("$%.2f", s.USD))

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 )
 
@@ -30,16 +31,16 @@ func TestStatsBudgets(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	now := time.Now().UTC()
-	inst := app.BudgetSubject{Scope: app.PerInstallation, ID: 7, Name: "octo"}
-	api, web := app.BudgetSubject{Scope: app.PerRepository, ID: 100, Name: "octo/api"}, app.BudgetSubject{Scope: app.PerRepository, ID: 101, Name: "octo/web"}
-	alice, bob := app.BudgetSubject{Scope: app.PerRequester, ID: 11, Name: "alice"}, app.BudgetSubject{Scope: app.PerRequester, ID: 12, Name: "bob"}
+	inst := policy.BudgetSubject{Scope: policy.PerInstallation, ID: 7, Name: "octo"}
+	api, web := policy.BudgetSubject{Scope: policy.PerRepository, ID: 100, Name: "octo/api"}, policy.BudgetSubject{Scope: policy.PerRepository, ID: 101, Name: "octo/web"}
+	alice, bob := policy.BudgetSubject{Scope: policy.PerRequester, ID: 11, Name: "alice"}, policy.BudgetSubject{Scope: policy.PerRequester, ID: 12, Name: "bob"}
 	tasks := []struct {
 		outcome  app.TaskOutcome
-		subjects []app.BudgetSubject
+		subjects []policy.BudgetSubject
 	}{
-		{app.TaskOutcome{Task: "a", Repo: "octo/api", FinishedAt: now, Tokens: 10_000, Cost: 0.40}, []app.BudgetSubject{inst, api, alice}},
-		{app.TaskOutcome{Task: "b", Repo: "octo/api", FinishedAt: now, Tokens: 50_000, Cost: 0.60}, []app.BudgetSubject{inst, api, bob}},
-		{app.TaskOutcome{Task: "c", Repo: "octo/web", FinishedAt: now, Tokens: 4_000, Cost: 0.10}, []app.BudgetSubject{inst, web, alice}},
+		{app.TaskOutcome{Task: "a", Repo: "octo/api", FinishedAt: now, Tokens: 10_000, Cost: 0.40}, []policy.BudgetSubject{inst, api, alice}},
+		{app.TaskOutcome{Task: "b", Repo: "octo/api", FinishedAt: now, Tokens: 50_000, Cost: 0.60}, []policy.BudgetSubject{inst, api, bob}},
+		{app.TaskOutcome{Task: "c", Repo: "octo/web", FinishedAt: now, Tokens: 4_000, Cost: 0.10}, []policy.BudgetSubject{inst, web, alice}},
 	}
 	rs, rdb := testRedis(t)
 	outcomes, spending := queue.NewOutcomes(rdb), queue.NewBudgets(rdb)
@@ -49,7 +50,7 @@ func TestStatsBudgets(t *testing.T) {
 			t.Fatal(err)
 		}
 		// As a worker records a loop's spending: the same totals.
-		if err := spending.Record(ctx, o.Task, tk.subjects, app.Spend{Tokens: o.Tokens, USD: o.Cost}, now); err != nil {
+		if err := spending.Record(ctx, o.Task, tk.subjects, policy.Spend{Tokens: o.Tokens, USD: o.Cost}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,22 +77,22 @@ func TestStatsBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spentBy := func(repos ...string) app.Spend {
-		var s app.Spend
+	spentBy := func(repos ...string) policy.Spend {
+		var s policy.Spend
 		for _, o := range all {
 			if len(repos) == 0 || slices.Contains(repos, o.Repo) {
-				s = s.Add(app.Spend{Tokens: o.Tokens, USD: o.Cost})
+				s = s.Add(policy.Spend{Tokens: o.Tokens, USD: o.Cost})
 			}
 		}
 		return s
 	}
-	want := map[string]app.Spend{
+	want := map[string]policy.Spend{
 		"org installation:7":  spentBy(),
 		"people requester:11": {Tokens: 14_000, USD: 0.50},
 		"people requester:12": {Tokens: 50_000, USD: 0.60},
 		"web repository:101":  spentBy("octo/web"),
 	}
-	got := map[string]app.Spend{}
+	got := map[string]policy.Spend{}
 	for _, v := range views {
 		got[v.Budget+" "+v.Subject.Key()] = v.Spent
 	}

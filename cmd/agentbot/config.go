@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // cmdConfig runs "agentbot config validate" and "agentbot config schema":
@@ -60,10 +61,10 @@ func configValidate(args []string, env Env) error {
 
 	// Without a server config a file is checked by itself: nothing bounds
 	// its images, network or limits.
-	server := app.ServerConfig{SetupNetwork: true}
+	server := policy.ServerConfig{SetupNetwork: true}
 	if *serverPath != "" {
 		var err error
-		if server, err = app.LoadServerConfig(*serverPath); err != nil {
+		if server, err = policy.LoadServerConfig(*serverPath); err != nil {
 			fmt.Fprintln(env.Stderr, app.ErrorMessage(err))
 			return &exitError{code: 1, err: fmt.Errorf("server config %s is invalid", *serverPath)}
 		}
@@ -92,32 +93,32 @@ func configValidate(args []string, env Env) error {
 
 // validatePolicyFile returns the policy file makes over the built-in
 // defaults, or an error whose text lists every problem.
-func validatePolicyFile(file string, server app.ServerConfig) (app.Policy, error) {
+func validatePolicyFile(file string, server policy.ServerConfig) (policy.Policy, error) {
 	info, err := os.Stat(file)
 	if err != nil {
-		return app.Policy{}, err
+		return policy.Policy{}, err
 	}
 	// The worker refuses a file this large before reading it; so does this.
-	if err := app.CheckPolicySize(file, info.Size()); err != nil {
-		return app.Policy{}, errors.New(app.ErrorMessage(err))
+	if err := policy.CheckPolicySize(file, info.Size()); err != nil {
+		return policy.Policy{}, errors.New(app.ErrorMessage(err))
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return app.Policy{}, err
+		return policy.Policy{}, err
 	}
 	return validatePolicy(file, data, server)
 }
 
 // validatePolicy returns the policy data, the text of file, makes over the
 // built-in defaults, or an error whose text lists every problem.
-func validatePolicy(file string, data []byte, server app.ServerConfig) (app.Policy, error) {
-	raw, err := app.ParsePolicy(file, data)
+func validatePolicy(file string, data []byte, server policy.ServerConfig) (policy.Policy, error) {
+	raw, err := policy.ParsePolicy(file, data)
 	if err != nil {
-		return app.Policy{}, errors.New(app.ErrorMessage(err))
+		return policy.Policy{}, errors.New(app.ErrorMessage(err))
 	}
-	p, err := app.BuildPolicy(server, raw)
+	p, err := policy.BuildPolicy(server, raw)
 	if err != nil {
-		return app.Policy{}, errors.New(app.ErrorMessage(err))
+		return policy.Policy{}, errors.New(app.ErrorMessage(err))
 	}
 	return p, nil
 }
@@ -130,7 +131,7 @@ func configSchema(args []string, env Env) error {
 	if fs.NArg() > 0 {
 		return usageErrorf(fs, "config schema takes no arguments, got %q", fs.Args())
 	}
-	schema, err := app.PolicySchema()
+	schema, err := policy.PolicySchema()
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // runConfig runs agentbot in-process with args and the given environment,
@@ -133,7 +134,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigValidateTestdata(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("../../app/testdata/policy/valid/*.yml")
+	files, err := filepath.Glob("../../app/policy/testdata/valid/*.yml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no valid policies: %v", err)
 	}
@@ -186,7 +187,7 @@ func TestConfigUsage(t *testing.T) {
 func TestConfigValidateRefusesWhatTheWorkerRefuses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bigText := "checks: [{name: test, run: make test}]\n#" + strings.Repeat("x", app.MaxPolicySize) + "\n"
+	bigText := "checks: [{name: test, run: make test}]\n#" + strings.Repeat("x", policy.MaxPolicySize) + "\n"
 	big := writeConfigFile(t, dir, "big.yml", bigText)
 	small := writeConfigFile(t, dir, "small.yml", "checks: [{name: test, run: make test}]\nsandbox: {memory: 12, pids: 3}\n")
 	syntax := writeConfigFile(t, dir, "syntax.yml", "checks: [{name: test, run: make test}]\nlimits:\n  iterations: 3: 4\n")
@@ -209,7 +210,7 @@ func TestConfigValidateRefusesWhatTheWorkerRefuses(t *testing.T) {
 		}
 	}
 	// The same file, as the worker reads it, fails with the same words.
-	if err := app.CheckPolicySize(big, int64(len(bigText))); err == nil || !strings.Contains(app.ErrorMessage(err), "a policy may have at most 262144") {
+	if err := policy.CheckPolicySize(big, int64(len(bigText))); err == nil || !strings.Contains(app.ErrorMessage(err), "a policy may have at most 262144") {
 		t.Errorf("worker's size check: %v", err)
 	}
 }
@@ -226,7 +227,7 @@ func TestConfigInit(t *testing.T) {
 	if !strings.HasPrefix(out, "wrote "+path) {
 		t.Errorf("config init printed %q", out)
 	}
-	p, err := validatePolicyFile(path, app.ServerConfig{SetupNetwork: true})
+	p, err := validatePolicyFile(path, policy.ServerConfig{SetupNetwork: true})
 	if err != nil {
 		t.Fatalf("the starter policy does not validate: %v", err)
 	}
@@ -244,7 +245,7 @@ func TestConfigInit(t *testing.T) {
 	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", bare, "--check", "./ci.sh lint", "--check", "./ci.sh test"); code != 0 {
 		t.Fatalf("config init --check: exit status %d\n%s", code, errs)
 	}
-	p, err = validatePolicyFile(filepath.Join(bare, ".github", "agent.yml"), app.ServerConfig{SetupNetwork: true})
+	p, err = validatePolicyFile(filepath.Join(bare, ".github", "agent.yml"), policy.ServerConfig{SetupNetwork: true})
 	if err != nil || len(p.Checks) != 2 || p.Checks[1].Run != "./ci.sh test" {
 		t.Errorf("config init --check: %+v, %v", p.Checks, err)
 	}

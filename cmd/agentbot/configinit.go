@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 )
 
@@ -23,7 +24,7 @@ import (
 func configInit(ctx context.Context, args []string, env Env) error {
 	fs := newFlagSet("config init", env)
 	setSynopsis(fs, "agentbot config init [--repo DIR] [--check CMD]... [--image IMAGE] [--stdout] [--verify [--setup-network --allow-host H]...]")
-	repo := fs.String("repo", ".", "the repository's checkout; the file is written to DIR/"+app.PolicyPath)
+	repo := fs.String("repo", ".", "the repository's checkout; the file is written to DIR/"+policy.PolicyPath)
 	var checks checkFlags
 	fs.Var(&checks, "check", "a check that defines done, fastest first; repeatable (default: the project's own, from its CI workflows, tox.ini, noxfile.py, package.json or Makefile)")
 	image := fs.String("image", "", "the sandbox.image to write (default: the toolchain's, as deploy/sandbox/build-offline.sh tags it)")
@@ -47,11 +48,11 @@ func configInit(ctx context.Context, args []string, env Env) error {
 		p = p.WithImage(*image)
 	}
 	text := p.YAML()
-	path := filepath.Join(*repo, app.PolicyPath)
+	path := filepath.Join(*repo, policy.PolicyPath)
 	// Checked before anything is written, against --config's server
 	// config when given: its sandbox.images may not hold the image. Setup's
 	// network is the operator's to allow, and the policy asks for it.
-	server, err := app.LoadServerConfig(vf.setup.config)
+	server, err := policy.LoadServerConfig(vf.setup.config)
 	if err != nil {
 		return fmt.Errorf("config init: --config: %s", app.ErrorMessage(err))
 	}

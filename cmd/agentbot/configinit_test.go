@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox/sandboxtest"
 )
 
@@ -39,7 +39,7 @@ func TestConfigInitInfers(t *testing.T) {
 		if !strings.HasPrefix(out, "wrote "+path) {
 			t.Errorf("config init printed %q", out)
 		}
-		p, err := validatePolicyFile(path, app.ServerConfig{SetupNetwork: true})
+		p, err := validatePolicyFile(path, policy.ServerConfig{SetupNetwork: true})
 		if err != nil {
 			t.Fatalf("the policy does not validate: %v", err)
 		}
@@ -85,7 +85,7 @@ func TestConfigInitServerImages(t *testing.T) {
 	if _, errs, code := runConfig(t, nil, "config", "init", "--repo", repo, "--config", server, "--image", "registry.example.com/node:20"); code != 0 {
 		t.Fatalf("config init --image: exit status %d, %q", code, errs)
 	}
-	p, err := validatePolicyFile(filepath.Join(repo, ".github", "agent.yml"), app.ServerConfig{Images: []string{"registry.example.com/*"}})
+	p, err := validatePolicyFile(filepath.Join(repo, ".github", "agent.yml"), policy.ServerConfig{Images: []string{"registry.example.com/*"}})
 	if err != nil || p.Sandbox.Image != "registry.example.com/node:20" || len(p.Checks) != 1 || p.Checks[0].Run != "npm test" {
 		t.Errorf("config init --image: image %q, checks %+v, %v", p.Sandbox.Image, p.Checks, err)
 	}

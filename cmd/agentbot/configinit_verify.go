@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/change"
 )
 
@@ -49,7 +49,7 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, getenv
 	if err != nil {
 		return err
 	}
-	p, err := validatePolicy(filepath.Join(src, app.PolicyPath), []byte(text), server)
+	p, err := validatePolicy(filepath.Join(src, policy.PolicyPath), []byte(text), server)
 	if err != nil && !vf.setup.network && strings.Contains(err.Error(), "does not allow network during setup") {
 		return fmt.Errorf("%w\n(config init --verify: pass --setup-network with an --allow-host for each host setup needs, or --config with the server config's setup.registries)", err)
 	}
@@ -80,7 +80,7 @@ func verifyPolicy(ctx context.Context, repo, text string, vf verifyFlags, getenv
 	prepared, err := prepareRun(ctx, newRunSetup(drv, p, server, id, ws.Dir(), caBundle, getenv, out), envs, src, ws, out)
 	if ee, ok := errors.AsType[*exitError](err); ok {
 		fmt.Fprintf(out, "setup FAILS: change the policy's setup (%s line %d), or let it reach the hosts it needs (--allow-host, or --config's setup.allow_hosts and setup.registries):\n%v\n",
-			app.PolicyPath, lineOf(text, "setup:"), ee.err)
+			policy.PolicyPath, lineOf(text, "setup:"), ee.err)
 		return &exitError{code: 1, err: errors.New("the policy's setup fails; the checks did not run")}
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func reportChecks(w io.Writer, text string, runs []change.ProvedCheck) int {
 		case cr != nil:
 			n++
 			fmt.Fprintf(w, "  %-8s CANNOT RUN               %s\n           %s: the policy's fault; change %s line %d: %s\n%s\n",
-				c.Name, c.Run, cr.Cause, app.PolicyPath, lineOf(text, strconv.Quote(c.Run)), cr.Fix, indent(lastLines(c.Output, 5)))
+				c.Name, c.Run, cr.Cause, policy.PolicyPath, lineOf(text, strconv.Quote(c.Run)), cr.Fix, indent(lastLines(c.Output, 5)))
 		case c.TimedOut:
 			fmt.Fprintf(w, "  %-8s runs (times out today)   %s\n", c.Name, c.Run)
 		default:

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 )
@@ -41,7 +42,7 @@ func auditOf(t *testing.T, w *demo.World, id string) (kinds []app.AuditKind, ent
 
 func TestRunIsAuditedAndTraced(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}}, nil)
 	ctx := t.Context()
 	id := fixTo(t, w, app.StateSucceeded)
 
@@ -122,8 +123,8 @@ func TestRunIsAuditedAndTraced(t *testing.T) {
 
 func TestUnsafeRunIsAuditedAsBlocked(t *testing.T) {
 	t.Parallel()
-	policy := quickPolicy + "limits: {iterations: 4}\ntools: {shell: {policy: allowlist, allow: [\"go vet ./...\"]}}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
+	policyYAML := quickPolicy + "limits: {iterations: 4}\ntools: {shell: {policy: allowlist, allow: [\"go vet ./...\"]}}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: &unsafeModel}, nil)
 	id := fixTo(t, w, app.StateFailed)
 	kinds, entries := auditOf(t, w, id)
 	if want := []app.AuditKind{app.AuditCommand, app.AuditAdmission, app.AuditBlocked, app.AuditBlocked}; !slices.Equal(kinds, want) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -72,7 +73,7 @@ func TestReviewIsOneFollowUpAnsweredInEachThread(t *testing.T) {
 		}},
 		llmtest.Step{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"summary":"Say what Sum and Mean give for no samples"}`}}},
 	)
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}, script: script}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	before := len(w.LLM.Requests())
@@ -229,7 +230,7 @@ func TestFailingActionsRunIsFixedOnceAndBounded(t *testing.T) {
 
 func TestCheckFailingOnMainTooStartsNoFollowUp(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}}, nil)
 	fixTo(t, w, app.StateSucceeded)
 	before := len(w.LLM.Requests())
 	w.Issue = 2
@@ -346,9 +347,9 @@ func TestChecksFailingTogetherMakeOneFollowUp(t *testing.T) {
 // fixes the sample, and waits for the fix's pull request #2, the world's
 // issue from then on. It returns the number of model requests the fix
 // made.
-func agentPull(t *testing.T, policy string, script *llmtest.Script) (*demo.World, int) {
+func agentPull(t *testing.T, policyYAML string, script *llmtest.Script) (*demo.World, int) {
 	t.Helper()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: script}, nil)
 	fixTo(t, w, app.StateSucceeded)
 	w.Issue = 2
 	return w, len(w.LLM.Requests())

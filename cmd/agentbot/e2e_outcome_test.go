@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	githubsim "github.com/agentbot/agentbot/sim/github"
@@ -22,7 +23,7 @@ import (
 // merge, every line kept, and one revert.
 func TestMergedAndRevertedPullRequestInStats(t *testing.T) {
 	t.Parallel()
-	w := startE2E(t, map[string]string{app.PolicyPath: quickPolicy})
+	w := startE2E(t, map[string]string{policy.PolicyPath: quickPolicy})
 	ctx := t.Context()
 	id := fixTo(t, w, app.StateSucceeded)
 	prs := w.Sim.PullRequests(w.Repo)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
@@ -50,8 +51,8 @@ func TestPlanWaitsForApprovalAndANoteRevisesIt(t *testing.T) {
 		{ToolCalls: []llmtest.Call{{Name: "edit_file", Arguments: `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ {"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"title":"Fix Sum dropping the first sample","summary":"Start Sum's loop at 0."}`}}},
 	}}
-	policy := quickPolicy + "quality: {plan: approve}\ntrigger: {approvers: [ada]}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	policyYAML := quickPolicy + "quality: {plan: approve}\ntrigger: {approvers: [ada]}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: &script}, nil)
 	ctx := t.Context()
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/queuetest"
@@ -100,7 +101,7 @@ func notesSeen(req llmtest.Request) int {
 
 func TestNoteReachesTheModelsNextStep(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &waitingScript}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: gatedPolicy}, script: &waitingScript}, nil)
 	_, fix, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +137,7 @@ func TestNoteReachesTheModelsNextStep(t *testing.T) {
 func TestNoteSurvivesAKilledWorker(t *testing.T) {
 	t.Parallel()
 	bin := agentbotBin(t)
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: gatedPolicy}, script: &waitingScript, noWorkers: true}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: gatedPolicy}, script: &waitingScript, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
@@ -173,8 +174,8 @@ func TestNoteSurvivesAKilledWorker(t *testing.T) {
 func TestNoteOnAnEndedTaskSuggestsARetry(t *testing.T) {
 	t.Parallel()
 	// Any fix that ends will do: one whose check needs no Go build.
-	policy := quickPolicy + "limits: {iterations: 4}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
+	policyYAML := quickPolicy + "limits: {iterations: 4}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: &unsafeModel}, nil)
 	fix := fixTo(t, w, app.StateFailed)
 	answer := noted(t, w, noteText, app.StateRefused)
 	for _, want := range []string{

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
@@ -33,7 +34,7 @@ paths: {allow: ["**/*.go"]}
 // added skip in their own section.
 func TestTamperingIsShownInThePullRequestAndCheckRun(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: tamperablePolicy}, script: &tamperingModel}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: tamperablePolicy}, script: &tamperingModel}, nil)
 	_, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)

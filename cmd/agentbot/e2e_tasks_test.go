@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/agent"
@@ -69,7 +70,7 @@ const humanWrites = quickPolicy + "tools: {write: human}\n"
 
 func TestApproveResumesThePausedFix(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: humanWrites}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: humanWrites}}, nil)
 	ctx := t.Context()
 	if err := w.Sim.SetPermission(w.Repo, "grace", "maintain"); err != nil {
 		t.Fatal(err)
@@ -151,8 +152,8 @@ func TestDeniedCallIsToldToTheModel(t *testing.T) {
 	t.Parallel()
 	// The sample's model edits (paused, then denied), then calls finish,
 	// which the failing check refuses; its four iterations are then spent.
-	policy := humanWrites + "limits: {iterations: 4}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	policyYAML := humanWrites + "limits: {iterations: 4}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}}, nil)
 	ctx := t.Context()
 	if err := w.Sim.SetPermission(w.Repo, "grace", "admin"); err != nil {
 		t.Fatal(err)
@@ -223,10 +224,10 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	script.Steps = slices.Concat(script.Steps, unsafeModel.Steps)
-	policy := strings.Replace(slowCheckPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
+	policyYAML := strings.Replace(slowCheckPolicy, "sleep 3", "sleep 5", 1) + "limits: {iterations: 4}\n"
 	// Two slots for the installation: the second fix must wait on its
 	// issue's lock, not on the installation's limit.
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &script,
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: &script,
 		workerFlags: []string{"--max-per-installation", "2"}}, nil)
 	ctx := t.Context()
 	_, first, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
@@ -279,7 +280,7 @@ func TestTasksOnOneIssueRunOneAtATime(t *testing.T) {
 
 func TestReviewCommentFollowUpIsAnsweredInItsThread(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	const branch = "agent/1-sum-drops-the-first-sample"
@@ -329,8 +330,8 @@ func acceptedTask(t *testing.T, resp *http.Response) string {
 
 func TestTheRepositorysTriggerLabelStartsAFix(t *testing.T) {
 	t.Parallel()
-	policy := quickPolicy + "trigger: {label: \"bot:fix\"}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	policyYAML := quickPolicy + "trigger: {label: \"bot:fix\"}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}}, nil)
 	ctx := t.Context()
 	label := func(name string) string {
 		resp, err := w.Sim.DeliverLabeled(ctx, w.Webhook, w.Repo, w.Issue, name, demo.Requester)
@@ -364,7 +365,7 @@ func TestSetupPreparesTheTreeBeforeTheAgent(t *testing.T) {
 	t.Parallel()
 	files := map[string]string{
 		".gitignore": ".cache/\n",
-		app.PolicyPath: `version: 1
+		policy.PolicyPath: `version: 1
 setup: {network: false, run: ["mkdir -p .cache && id -u > .cache/setup-by"]}
 checks:
   - {name: prepared, run: 'test "$(cat .cache/setup-by)" = 65532'}
@@ -392,12 +393,12 @@ paths: {allow: ["**/*.go"]}
 
 func TestFailingSetupEndsTheTaskSayingWhy(t *testing.T) {
 	t.Parallel()
-	policy := `version: 1
+	policyYAML := `version: 1
 setup: {network: false, run: ["echo 'go: module cache unreachable' >&2; exit 3"]}
 checks:
   - {name: fixed, run: "! grep -q 'i := 1' stats.go"}
 `
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}}, nil)
 	commentID, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
 		t.Fatal(err)

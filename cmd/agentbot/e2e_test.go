@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/queue"
@@ -109,7 +110,7 @@ func startWorld(t testing.TB, o worldOptions, vars map[string]string) *demo.Worl
 	}
 	t.Cleanup(w.Close)
 	args := slices.Concat(w.Args, o.workerFlags)
-	if !strings.Contains(o.files[app.PolicyPath], "setup:") {
+	if !strings.Contains(o.files[policy.PolicyPath], "setup:") {
 		dir, err := sharedEnvs()
 		if err != nil {
 			t.Fatal(err)
@@ -136,9 +137,9 @@ func samplePolicy(t *testing.T, extra string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := sample.Files[app.PolicyPath]
+	p := sample.Files[policy.PolicyPath]
 	i := strings.Index(p, "paths:")
-	return map[string]string{app.PolicyPath: p[:i] + extra + p[i:]}
+	return map[string]string{policy.PolicyPath: p[:i] + extra + p[i:]}
 }
 
 func TestFixOpensOnePullRequest(t *testing.T) {
@@ -253,7 +254,7 @@ func TestRefusalsAreAnsweredWithAComment(t *testing.T) {
 		want  string
 	}{
 		{"commenter without write permission", nil, "mallory", "@mallory"},
-		{"policy without checks", map[string]string{app.PolicyPath: "version: 1\n"}, demo.Requester, "checks"},
+		{"policy without checks", map[string]string{policy.PolicyPath: "version: 1\n"}, demo.Requester, "checks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -295,7 +296,7 @@ var unsafeModel = llmtest.Script{Steps: []llmtest.Step{
 func TestUnsafeModelEndsWithoutPullRequest(t *testing.T) {
 	t.Parallel()
 	files := samplePolicy(t, "")
-	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], "iterations: 12", "iterations: 4", 1)
+	files[policy.PolicyPath] = strings.Replace(files[policy.PolicyPath], "iterations: 12", "iterations: 4", 1)
 	w := startWorld(t, worldOptions{files: files, script: &unsafeModel}, nil)
 	commentID, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {
@@ -381,7 +382,7 @@ paths: {allow: ["**/*.go"]}
 
 func TestRedeliveredWebhookUnderGitHubFaultsOpensOnePullRequest(t *testing.T) {
 	t.Parallel()
-	w := startE2E(t, map[string]string{app.PolicyPath: quickPolicy})
+	w := startE2E(t, map[string]string{policy.PolicyPath: quickPolicy})
 	ctx := t.Context()
 	// The pull request is created but its answer is lost; an edit of the
 	// status comment meets a rate limit; a check run's creation fails.
@@ -454,7 +455,7 @@ func TestStoppedWorkerIsResumedByAnother(t *testing.T) {
 // testResumedByAnother stops a worker with sig while its sandbox runs the
 // checks, then starts another.
 func testResumedByAnother(t *testing.T, bin string, sig syscall.Signal) {
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slowCheckPolicy}, noWorkers: true}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: slowCheckPolicy}, noWorkers: true}, nil)
 	ctx := t.Context()
 	first := startWorker(t, w, bin)
 	commentID, id, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
@@ -624,7 +625,7 @@ func followUp(t *testing.T) *llmtest.Script {
 
 func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}, script: followUp(t)}, nil)
 	ctx := t.Context()
 	fixTo(t, w, app.StateSucceeded)
 	const branch = "agent/1-sum-drops-the-first-sample"
@@ -667,7 +668,7 @@ func TestFollowUpOnThePullRequestPushesToItsBranch(t *testing.T) {
 
 func TestStatusAndHelpAreAnswered(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}}, nil)
 	ctx := t.Context()
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
@@ -708,8 +709,8 @@ func TestStatusAndHelpAreAnswered(t *testing.T) {
 func TestRetryRunsTheFailedFixAgain(t *testing.T) {
 	t.Parallel()
 	script := llmtest.Script{Steps: slices.Concat(unsafeModel.Steps, followUp(t).Steps[:4])}
-	policy := quickPolicy + "limits: {iterations: 4}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &script}, nil)
+	policyYAML := quickPolicy + "limits: {iterations: 4}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: &script}, nil)
 	ctx := t.Context()
 	_, failed, err := w.DeliverComment(ctx, demo.Requester, "/agent fix Sum")
 	if err != nil {
@@ -747,7 +748,7 @@ const slowOnceFixed = "version: 1\nchecks:\n  - {name: slow, run: \"grep -q 'i :
 
 func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 	t.Parallel()
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: slowOnceFixed}, script: &stoppableModel}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: slowOnceFixed}, script: &stoppableModel}, nil)
 	ctx := t.Context()
 	_, fix, err := w.DeliverComment(ctx, demo.Requester, demo.Comment)
 	if err != nil {
@@ -787,8 +788,8 @@ func TestStopEndsTheRunningFixAndRemovesItsSandbox(t *testing.T) {
 
 func TestFailureOpensADraftWhenThePolicySaysSo(t *testing.T) {
 	t.Parallel()
-	policy := quickPolicy + "limits: {iterations: 4}\npull_request: {on_failure: draft_pr}\n"
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: policy}, script: &unsafeModel}, nil)
+	policyYAML := quickPolicy + "limits: {iterations: 4}\npull_request: {on_failure: draft_pr}\n"
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: policyYAML}, script: &unsafeModel}, nil)
 	fixTo(t, w, app.StateFailed)
 	prs := w.Sim.PullRequests(w.Repo)
 	if len(prs) != 1 || !prs[0].Pull.Draft || !strings.Contains(prs[0].Body, "Draft: the checks did not pass") {
@@ -813,7 +814,7 @@ func TestAskIsAnsweredWithoutAPullRequest(t *testing.T) {
 		{ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"stats.go"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "answer", Arguments: `{"answer":"Sum starts at index 1: stats.go:7."}`}}},
 	}}
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}, script: &script}, nil)
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}, script: &script}, nil)
 	_, id, err := w.DeliverComment(t.Context(), demo.Requester, "/agent ask why does Sum drop a sample?")
 	if err != nil {
 		t.Fatal(err)

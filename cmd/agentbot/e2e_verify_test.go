@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
@@ -22,7 +23,7 @@ var goenvModel = llmtest.Script{Steps: []llmtest.Step{
 func TestChecksForgedInTheAgentsSandboxPushNoFix(t *testing.T) {
 	t.Parallel()
 	files := samplePolicy(t, "")
-	files[app.PolicyPath] = strings.Replace(files[app.PolicyPath], `allow: ["go test ./...", "go vet ./..."]`,
+	files[policy.PolicyPath] = strings.Replace(files[policy.PolicyPath], `allow: ["go test ./...", "go vet ./..."]`,
 		`allow: ["go test ./...", "go env -w GOFLAGS=-run=NONE"]`, 1)
 	w := startWorld(t, worldOptions{files: files, script: &goenvModel}, nil)
 	id := fixTo(t, w, app.StateFailed)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -24,7 +24,7 @@ type localCheckout struct {
 // with the sandbox user and writes setup's CA bundle beside it: the CA file
 // of --setup-ca-file (caFlag) or of server's setup.ca_file, followed by the
 // host's trust store. close removes both.
-func openLocal(ctx context.Context, src, caFlag string, server app.ServerConfig) (*localCheckout, error) {
+func openLocal(ctx context.Context, src, caFlag string, server policy.ServerConfig) (*localCheckout, error) {
 	tmp, err := os.MkdirTemp("", "agentbot-local-")
 	if err != nil {
 		return nil, err

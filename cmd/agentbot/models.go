@@ -3,14 +3,14 @@ package main
 import (
 	"log/slog"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/llm"
 )
 
 // newModel returns the workers' model client: its endpoint from the
 // environment (AGENTBOT_LLM_*), its prices from the server config, so that
 // the cost of every call is counted against the policy's limits.cost_usd.
-func newModel(env Env, server app.ServerConfig, log *slog.Logger) (*llm.Client, error) {
+func newModel(env Env, server policy.ServerConfig, log *slog.Logger) (*llm.Client, error) {
 	cfg, err := llm.ConfigFromEnv(env.Getenv)
 	if err != nil {
 		return nil, err
@@ -21,7 +21,7 @@ func newModel(env Env, server app.ServerConfig, log *slog.Logger) (*llm.Client, 
 }
 
 // modelPrices is the server config's price table as the client reads it.
-func modelPrices(prices map[string]app.ModelPrice) map[string]llm.Price {
+func modelPrices(prices map[string]policy.ModelPrice) map[string]llm.Price {
 	if len(prices) == 0 {
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/agent/agenttest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -28,7 +28,7 @@ policy:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	server, err := app.LoadServerConfig(file)
+	server, err := policy.LoadServerConfig(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ policy:
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := app.BuildPolicy(server)
+	policy, err := policy.BuildPolicy(server)
 	if err != nil {
 		t.Fatal(err)
 	}

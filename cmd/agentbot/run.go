@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
@@ -151,10 +152,10 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 
 // policy is the server config run works under and the checkout's policy
 // under it, with the flags' checks, network and models.
-func (f *runFlags) policy(src string) (app.ServerConfig, app.Policy, error) {
+func (f *runFlags) policy(src string) (policy.ServerConfig, policy.Policy, error) {
 	server, err := f.setup.server()
 	if err != nil {
-		return server, app.Policy{}, err
+		return server, policy.Policy{}, err
 	}
 	server = server.WithDefaultImage(f.sb.image)
 	policy, err := eval.LoadPolicyFor(src, server, f.checks)

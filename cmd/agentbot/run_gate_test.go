@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 )
 
@@ -33,7 +33,7 @@ const plantScript = `steps:
 func TestRunApplyRefusesWhatTheGateRefuses(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
+	ostest.WriteTree(t, dir, map[string]string{policy.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
 	out, err := runCalc(t, dir, plantScript, grepCheck, "--apply")
 	e, ok := errors.AsType[*exitError](err)
 	if !ok || e.code != 1 || !strings.Contains(e.Error(), "the gate refuses the change") ||

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
@@ -32,17 +33,17 @@ func (s *setupFlags) register(fs *flag.FlagSet) {
 
 // server is the server config agentbot run works under: --config's, or the
 // defaults, with --setup-network's allowance and --allow-host's hosts.
-func (s *setupFlags) server() (app.ServerConfig, error) {
-	server, err := app.LoadServerConfig(s.config)
+func (s *setupFlags) server() (policy.ServerConfig, error) {
+	server, err := policy.LoadServerConfig(s.config)
 	if err != nil {
-		return app.ServerConfig{}, fmt.Errorf("run: --config: %s", app.ErrorMessage(err))
+		return policy.ServerConfig{}, fmt.Errorf("run: --config: %s", app.ErrorMessage(err))
 	}
 	switch {
 	case s.network:
 		server.SetupNetwork = true
 		server.SetupAllowHosts = append(server.SetupAllowHosts, s.allow...)
 	case len(s.allow) > 0:
-		return app.ServerConfig{}, errors.New("run: --allow-host needs --setup-network")
+		return policy.ServerConfig{}, errors.New("run: --allow-host needs --setup-network")
 	}
 	return server, nil
 }
@@ -53,7 +54,7 @@ func (s *setupFlags) server() (app.ServerConfig, error) {
 // trusting caBundle, with the registries' credentials that getenv holds.
 // It prints each command, every host the proxy connected setup to and
 // every connection it refused.
-func newRunSetup(sb sandbox.Sandboxes, p app.Policy, server app.ServerConfig, id, dir, caBundle string, getenv func(string) string, out io.Writer) change.Setup {
+func newRunSetup(sb sandbox.Sandboxes, p policy.Policy, server policy.ServerConfig, id, dir, caBundle string, getenv func(string) string, out io.Writer) change.Setup {
 	s := change.NewSetup(sb, p, id+"-setup", dir, p.Sandbox.Image)
 	s.AllowHosts = server.SetupAllowHosts
 	s.CABundle = caBundle

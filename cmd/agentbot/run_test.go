@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
@@ -279,7 +279,7 @@ setup:
 func TestRunStopsWhenSetupFails(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nsetup:\n  run:\n    - echo preparing\n    - echo no registry >&2; exit 7\n"})
+	ostest.WriteTree(t, dir, map[string]string{policy.PolicyPath: "version: 1\nsetup:\n  run:\n    - echo preparing\n    - echo no registry >&2; exit 7\n"})
 	out, err := runCalc(t, dir, fixScript, grepCheck, "--data-dir", t.TempDir())
 	e, ok := errors.AsType[*exitError](err)
 	if !ok || e.code != 1 || !strings.Contains(e.Error(), `setup "echo no registry >&2; exit 7" exited 7`) ||
@@ -298,7 +298,7 @@ func TestRunUsesThePolicysImage(t *testing.T) {
 	t.Parallel()
 	marked := sandboxtest.MarkedImage(t)
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nlimits: {attempts: 2}\nsandbox: {image: " + marked + "}\n"})
+	ostest.WriteTree(t, dir, map[string]string{policy.PolicyPath: "version: 1\nchecks: [{name: c, run: \"true\"}]\nlimits: {attempts: 2}\nsandbox: {image: " + marked + "}\n"})
 	check := "grep -qx " + marked + " " + sandboxtest.MarkerPath + " || exit 2; " + grepCheck
 	out, err := runCalc(t, dir, fixScript, check)
 	if err != nil {
@@ -325,7 +325,7 @@ func TestRunSetupCAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: fmt.Sprintf(
+	ostest.WriteTree(t, dir, map[string]string{policy.PolicyPath: fmt.Sprintf(
 		"version: 1\nsetup:\n  network: true\n  run:\n    - timeout 20 git ls-remote https://%s:%s/deps.git\n", gw, registry.Port)})
 	network := []string{"--setup-network", "--allow-host", gw + ":" + registry.Port}
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 )
 
@@ -32,8 +32,8 @@ const markerScript = `steps:
 func TestRunAppliesNothingThatFailsInAFreshSandbox(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
-	policy := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: policy})
+	policyYAML := "version: 1\ntools: {write: auto, shell: {policy: allowlist, allow: [\"touch /tmp/checks-ok\"]}}\n"
+	ostest.WriteTree(t, dir, map[string]string{policy.PolicyPath: policyYAML})
 	if out, err := exec.Command("git", "-C", dir, "add", "-A").CombinedOutput(); err != nil {
 		t.Fatalf("git add: %v\n%s", err, out)
 	}
@@ -79,7 +79,7 @@ const goEnvScript = `steps:
 func TestRunVerifiesOverAFreshEnvironment(t *testing.T) {
 	t.Parallel()
 	dir := calcCheckout(t)
-	ostest.WriteTree(t, dir, map[string]string{app.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
+	ostest.WriteTree(t, dir, map[string]string{policy.PolicyPath: "version: 1\ntools: {shell: {policy: auto}}\n"})
 	out, err := runCalc(t, dir, goEnvScript, "go test ./...", "--apply")
 	if e, ok := errors.AsType[*exitError](err); !ok || e.code != 1 || !strings.Contains(e.Error(), "fail in a fresh one") {
 		t.Fatalf("run = %v; want exit 1 saying the fresh sandbox's checks fail\n%s", err, out)

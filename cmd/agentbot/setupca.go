@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
@@ -14,7 +14,7 @@ import (
 // of where it came from for errors; "" with neither. Both set is an error:
 // one CA silently not trusted would show only as a certificate error in
 // some setup.
-func setupCAFile(flag string, server app.ServerConfig) (source, file string, err error) {
+func setupCAFile(flag string, server policy.ServerConfig) (source, file string, err error) {
 	switch {
 	case flag != "" && server.SetupCAFile != "":
 		return "", "", fmt.Errorf("--setup-ca-file %s and setup.ca_file %s of %s both name the setup's CA; keep one", flag, server.SetupCAFile, server.Source)
@@ -41,7 +41,7 @@ func setupCABundle(source, caFile, dir string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", source, err)
 		}
-		if err := app.CheckPEMCertificates(ca); err != nil {
+		if err := policy.CheckPEMCertificates(ca); err != nil {
 			return "", fmt.Errorf("%s %s: %w", source, caFile, err)
 		}
 		bundle = append(bundle, ca...)

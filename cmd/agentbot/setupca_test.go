@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
@@ -100,7 +100,7 @@ func TestSetupCAFileFromTheServerConfig(t *testing.T) {
 	if err := os.WriteFile(config, []byte("setup: {ca_file: egress-ca.pem}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	server, err := app.LoadServerConfig(config)
+	server, err := policy.LoadServerConfig(config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +116,11 @@ func TestSetupCAFileFromTheServerConfig(t *testing.T) {
 	if _, err := cfg.setupCABundle(server); err == nil || !strings.Contains(err.Error(), "both name the setup's CA; keep one") {
 		t.Errorf("flag and setup.ca_file both set: %v; want a refusal", err)
 	}
-	if path, err := cfg.setupCABundle(app.DefaultServerConfig()); err != nil || path == "" {
+	if path, err := cfg.setupCABundle(policy.DefaultServerConfig()); err != nil || path == "" {
 		t.Errorf("the flag alone: %q, %v", path, err)
 	}
 	cfg.setupCA = ""
-	if path, err := cfg.setupCABundle(app.DefaultServerConfig()); err != nil || path != "" {
+	if path, err := cfg.setupCABundle(policy.DefaultServerConfig()); err != nil || path != "" {
 		t.Errorf("neither: %q, %v; want no bundle", path, err)
 	}
 }

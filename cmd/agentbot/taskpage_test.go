@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/demo"
 	"github.com/agentbot/agentbot/runner/llm/llmtest"
 )
@@ -81,7 +82,7 @@ func TestTaskPageFollowsARunningTaskInChromium(t *testing.T) {
 			Arguments: `{"path":"stats.go","old_string":"for i := 1; i < len(xs); i++ {","new_string":"for i := 0; i < len(xs); i++ {"}`}}},
 		{ToolCalls: []llmtest.Call{{Name: "finish", Arguments: `{"title":"Fix Sum dropping the first sample","summary":"The loop starts at 0."}`}}},
 	}})
-	w := startWorld(t, worldOptions{files: map[string]string{app.PolicyPath: quickPolicy}},
+	w := startWorld(t, worldOptions{files: map[string]string{policy.PolicyPath: quickPolicy}},
 		map[string]string{"AGENTBOT_LLM_BASE_URL": model.URL})
 	_, id, err := w.DeliverComment(t.Context(), demo.Requester, demo.Comment)
 	if err != nil {

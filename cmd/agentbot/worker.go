@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/runner"
 	"github.com/agentbot/agentbot/runner/githubapp"
@@ -37,7 +37,7 @@ type workerConfig struct {
 	envs        envCacheFlags
 	reach       reachFlags
 	pages       pageFlags
-	models      app.Models
+	models      policy.Models
 	app         *appFlags
 
 	// perInstallation is --max-per-installation: 0 for half of concurrency.
@@ -71,7 +71,7 @@ func (c *workerConfig) register(fs *flag.FlagSet) {
 // server config's setup.ca_file, into the data directory, or returns ""
 // with neither. Both set is an error: one CA silently not trusted would
 // show only as a certificate error in some setup.
-func (c *workerConfig) setupCABundle(server app.ServerConfig) (string, error) {
+func (c *workerConfig) setupCABundle(server policy.ServerConfig) (string, error) {
 	source, file, err := setupCAFile(c.setupCA, server)
 	if err != nil || file == "" {
 		return "", err
@@ -151,7 +151,7 @@ func runWorkers(ctx context.Context, rdb redis.UniversalClient, cfg workerConfig
 	if err != nil {
 		return err
 	}
-	server, err := app.LoadServerConfig(cfg.serverFile)
+	server, err := policy.LoadServerConfig(cfg.serverFile)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/github"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 )
 
@@ -51,7 +52,7 @@ func (c *workerConfig) check(env Env) error {
 	if _, err := github.NewApp(id.Config); err != nil {
 		return err
 	}
-	server, err := app.LoadServerConfig(c.serverFile)
+	server, err := policy.LoadServerConfig(c.serverFile)
 	if err != nil {
 		return fmt.Errorf("server config: %s", app.ErrorMessage(err))
 	}

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/tools"
 )
@@ -66,7 +67,7 @@ type Workspace interface {
 // (package prompts) that open a new transcript; a resumed task keeps its own.
 type Config struct {
 	TaskID string
-	Policy app.Policy
+	Policy policy.Policy
 	Model  Model
 	// Fast answers the digest requests; nil means Model. The model names
 	// come from the policy either way.
@@ -374,7 +375,7 @@ func (a *Agent) nudge() string {
 // of them after a fresh answer, the rest of them after a restart.
 func (a *Agent) answerCalls(ctx context.Context) error {
 	for _, call := range a.unanswered() {
-		if a.tools.Approval(call.Name) == app.ApprovalHuman && a.approved != call.ID {
+		if a.tools.Approval(call.Name) == policy.ApprovalHuman && a.approved != call.ID {
 			c := call
 			a.st.Pending = &c
 			a.st.Status = app.StateAwaitingApproval

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/agent/agenttest"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -27,7 +28,7 @@ var calcRepo = map[string]string{
 }
 
 // quickCheck stands in for go test where the test is about the loop, not Go.
-var quickCheck = app.Check{Name: "test", Run: `grep -q 'return a + b$' calc.go || { echo '--- FAIL: TestAdd (0.00s)'; echo 'calc_test.go:7: Add(2, 2) = 5, want 4'; exit 1; }`}
+var quickCheck = policy.Check{Name: "test", Run: `grep -q 'return a + b$' calc.go || { echo '--- FAIL: TestAdd (0.00s)'; echo 'calc_test.go:7: Add(2, 2) = 5, want 4'; exit 1; }`}
 
 const (
 	fixArgs   = `{"path":"calc.go","old_string":"return a + b + 1","new_string":"return a + b"}`
@@ -42,16 +43,16 @@ func call(name, args string) llmtest.Call {
 
 func step(calls ...llmtest.Call) llmtest.Step { return llmtest.Step{ToolCalls: calls} }
 
-func testPolicy() app.Policy {
-	return app.Policy{
-		Checks: []app.Check{quickCheck},
-		Paths:  app.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**"}},
-		Limits: app.Limits{Iterations: 30, DiffLines: 50, FilesChanged: 5, Tokens: 10_000_000},
-		Tools: app.Tools{
-			Write: app.ToolRule{Policy: app.ApprovalAuto},
-			Shell: app.ToolRule{Policy: app.ApprovalAllowlist, Allow: []string{"go vet ./...", "echo *"}},
+func testPolicy() policy.Policy {
+	return policy.Policy{
+		Checks: []policy.Check{quickCheck},
+		Paths:  policy.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**"}},
+		Limits: policy.Limits{Iterations: 30, DiffLines: 50, FilesChanged: 5, Tokens: 10_000_000},
+		Tools: policy.Tools{
+			Write: policy.ToolRule{Policy: policy.ApprovalAuto},
+			Shell: policy.ToolRule{Policy: policy.ApprovalAllowlist, Allow: []string{"go vet ./...", "echo *"}},
 		},
-		Model: app.Models{Edit: "edit-model", Fast: "fast-model"},
+		Model: policy.Models{Edit: "edit-model", Fast: "fast-model"},
 	}
 }
 
@@ -62,14 +63,14 @@ type harness struct {
 	client *llm.Client
 	tree   *agenttest.Tree
 	store  agent.StateStore
-	policy app.Policy
+	policy policy.Policy
 	events []agent.Event
 	ran    []string    // commands that reached the runner
 	images []llm.Image // given with the task
 	budget func(context.Context, llm.Usage) (string, error)
 }
 
-func newHarness(t *testing.T, script llmtest.Script, policy app.Policy) *harness {
+func newHarness(t *testing.T, script llmtest.Script, policy policy.Policy) *harness {
 	t.Helper()
 	srv := llmtest.NewServer(t, script)
 	client, err := llm.New(llm.Config{BaseURL: srv.URL(), MaxRetries: 2,
@@ -129,7 +130,7 @@ func wantStop(t *testing.T, st *agent.State, reason agent.StopReason, status app
 // TestFixesFailingGoTest runs a whole trajectory against real go test.
 func TestFixesFailingGoTest(t *testing.T) {
 	p := testPolicy()
-	p.Checks = []app.Check{{Name: "vet", Run: "go vet ./...", Timeout: 2 * time.Minute}, {Name: "test", Run: "go test ./...", Timeout: 2 * time.Minute}}
+	p.Checks = []policy.Check{{Name: "vet", Run: "go vet ./...", Timeout: 2 * time.Minute}, {Name: "test", Run: "go test ./...", Timeout: 2 * time.Minute}}
 	h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
 		{Text: "Read the test, see it fail, fix Add.", ToolCalls: []llmtest.Call{{ID: "c1", Name: "read_file", Arguments: `{"path":"calc_test.go"}`}}},
 		step(call("run_checks", `{}`)),
@@ -274,15 +275,15 @@ func TestBudgets(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		limits func(*app.Limits)
+		limits func(*policy.Limits)
 		steps  []llmtest.Step
 		reason agent.StopReason
 		after  int // steps taken
 	}{
-		{"iterations", func(l *app.Limits) { l.Iterations = 2 }, reads(4), agent.StopIterations, 2},
-		{"tokens", func(l *app.Limits) { l.Tokens = 1 }, reads(4), agent.StopTokens, 1},
-		{"cost", func(l *app.Limits) { l.CostUSD = 1e-9 }, reads(4), agent.StopCost, 1},
-		{"wall clock", func(l *app.Limits) { l.WallClock = time.Second },
+		{"iterations", func(l *policy.Limits) { l.Iterations = 2 }, reads(4), agent.StopIterations, 2},
+		{"tokens", func(l *policy.Limits) { l.Tokens = 1 }, reads(4), agent.StopTokens, 1},
+		{"cost", func(l *policy.Limits) { l.CostUSD = 1e-9 }, reads(4), agent.StopCost, 1},
+		{"wall clock", func(l *policy.Limits) { l.WallClock = time.Second },
 			append(reads(1), llmtest.Step{Delay: time.Minute, ToolCalls: []llmtest.Call{call("finish", finishArg)}}), agent.StopWallClock, 1},
 	}
 	for _, c := range cases {
@@ -357,7 +358,7 @@ func TestHumanApproval(t *testing.T) {
 	for _, approve := range []bool{true, false} {
 		t.Run(map[bool]string{true: "approve", false: "deny"}[approve], func(t *testing.T) {
 			p := testPolicy()
-			p.Tools.Write.Policy = app.ApprovalHuman
+			p.Tools.Write.Policy = policy.ApprovalHuman
 			p.Limits.Iterations = 2
 			h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
 				step(call("read_file", `{"path":"calc.go"}`), llmtest.Call{ID: "edit", Name: "edit_file", Arguments: fixArgs}),
@@ -412,7 +413,7 @@ func TestHumanApproval(t *testing.T) {
 // them to the model again.
 func TestSavedTranscriptKeepsImageDigestsOnly(t *testing.T) {
 	p := testPolicy()
-	p.Tools.Write.Policy = app.ApprovalHuman
+	p.Tools.Write.Policy = policy.ApprovalHuman
 	h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
 		step(llmtest.Call{ID: "edit", Name: "edit_file", Arguments: fixArgs}),
 		step(call("finish", finishArg)),
@@ -502,7 +503,7 @@ func TestDigestOldResults(t *testing.T) {
 // saved diff, so a resumed task and the report see them.
 func TestCommandWritesReachTheDiff(t *testing.T) {
 	p := testPolicy()
-	p.Tools.Shell = app.ToolRule{Policy: app.ApprovalAuto}
+	p.Tools.Shell = policy.ToolRule{Policy: policy.ApprovalAuto}
 	h := newHarness(t, llmtest.Script{Steps: []llmtest.Step{
 		step(call("run_command", `{"command":"echo generated > gen.txt"}`)),
 		step(call("edit_file", fixArgs), call("finish", finishArg)),

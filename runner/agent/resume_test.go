@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/queue"
 	"github.com/agentbot/agentbot/queue/redistest"
 	"github.com/agentbot/agentbot/runner/agent"
@@ -60,9 +61,9 @@ func runWorker(ctx context.Context, t testing.TB, w worker) (*agent.State, error
 	return a.Run(ctx)
 }
 
-func killPolicy() app.Policy {
+func killPolicy() policy.Policy {
 	p := testPolicy()
-	p.Tools.Shell = app.ToolRule{Policy: app.ApprovalAuto}
+	p.Tools.Shell = policy.ToolRule{Policy: policy.ApprovalAuto}
 	return p
 }
 

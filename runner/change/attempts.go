@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
 
@@ -36,7 +37,7 @@ func AttemptID(id string, n int) string { return fmt.Sprintf("%s-attempt-%d", id
 // attempts' models may be priced differently, so a fixed share would
 // leave a cheap model's unspent, and once the sum reaches cost_usd every
 // attempt stops.
-func AttemptPolicy(p app.Policy, i, n int) app.Policy {
+func AttemptPolicy(p policy.Policy, i, n int) policy.Policy {
 	if m := p.Model.Attempts; len(m) > 0 {
 		p.Model.Edit = m[i%len(m)]
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 )
 
@@ -55,20 +56,20 @@ func TestRankAttempts(t *testing.T) {
 }
 
 func TestAttemptPolicy(t *testing.T) {
-	limits := app.Limits{Iterations: 30, Tokens: 900_000, CostUSD: 10, WallClock: time.Hour, Attempts: 3}
+	limits := policy.Limits{Iterations: 30, Tokens: 900_000, CostUSD: 10, WallClock: time.Hour, Attempts: 3}
 	for _, tt := range []struct {
 		name  string
-		model app.Models
+		model policy.Models
 		want  []string // each attempt's model and temperature
 	}{
-		{"one model", app.Models{Edit: "gpt-4.1"}, []string{"gpt-4.1 default", "gpt-4.1 default", "gpt-4.1 default"}},
-		{"models in turn", app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}},
+		{"one model", policy.Models{Edit: "gpt-4.1"}, []string{"gpt-4.1 default", "gpt-4.1 default", "gpt-4.1 default"}},
+		{"models in turn", policy.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}},
 			[]string{"gpt-4.1 default", "o4-mini default", "gpt-4.1 default"}},
-		{"one temperature", app.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, []string{"gpt-4.1 0.2", "gpt-4.1 0.2", "gpt-4.1 0.2"}},
-		{"temperatures in turn, over the one", app.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}, Temperature: new(0.2), Temperatures: []float64{0, 0.7}},
+		{"one temperature", policy.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, []string{"gpt-4.1 0.2", "gpt-4.1 0.2", "gpt-4.1 0.2"}},
+		{"temperatures in turn, over the one", policy.Models{Edit: "gpt-4.1", Attempts: []string{"gpt-4.1", "o4-mini"}, Temperature: new(0.2), Temperatures: []float64{0, 0.7}},
 			[]string{"gpt-4.1 0", "o4-mini 0.7", "gpt-4.1 0"}},
 	} {
-		p := app.Policy{Model: tt.model, Limits: limits}
+		p := policy.Policy{Model: tt.model, Limits: limits}
 		var got []string
 		for i := range 3 {
 			a := AttemptPolicy(p, i, 3)
@@ -87,7 +88,7 @@ func TestAttemptPolicy(t *testing.T) {
 	}
 	// A task of one attempt keeps its policy, but for a first model and
 	// temperature named.
-	p := app.Policy{Model: app.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, Limits: limits}
+	p := policy.Policy{Model: policy.Models{Edit: "gpt-4.1", Temperature: new(0.2)}, Limits: limits}
 	if a := AttemptPolicy(p, 0, 1); a.Model.Edit != "gpt-4.1" || *a.Model.Temperature != 0.2 || a.Limits != p.Limits {
 		t.Errorf("one attempt: %+v %+v; want the policy as it is", a.Model, a.Limits)
 	}

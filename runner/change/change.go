@@ -30,6 +30,7 @@ import (
 	"sync"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/envcache"
@@ -72,7 +73,7 @@ type Change struct {
 	ID string
 	// Tree is the checkout, at the commit the change starts from.
 	Tree    *workspace.Workspace
-	Policy  app.Policy
+	Policy  policy.Policy
 	Sandbox sandbox.Sandboxes
 	// Setup is the policy's setup over Tree, with what the caller allows
 	// it: its hosts, its CA bundle, its registries (NewSetup, then the
@@ -92,7 +93,7 @@ type Change struct {
 	Task prompts.TaskData
 	Plan string
 	// OnPull says the change is to a pull request's head, whose
-	// reproduction default differs (app.Policy.ReproduceFor).
+	// reproduction default differs (policy.Policy.ReproduceFor).
 	OnPull bool
 	// Unproven, when set, says why a change that reproduced proves
 	// nothing all the same (a fix of a review's finding that altered the
@@ -157,7 +158,7 @@ type Attempt struct {
 	// proposed; Policy is the change's, with the attempt's model and
 	// budgets (AttemptPolicy).
 	Tree   *workspace.Workspace
-	Policy app.Policy
+	Policy policy.Policy
 	// Loop is the loop's end; nil when it never ran.
 	Loop *agent.State
 	// Gate is the gate's report; nil when the change never reached it.
@@ -217,7 +218,7 @@ type making struct {
 	env    *Prepared
 	fresh  Fresh
 	base   *Verification
-	mode   app.Reproduce
+	mode   policy.Reproduce
 	system string
 	text   string
 	mu     sync.Mutex // one Report at a time
@@ -277,7 +278,7 @@ func Make(ctx context.Context, c Change) (Result, error) {
 	}
 
 	m.mode = c.Policy.ReproduceFor(c.OnPull)
-	if m.system, m.text, err = Prompts(c.Tree.Root().FS(), c.Policy, m.mode != app.ReproduceOff, c.Task); err != nil {
+	if m.system, m.text, err = Prompts(c.Tree.Root().FS(), c.Policy, m.mode != policy.ReproduceOff, c.Task); err != nil {
 		return r, err
 	}
 	m.text += c.Plan
@@ -382,7 +383,7 @@ func (m *making) judge(ctx context.Context, at *Attempt) error {
 	case !v.Passed:
 		at.Ended = &Ended{Step: StepVerification, State: app.StateFailed, Reason: VerifyReason(&v)}
 		return nil
-	case m.mode == app.ReproduceOff:
+	case m.mode == policy.ReproduceOff:
 		return nil
 	}
 
@@ -441,7 +442,7 @@ func CannotRunOn(base Verification, ws *workspace.Workspace) *CannotRun {
 // *app.Error; err is any other failure. An empty change passes the gate
 // and is refused after the verification (NothingChanged), as the worker
 // refuses it when it commits.
-func Gate(ctx context.Context, ws *workspace.Workspace, p app.Policy) (report workspace.GateReport, refused, err error) {
+func Gate(ctx context.Context, ws *workspace.Workspace, p policy.Policy) (report workspace.GateReport, refused, err error) {
 	report, err = ws.Gate(ctx, p)
 	if _, user := errors.AsType[*app.Error](err); user {
 		return report, err, nil

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/llm"
@@ -22,14 +22,14 @@ import (
 // reproduce says that the change must come with a test that proves it.
 // Every loop — the worker's, agentbot run's and agentbot eval's — opens
 // with them.
-func Prompts(tree fs.FS, p app.Policy, reproduce bool, td prompts.TaskData) (system, text string, err error) {
+func Prompts(tree fs.FS, p policy.Policy, reproduce bool, td prompts.TaskData) (system, text string, err error) {
 	repo, err := prompts.LoadRepo(tree)
 	if err != nil {
 		return "", "", fmt.Errorf("read the repository for the prompt: %w", err)
 	}
-	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == app.ApprovalOff,
+	sd := prompts.SystemData{Checks: p.Checks, Paths: p.Paths, Limits: p.Limits, ShellOff: p.Tools.Shell.Policy == policy.ApprovalOff,
 		Reproduce: reproduce}
-	if p.Tools.Shell.Policy == app.ApprovalAllowlist {
+	if p.Tools.Shell.Policy == policy.ApprovalAllowlist {
 		sd.ShellAllow = p.Tools.Shell.Allow
 	}
 	if system, err = prompts.System(sd); err != nil {
@@ -59,7 +59,7 @@ type Tree interface {
 // driven to its end.
 type Loop struct {
 	Sandbox sandbox.Sandboxes
-	Policy  app.Policy
+	Policy  policy.Policy
 	Model   agent.Model
 	// Fast digests old context; nil means Model.
 	Fast agent.Model

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 )
@@ -24,7 +24,7 @@ type ProvedCheck struct {
 // so that each is seen to run or not; own says whether a path is the
 // repository's (CannotRunOf). "agentbot config init --verify" and
 // "/agent setup" prove the policy they propose with it.
-func ProveChecks(ctx context.Context, boxes sandbox.Sandboxes, prepared *Prepared, p app.Policy, dir, id string, own func(path string) bool) ([]ProvedCheck, error) {
+func ProveChecks(ctx context.Context, boxes sandbox.Sandboxes, prepared *Prepared, p policy.Policy, dir, id string, own func(path string) bool) ([]ProvedCheck, error) {
 	s := p.Sandbox
 	var proved []ProvedCheck
 	for rest := p.Checks; len(rest) > 0; {

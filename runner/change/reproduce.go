@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -28,8 +29,8 @@ import (
 // the change. Either way, that the tests pass with the change is the final
 // verification's verdict, which runs before.
 type Reproduction struct {
-	Mode app.Reproduce `json:"mode"`
-	Base string        `json:"base"` // the commit the tests ran on
+	Mode policy.Reproduce `json:"mode"`
+	Base string           `json:"base"` // the commit the tests ran on
 	// Files are the new and changed test files laid over the base.
 	Files []string `json:"files,omitempty"`
 	// Tests are the tests the change's lines lie in, or, for an existing
@@ -52,8 +53,8 @@ type Reproduction struct {
 // (gate) with its tests alone on ws's base, in fresh sandboxes named after
 // id, or takes base, the checks' run on the base before the loop (nil when
 // there was none), as the proof when the change touches no test. mode is
-// the policy's for this change (app.Policy.ReproduceFor).
-func (f Fresh) Reproduce(ctx context.Context, ws *workspace.Workspace, gate workspace.GateReport, base *Verification, mode app.Reproduce, id string) (*Reproduction, error) {
+// the policy's for this change (policy.Policy.ReproduceFor).
+func (f Fresh) Reproduce(ctx context.Context, ws *workspace.Workspace, gate workspace.GateReport, base *Verification, mode policy.Reproduce, id string) (*Reproduction, error) {
 	ct, err := ws.ChangedTests(ctx, gate)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (f Fresh) Reproduce(ctx context.Context, ws *workspace.Workspace, gate work
 // Refusal is the refusal of a change the policy requires to be reproduced
 // (quality.reproduce: required) and that rp does not reproduce, or nil.
 func (rp *Reproduction) Refusal() error {
-	if rp == nil || rp.Reproduced || rp.Mode != app.ReproduceRequired {
+	if rp == nil || rp.Reproduced || rp.Mode != policy.ReproduceRequired {
 		return nil
 	}
 	return app.Errorf(app.EPolicy, "The change is not reproduced: %s. The policy requires a test that fails on the base commit "+
@@ -128,7 +129,7 @@ func FailedTests(output string) []string {
 // the named Go tests, so that the base run fails for them and not for an
 // unrelated test. A line with shell syntax, quotes or its own -run is left
 // as written: rewriting it could change what it means.
-func NarrowChecks(checks []app.Check, tests []string) []app.Check {
+func NarrowChecks(checks []policy.Check, tests []string) []policy.Check {
 	out := slices.Clone(checks)
 	if len(tests) == 0 {
 		return out

@@ -4,12 +4,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 func TestNarrowChecks(t *testing.T) {
 	t.Parallel()
-	checks := []app.Check{
+	checks := []policy.Check{
 		{Name: "build", Run: "go build ./..."},
 		{Name: "test", Run: "go test -count=1 ./..."},
 		{Name: "spaced", Run: "  go   test ./pkg/..."},

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -30,7 +31,7 @@ type Setup struct {
 	Spec sandbox.Spec
 	// Policy is the policy's setup: its commands, their timeout, its
 	// network and its cache_key_files.
-	Policy app.Setup
+	Policy policy.Setup
 	// Private says that nobody trusts the tree (a pull request's head: its
 	// lock files are its author's): setup runs without network, and the
 	// environment Prepare builds is the caller's alone, never kept.
@@ -44,14 +45,14 @@ type Setup struct {
 	// network gets their variables (GOPROXY, PIP_INDEX_URL, …) and
 	// reaches their hosts, and the egress proxy adds their credentials,
 	// read from the worker's secrets as each setup starts.
-	Registries []app.Registry
+	Registries []policy.Registry
 	// Secrets holds the credentials a registry names by variable
 	// (credentials.env): the worker's environment as the command line
 	// read it, handed down rather than read here, so that what a setup
 	// may send is what the caller gave it. Nil: there are none.
 	Secrets func(name string) string
 	// MaxEnvBytes bounds the environment Prepare builds (the server
-	// config's setup.max_env_bytes; app.DefaultSetupMaxEnvBytes when
+	// config's setup.max_env_bytes; policy.DefaultSetupMaxEnvBytes when
 	// zero): its commands are stopped once the tree and $HOME grow past
 	// it, and an environment over it is refused, never kept.
 	MaxEnvBytes int64
@@ -73,7 +74,7 @@ type Setup struct {
 
 // NewSetup is policy p's setup, in a container named id over the tree at
 // dir on image, with the policy's limits and its network.
-func NewSetup(sb sandbox.Sandboxes, p app.Policy, id, dir, image string) Setup {
+func NewSetup(sb sandbox.Sandboxes, p policy.Policy, id, dir, image string) Setup {
 	return Setup{Sandbox: sb, Policy: p.Setup,
 		Spec: sandbox.Spec{TaskID: id, WorkTree: dir, Image: image,
 			CPUs: p.Sandbox.CPUs, Memory: p.Sandbox.Memory, Pids: p.Sandbox.Pids, MaxTreeGrowth: p.Sandbox.Disk, Network: p.Setup.Network}}
@@ -102,7 +103,7 @@ func (s Setup) Prepare(ctx context.Context, envs *envcache.Cache, owner envcache
 	if err != nil {
 		return nil, "", app.Errorf(app.EPolicy, "The prepared environment's key cannot be made: %v", err)
 	}
-	maxEnv := cmp.Or(s.MaxEnvBytes, app.DefaultSetupMaxEnvBytes)
+	maxEnv := cmp.Or(s.MaxEnvBytes, policy.DefaultSetupMaxEnvBytes)
 	env, err = envs.Prepare(ctx, envcache.Entry{Key: key, Owner: owner, Repo: repo, Image: s.Spec.Image, Files: files},
 		s.Spec.WorkTree, maxEnv, s.Private, func(home string) error {
 			s.Spec.Home = home

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
@@ -31,8 +31,8 @@ type Verification struct {
 	Container string           `json:"container"`
 	Checks    []tools.CheckRun `json:"checks"`
 	// NotRun are the checks after the first failure, which were not run.
-	NotRun []app.Check `json:"not_run,omitempty"`
-	Passed bool        `json:"passed"`
+	NotRun []policy.Check `json:"not_run,omitempty"`
+	Passed bool           `json:"passed"`
 	// LoopPassed is the loop's own last result: its last checks passed.
 	LoopPassed bool `json:"loop_passed"`
 }
@@ -47,7 +47,7 @@ const verifyOutputLimit = 12 << 10
 
 // VerifyChecks runs checks in order in a new sandbox of spec, which no one
 // else has used, stopping at the first that fails, and removes the sandbox.
-func VerifyChecks(ctx context.Context, d sandbox.Sandboxes, spec sandbox.Spec, checks []app.Check) (Verification, error) {
+func VerifyChecks(ctx context.Context, d sandbox.Sandboxes, spec sandbox.Spec, checks []policy.Check) (Verification, error) {
 	if len(checks) == 0 {
 		return Verification{}, errors.New("verify: the policy defines no checks")
 	}
@@ -87,7 +87,7 @@ func LoopPassed(st *agent.State) bool {
 // the prepared environment of their own.
 type Fresh struct {
 	Sandbox sandbox.Sandboxes
-	Policy  app.Policy
+	Policy  policy.Policy
 	// Env is the image and the environment the change's containers run
 	// on; nil runs on the Sandbox's image without an environment.
 	Env *Prepared
@@ -103,7 +103,7 @@ type Fresh struct {
 // Run makes a fresh tree of gated, a tree or commit of ws, sets it up and
 // runs checks over it in sandboxes named after id. A setup that fails is
 // the one check run, and none of checks is.
-func (f Fresh) Run(ctx context.Context, ws *workspace.Workspace, gated, id string, checks []app.Check) (Verification, error) {
+func (f Fresh) Run(ctx context.Context, ws *workspace.Workspace, gated, id string, checks []policy.Check) (Verification, error) {
 	// Without a kept environment, setup runs again over the fresh tree,
 	// and on the tree it ran on before the agent acted, never on the
 	// agent's: its commands may have the network.
@@ -167,7 +167,7 @@ func (f Fresh) Verify(ctx context.Context, ws *workspace.Workspace, gated, id st
 // after id, with the policy's limits: the agent's, the verification's and
 // the reproduction's, before Prepared.Spec adds the image and the
 // environment.
-func SandboxSpec(p app.Policy, id, dir string) sandbox.Spec {
+func SandboxSpec(p policy.Policy, id, dir string) sandbox.Spec {
 	s := p.Sandbox
 	return sandbox.Spec{TaskID: id, WorkTree: dir, CPUs: s.CPUs, Memory: s.Memory, Pids: s.Pids, MaxTreeGrowth: s.Disk}
 }

@@ -47,7 +47,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	makechange "github.com/agentbot/agentbot/runner/change"
@@ -141,7 +141,7 @@ func Run(ctx context.Context, s *Suite, cfg Config) (*Report, error) {
 	}
 	for _, t := range s.Tasks {
 		if cfg.model(t) == "" {
-			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, app.PolicyPath)
+			return nil, fmt.Errorf("task %s: no model: set model.edit in %s or name one", t.Name, policy.PolicyPath)
 		}
 	}
 	home, err := seedHome(ctx, cfg.Driver, cfg.Envs, cfg.Logger)

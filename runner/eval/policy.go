@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // DefaultCheckTimeout bounds each check given as a bare command.
@@ -18,40 +19,40 @@ const DefaultCheckTimeout = 15 * time.Minute
 // .github/agent.yml over the defaults when it has one, with checks, when
 // given, replacing the file's checks (named check1, check2, …). A policy
 // without checks is refused: nothing would say when the task is done.
-func LoadPolicy(dir string, checks []string) (app.Policy, error) {
-	return LoadPolicyFor(dir, app.DefaultServerConfig(), checks)
+func LoadPolicy(dir string, checks []string) (policy.Policy, error) {
+	return LoadPolicyFor(dir, policy.DefaultServerConfig(), checks)
 }
 
 // LoadPolicyFor is LoadPolicy under server's bounds and policy layer, as
 // "agentbot run --config" reads them.
-func LoadPolicyFor(dir string, server app.ServerConfig, checks []string) (app.Policy, error) {
-	var layers []*app.RawPolicy
-	file := filepath.Join(dir, filepath.FromSlash(app.PolicyPath))
+func LoadPolicyFor(dir string, server policy.ServerConfig, checks []string) (policy.Policy, error) {
+	var layers []*policy.RawPolicy
+	file := filepath.Join(dir, filepath.FromSlash(policy.PolicyPath))
 	data, err := os.ReadFile(file)
 	switch {
 	case err == nil:
-		raw, err := app.ParsePolicy(file, data)
+		raw, err := policy.ParsePolicy(file, data)
 		if err != nil {
-			return app.Policy{}, errors.New(app.ErrorMessage(err))
+			return policy.Policy{}, errors.New(app.ErrorMessage(err))
 		}
 		layers = append(layers, raw)
 	case !errors.Is(err, fs.ErrNotExist):
-		return app.Policy{}, err
+		return policy.Policy{}, err
 	}
-	p, err := app.BuildPolicy(server, layers...)
+	p, err := policy.BuildPolicy(server, layers...)
 	if err != nil {
-		return app.Policy{}, errors.New(app.ErrorMessage(err))
+		return policy.Policy{}, errors.New(app.ErrorMessage(err))
 	}
 	if len(checks) > 0 {
 		p.Checks = nil
 		for i, c := range checks {
-			p.Checks = append(p.Checks, app.Check{Name: fmt.Sprintf("check%d", i+1), Run: c, Timeout: DefaultCheckTimeout})
+			p.Checks = append(p.Checks, policy.Check{Name: fmt.Sprintf("check%d", i+1), Run: c, Timeout: DefaultCheckTimeout})
 		}
 	}
 	// The refusal suggests the checks of the checkout's kind (go.mod…).
 	has := func(name string) bool { _, err := os.Stat(filepath.Join(dir, name)); return err == nil }
 	if err := p.RequireChecksIn(has); err != nil {
-		return app.Policy{}, &NoChecksError{Message: app.ErrorMessage(err)}
+		return policy.Policy{}, &NoChecksError{Message: app.ErrorMessage(err)}
 	}
 	return p, nil
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
@@ -66,7 +66,7 @@ func seedHome(ctx context.Context, drv sandbox.Sandboxes, envs *envcache.Cache, 
 	}
 	// A cache of its own (envs nil) is this evaluation's alone: the seed is
 	// kept private. In a shared one, evaluations seeding at once copy it once.
-	env, err := cache.Prepare(ctx, envcache.Entry{Key: key, Owner: owner, Image: drv.Image()}, tree, app.DefaultSetupMaxEnvBytes, envs == nil,
+	env, err := cache.Prepare(ctx, envcache.Entry{Key: key, Owner: owner, Image: drv.Image()}, tree, policy.DefaultSetupMaxEnvBytes, envs == nil,
 		func(home string) error { return copySeed(ctx, drv, tree, home) })
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // The files of a task directory.
@@ -40,7 +40,7 @@ type Task struct {
 	Body  string
 	// Policy is the snapshot's own .github/agent.yml over the defaults, its
 	// checks replaced by the task's when task.yaml lists some.
-	Policy app.Policy
+	Policy policy.Policy
 	// Hidden are the commands run after the loop, in a fresh sandbox, once
 	// the files of the hidden directory are laid over the tree.
 	Hidden []string

@@ -17,7 +17,7 @@ func TestReadOnlySetOffersNoWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	s, err := tools.New(tools.Config{Root: root, Policy: policy(), ReadOnly: true})
+	s, err := tools.New(tools.Config{Root: root, Policy: testPolicy(), ReadOnly: true})
 	if err != nil {
 		t.Fatalf("a read-only set needs no runner: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestReadWriteSetNeedsARunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if _, err := tools.New(tools.Config{Root: root, Policy: policy()}); err == nil {
+	if _, err := tools.New(tools.Config{Root: root, Policy: testPolicy()}); err == nil {
 		t.Error("a set that may run commands was made without a runner")
 	}
 }

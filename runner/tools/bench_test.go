@@ -29,7 +29,7 @@ func largeTree(b *testing.B) string {
 // the sandbox before any container round trip.
 func BenchmarkSearch(b *testing.B) {
 	dir := largeTree(b)
-	s := newSet(b, dir, policy(), nil)
+	s := newSet(b, dir, testPolicy(), nil)
 	ctx := context.Background()
 	b.Run("tool", func(b *testing.B) {
 		for b.Loop() {

@@ -32,7 +32,7 @@ func TestNonRegularFilesAreRefused(t *testing.T) {
 	if err := syscall.Mknod(filepath.Join(dir, "sock"), syscall.S_IFSOCK|0o644, 0); err != nil {
 		t.Fatal(err)
 	}
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	cases := []struct {
 		name, tool string
 		args       map[string]string
@@ -85,7 +85,7 @@ func callWithin(t *testing.T, s *tools.Set, tool, arguments string) tools.Result
 func TestReadsEndWithTheContext(t *testing.T) {
 	t.Parallel()
 	dir := tree(t, map[string]string{"a.go": strings.Repeat("package a\n", 1000)})
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, call := range []struct{ tool, args string }{
@@ -112,7 +112,7 @@ func TestWritesThroughSymlinksAreJudgedWhereTheyLand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	blocked := []struct{ tool, args, want string }{
 		{"write_file", `{"path":"docs/workflows/x.yml","content":"on: push\n"}`, `docs/workflows/x.yml leads through a symlink to .github/workflows/x.yml, and .github/workflows/x.yml matches the denied path`},
 		{"edit_file", `{"path":"src/up/docs/workflows/ci.yml","old_string":"push","new_string":"pull_request_target"}`, "leads through a symlink to .github/workflows/ci.yml"},

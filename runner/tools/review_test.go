@@ -18,7 +18,7 @@ func TestReviewSetReportsFindings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	s, err := tools.New(tools.Config{Root: root, Policy: policy(), Review: true})
+	s, err := tools.New(tools.Config{Root: root, Policy: testPolicy(), Review: true})
 	if err != nil {
 		t.Fatalf("a review set needs no runner: %v", err)
 	}

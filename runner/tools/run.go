@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
 
@@ -190,9 +190,9 @@ func runCommand(ctx context.Context, s *Set, a runCommandArgs) Result {
 func (s *Set) commandRefused(cmd string) string {
 	rule := s.policy.Tools.Shell
 	switch rule.Policy {
-	case app.ApprovalAuto, app.ApprovalHuman:
+	case policy.ApprovalAuto, policy.ApprovalHuman:
 		return ""
-	case app.ApprovalAllowlist, "": // no rule allows nothing
+	case policy.ApprovalAllowlist, "": // no rule allows nothing
 		for _, g := range rule.Allow {
 			if cmd == g {
 				return ""

@@ -24,7 +24,7 @@ import (
 	"os"
 	"sort"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/sandbox"
 )
@@ -85,7 +85,7 @@ type CheckRun struct {
 // Config is what a Set needs.
 type Config struct {
 	Root   *os.Root // the work tree
-	Policy app.Policy
+	Policy policy.Policy
 	Runner Runner
 	// Originals are the base contents of the files already changed, from
 	// Set.Originals of an earlier run of the same task; nil on a fresh tree.
@@ -104,7 +104,7 @@ type Config struct {
 // loop runs one call at a time.
 type Set struct {
 	root   *os.Root
-	policy app.Policy
+	policy policy.Policy
 	runner Runner
 	limit  int
 	tools  map[string]*tool
@@ -154,10 +154,10 @@ func New(cfg Config) (*Set, error) {
 }
 
 // Approval returns the approval rule that applies to a call of the named tool.
-func (s *Set) Approval(name string) app.Approval {
+func (s *Set) Approval(name string) policy.Approval {
 	t, ok := s.tools[name]
 	if !ok {
-		return app.ApprovalAuto // an unknown tool is refused by Call itself
+		return policy.ApprovalAuto // an unknown tool is refused by Call itself
 	}
 	switch t.class {
 	case ClassWrite:
@@ -165,14 +165,14 @@ func (s *Set) Approval(name string) app.Approval {
 	case ClassShell:
 		return orAuto(s.policy.Tools.Shell.Policy)
 	}
-	return app.ApprovalAuto
+	return policy.ApprovalAuto
 }
 
 // orAuto reads an unset rule as auto, the default of a policy without a
 // tools section; shell defaults to the allowlist in app's defaults.
-func orAuto(a app.Approval) app.Approval {
+func orAuto(a policy.Approval) policy.Approval {
 	if a == "" {
-		return app.ApprovalAuto
+		return policy.ApprovalAuto
 	}
 	return a
 }
@@ -183,7 +183,7 @@ func (s *Set) Defs() []llm.Tool {
 	var defs []llm.Tool
 	for _, n := range s.order {
 		t := s.tools[n]
-		if s.Approval(n) == app.ApprovalOff {
+		if s.Approval(n) == policy.ApprovalOff {
 			continue
 		}
 		defs = append(defs, llm.Tool{Name: t.name, Description: t.desc, Parameters: json.RawMessage(t.schema)})
@@ -205,7 +205,7 @@ func (s *Set) Call(ctx context.Context, name, arguments string) Result {
 	if !ok {
 		return invalid("unknown tool %q; the tools are: %v", name, s.names())
 	}
-	if s.Approval(name) == app.ApprovalOff {
+	if s.Approval(name) == policy.ApprovalOff {
 		return invalid("tool %q is turned off by the repository's policy", name)
 	}
 	if arguments == "" {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
@@ -25,14 +25,14 @@ func tree(t testing.TB, files map[string]string) string {
 	return dir
 }
 
-func policy() app.Policy {
-	return app.Policy{
-		Checks: []app.Check{{Name: "test", Run: "test -f ok"}},
-		Paths:  app.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem"}},
-		Limits: app.Limits{DiffLines: 20, FilesChanged: 3},
-		Tools: app.Tools{
-			Write: app.ToolRule{Policy: app.ApprovalAuto},
-			Shell: app.ToolRule{Policy: app.ApprovalAllowlist, Allow: []string{"echo hello", "ls *"}},
+func testPolicy() policy.Policy {
+	return policy.Policy{
+		Checks: []policy.Check{{Name: "test", Run: "test -f ok"}},
+		Paths:  policy.Paths{Allow: []string{"**"}, Deny: []string{".github/workflows/**", "**/*.pem"}},
+		Limits: policy.Limits{DiffLines: 20, FilesChanged: 3},
+		Tools: policy.Tools{
+			Write: policy.ToolRule{Policy: policy.ApprovalAuto},
+			Shell: policy.ToolRule{Policy: policy.ApprovalAllowlist, Allow: []string{"echo hello", "ls *"}},
 		},
 	}
 }
@@ -40,7 +40,7 @@ func policy() app.Policy {
 // commands records what reached the runner.
 type commands struct{ ran []string }
 
-func newSet(t testing.TB, dir string, p app.Policy, log *commands) *tools.Set {
+func newSet(t testing.TB, dir string, p policy.Policy, log *commands) *tools.Set {
 	t.Helper()
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -92,7 +92,7 @@ var base = map[string]string{
 
 func TestReadTools(t *testing.T) {
 	dir := tree(t, base)
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	cases := []struct {
 		tool, args string
 		outcome    tools.Outcome
@@ -141,7 +141,7 @@ func TestReadTools(t *testing.T) {
 // arguments are errors the model reads, and change nothing.
 func TestBadCallsAreResults(t *testing.T) {
 	dir := tree(t, base)
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	cases := []struct{ tool, args, want string }{
 		{"read_file", `{"path": "main.go"`, "not valid JSON"},
 		{"delete_everything", `{}`, `unknown tool "delete_everything"`},
@@ -167,7 +167,7 @@ func TestBadCallsAreResults(t *testing.T) {
 
 func TestEditFile(t *testing.T) {
 	dir := tree(t, base)
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	ctx := context.Background()
 
 	r := s.Call(ctx, "edit_file", args(t, map[string]string{"path": "dup.txt", "old_string": "same", "new_string": "other"}))
@@ -213,7 +213,7 @@ func TestWritePolicy(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := tree(t, base)
-			s := newSet(t, dir, policy(), nil)
+			s := newSet(t, dir, testPolicy(), nil)
 			r := s.Call(context.Background(), c.tool, args(t, c.args))
 			if r.Outcome != tools.BlockedWrite || !strings.Contains(r.Output, c.want) || !strings.Contains(r.Output, "nothing was written") {
 				t.Fatalf("%s %q, want blocked with %q", r.Outcome, r.Output, c.want)
@@ -234,7 +234,7 @@ func TestWritePolicy(t *testing.T) {
 
 func TestApplyPatch(t *testing.T) {
 	dir := tree(t, base)
-	p := policy()
+	p := testPolicy()
 	p.Limits.FilesChanged = 10
 	s := newSet(t, dir, p, nil)
 	patch := `diff --git a/greet.go b/greet.go
@@ -294,7 +294,7 @@ new file mode 100644
 func TestRunCommandPolicy(t *testing.T) {
 	dir := tree(t, base)
 	var log commands
-	s := newSet(t, dir, policy(), &log)
+	s := newSet(t, dir, testPolicy(), &log)
 	ctx := context.Background()
 	cases := []struct {
 		cmd     string
@@ -317,8 +317,8 @@ func TestRunCommandPolicy(t *testing.T) {
 		t.Errorf("runner ran %q; refused commands must never reach it", log.ran)
 	}
 
-	off := policy()
-	off.Tools.Shell.Policy = app.ApprovalOff
+	off := testPolicy()
+	off.Tools.Shell.Policy = policy.ApprovalOff
 	s = newSet(t, dir, off, nil)
 	for _, d := range s.Defs() {
 		if d.Name == "run_command" {
@@ -332,8 +332,8 @@ func TestRunCommandPolicy(t *testing.T) {
 
 func TestChecksAndFinish(t *testing.T) {
 	dir := tree(t, base)
-	p := policy()
-	p.Checks = []app.Check{
+	p := testPolicy()
+	p.Checks = []policy.Check{
 		{Name: "build", Run: "true"},
 		{Name: "test", Run: "test -f ok || { echo 'FAIL: ok missing (0.01s)'; seq 1 20000; exit 1; }"},
 		{Name: "never", Run: "echo must not run; exit 1"},
@@ -368,7 +368,7 @@ func TestChecksAndFinish(t *testing.T) {
 }
 
 func TestSchemasAreJSON(t *testing.T) {
-	s := newSet(t, tree(t, nil), policy(), nil)
+	s := newSet(t, tree(t, nil), testPolicy(), nil)
 	defs := s.Defs()
 	if len(defs) != 10 {
 		t.Errorf("%d tools offered", len(defs))
@@ -389,14 +389,14 @@ func TestSchemasAreJSON(t *testing.T) {
 // against the base, not against the tree it finds.
 func TestResumeBudget(t *testing.T) {
 	dir := tree(t, base)
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	content := strings.Repeat("x\n", 15)
 	if r := s.Call(context.Background(), "write_file", args(t, map[string]string{"path": "a.txt", "content": content})); r.Outcome != tools.OK {
 		t.Fatal(r.Output)
 	}
 	root, _ := os.OpenRoot(dir)
 	defer root.Close()
-	s2, err := tools.New(tools.Config{Root: root, Policy: policy(), Runner: toolstest.HostRunner{Dir: dir}, Originals: s.Originals()})
+	s2, err := tools.New(tools.Config{Root: root, Policy: testPolicy(), Runner: toolstest.HostRunner{Dir: dir}, Originals: s.Originals()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +422,7 @@ func TestNewFilesBelongToTheTreeOwner(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	if r := s.Call(context.Background(), "write_file", `{"path":"a/b/new.go","content":"package b\n"}`); r.Outcome != tools.OK {
 		t.Fatal(r.Output)
 	}
@@ -441,8 +441,8 @@ func TestNewFilesBelongToTheTreeOwner(t *testing.T) {
 // writable, on top of the allowed paths.
 func TestWriteAllowlist(t *testing.T) {
 	dir := tree(t, base)
-	p := policy()
-	p.Tools.Write = app.ToolRule{Policy: app.ApprovalAllowlist, Allow: []string{"web/**"}}
+	p := testPolicy()
+	p.Tools.Write = policy.ToolRule{Policy: policy.ApprovalAllowlist, Allow: []string{"web/**"}}
 	s := newSet(t, dir, p, nil)
 	ctx := context.Background()
 	if r := s.Call(ctx, "write_file", `{"path":"web/new.ts","content":"export {}\n"}`); r.Outcome != tools.OK {
@@ -461,7 +461,7 @@ func TestWriteAllowlist(t *testing.T) {
 // stale file, whether the tools or a command changed it.
 func TestSearchSeesChanges(t *testing.T) {
 	dir := tree(t, base)
-	s := newSet(t, dir, policy(), nil)
+	s := newSet(t, dir, testPolicy(), nil)
 	ctx := context.Background()
 	find := func(pattern string) string {
 		return s.Call(ctx, "search", args(t, map[string]any{"pattern": pattern, "literal": true})).Output

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -87,7 +88,7 @@ func (s *Set) writable(p string) error {
 		return err
 	}
 	rule := s.policy.Tools.Write
-	if rule.Policy == app.ApprovalAllowlist && !matchAny(rule.Allow, p) {
+	if rule.Policy == policy.ApprovalAllowlist && !matchAny(rule.Allow, p) {
 		return app.Errorf(app.EPolicy, "%s is not in the write allowlist %q", p, rule.Allow)
 	}
 	return nil
@@ -358,7 +359,7 @@ func or(a, b string) string {
 // is measured as the diff it would leave behind, not as its own size.
 type budget struct {
 	root   *os.Root
-	limits app.Limits
+	limits policy.Limits
 	orig   map[string]*string  // base content; nil when the file did not exist
 	stats  map[string]fileStat // the current diff per file
 }
@@ -369,7 +370,7 @@ type fileStat struct {
 	changed bool // the content or the existence differs from the base
 }
 
-func newBudget(root *os.Root, limits app.Limits, originals map[string]*string) (*budget, error) {
+func newBudget(root *os.Root, limits policy.Limits, originals map[string]*string) (*budget, error) {
 	b := &budget{root: root, limits: limits, orig: map[string]*string{}, stats: map[string]fileStat{}}
 	maps.Copy(b.orig, originals)
 	for p, o := range b.orig {

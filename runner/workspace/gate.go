@@ -16,6 +16,7 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // Git's file modes as go-gitdiff reports them.
@@ -49,7 +50,7 @@ type GateReport struct {
 // files. Then, over the diff: every touched path (both sides of a rename)
 // against Paths, deny globs regardless of case; no protected path
 // (.github/, CODEOWNERS, the policy file) unless paths.allow names it
-// explicitly (see app.Paths.Check); no symlink at or above a denied path
+// explicitly (see policy.Paths.Check); no symlink at or above a denied path
 // and no change reached through one; the number of files and of lines
 // changed against Limits (a zero limit is no limit); no submodule (gitlink
 // or .gitmodules) and no nested repository; no symlink that is absolute or
@@ -63,7 +64,7 @@ type GateReport struct {
 // A violation is an *app.Error with code app.EPolicy naming each path and
 // rule; the report is returned either way. Only a passing Gate lets Commit
 // run, and Commit then commits the tree the gate checked.
-func (w *Workspace) Gate(ctx context.Context, policy app.Policy) (GateReport, error) {
+func (w *Workspace) Gate(ctx context.Context, policy policy.Policy) (GateReport, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.gated = ""
@@ -133,7 +134,7 @@ func (w *Workspace) Gate(ctx context.Context, policy app.Policy) (GateReport, er
 }
 
 // checkPath applies the rules that depend on a path alone.
-func checkPath(p app.Paths, name string) []string {
+func checkPath(p policy.Paths, name string) []string {
 	var v []string
 	if err := p.Check(name); err != nil {
 		v = append(v, app.ErrorMessage(err))
@@ -149,7 +150,7 @@ func checkPath(p app.Paths, name string) []string {
 // .github): such a symlink, when the change makes it, and any change under
 // the directory a symlink there leads to, since that content stands where
 // the rule looks. links maps every symlink of the new tree to its target.
-func guardedLinks(p app.Paths, files []*gitdiff.File, links map[string]string) []string {
+func guardedLinks(p policy.Paths, files []*gitdiff.File, links map[string]string) []string {
 	changed := map[string]bool{}
 	for _, f := range files {
 		if !f.IsDelete {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -23,18 +24,18 @@ func TestGate(t *testing.T) {
 		"inner":           "->src",
 		"keys":            "->docs", // a directory link that denyPem2 guards
 	})
-	defaults, err := app.BuildPolicy(app.ServerConfig{})
+	defaults, err := policy.BuildPolicy(policy.ServerConfig{})
 	mustDo(t, err)
-	layer, err := app.ParsePolicy("agent.yml", []byte("paths: {allow: [\"**\", \".github/**\", \"**/CODEOWNERS\"], deny: []}\n"))
+	layer, err := policy.ParsePolicy("agent.yml", []byte("paths: {allow: [\"**\", \".github/**\", \"**/CODEOWNERS\"], deny: []}\n"))
 	mustDo(t, err)
-	reallowed, err := app.BuildPolicy(app.ServerConfig{}, layer)
+	reallowed, err := policy.BuildPolicy(policy.ServerConfig{}, layer)
 	mustDo(t, err)
-	denyPem2 := app.Policy{Paths: app.Paths{Allow: []string{"**"}, Deny: []string{"keys/*.pem", "vault/*.key"}}}
-	srcOnly := app.Policy{Paths: app.Paths{Allow: []string{"src/**"}}}
-	denyPem := app.Policy{Paths: app.Paths{Allow: []string{"**"}, Deny: []string{"**/*.pem", "**/.env*"}}}
-	withLimits := func(files, lines int) app.Policy {
+	denyPem2 := policy.Policy{Paths: policy.Paths{Allow: []string{"**"}, Deny: []string{"keys/*.pem", "vault/*.key"}}}
+	srcOnly := policy.Policy{Paths: policy.Paths{Allow: []string{"src/**"}}}
+	denyPem := policy.Policy{Paths: policy.Paths{Allow: []string{"**"}, Deny: []string{"**/*.pem", "**/.env*"}}}
+	withLimits := func(files, lines int) policy.Policy {
 		p := allowAll
-		p.Limits = app.Limits{FilesChanged: files, DiffLines: lines}
+		p.Limits = policy.Limits{FilesChanged: files, DiffLines: lines}
 		return p
 	}
 	many := map[string]string{}
@@ -46,7 +47,7 @@ func TestGate(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		policy app.Policy
+		policy policy.Policy
 		change func(t *testing.T, w *workspace.Workspace)
 		want   []string // substrings of the refusal; none: the gate passes
 	}{
@@ -88,7 +89,7 @@ func TestGate(t *testing.T) {
 		{"change through a denied symlink", denyPem2, write(map[string]string{"docs/id.pem": "k\n"}),
 			[]string{`docs/id.pem is reached through the symlink keys, which stands at the denied path "keys/*.pem"`}},
 		{"change beside a denied symlink", denyPem2, write(map[string]string{"src/b.go": "package a\n"}), nil},
-		{"workflow allowed explicitly", app.Policy{Paths: app.Paths{Allow: []string{".github/workflows/**", "**"}}},
+		{"workflow allowed explicitly", policy.Policy{Paths: policy.Paths{Allow: []string{".github/workflows/**", "**"}}},
 			write(map[string]string{".github/workflows/ci.yml": "on: push\n"}), nil},
 		{"submodule configuration", allowAll, write(map[string]string{".gitmodules": "[submodule \"x\"]\n\tpath = x\n\turl = https://example.com/x\n"}),
 			[]string{".gitmodules may not change"}},

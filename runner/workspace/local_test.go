@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 	"github.com/agentbot/agentbot/runner/workspace/workspacetest"
@@ -56,7 +56,7 @@ func TestLocalIsACheckoutTheGateJudges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, err := app.BuildPolicy(app.DefaultServerConfig())
+	p, err := policy.BuildPolicy(policy.DefaultServerConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

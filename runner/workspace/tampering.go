@@ -9,13 +9,14 @@ import (
 	"github.com/bluekeyes/go-gitdiff/gitdiff"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 // TamperingOf lists the files of a diff made by Diff that a reviewer must
 // see before trusting passing checks: tests, inputs of the checks and CI
 // configuration, with the test functions the diff removes and the skips it
 // adds. checks are the policy's checks, whose command lines name scripts.
-func TamperingOf(diff string, checks []app.Check) (app.Tampering, error) {
+func TamperingOf(diff string, checks []policy.Check) (app.Tampering, error) {
 	files, _, err := gitdiff.Parse(strings.NewReader(diff))
 	if err != nil {
 		return app.Tampering{}, err
@@ -24,7 +25,7 @@ func TamperingOf(diff string, checks []app.Check) (app.Tampering, error) {
 }
 
 // tampering is TamperingOf over a parsed diff.
-func tampering(files []*gitdiff.File, checks []app.Check) app.Tampering {
+func tampering(files []*gitdiff.File, checks []policy.Check) app.Tampering {
 	named := checkInputs(checks)
 	var t app.Tampering
 	for _, f := range files {
@@ -136,7 +137,7 @@ func namedBy(named map[string]bool, lower string) bool {
 // command lines name: "./scripts/test.sh", "bash ci/run.sh", "-c tox.ini".
 // A word is taken as a path when it has a slash or a dot and no shell or
 // glob syntax; naming too much only lists a file more.
-func checkInputs(checks []app.Check) map[string]bool {
+func checkInputs(checks []policy.Check) map[string]bool {
 	named := map[string]bool{}
 	for _, c := range checks {
 		for _, word := range strings.FieldsFunc(c.Run, func(r rune) bool {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -38,8 +39,8 @@ func TestGateReportsTampering(t *testing.T) {
 		"docs/readme.md":    "more docs\n",
 		"lint/rules.toml":   "strict = false\n",
 	})
-	policy := app.Policy{Paths: app.Paths{Allow: []string{"**", "CODEOWNERS"}},
-		Checks: []app.Check{{Name: "test", Run: "sh ./scripts/check.sh && make test"}, {Name: "lint", Run: "ruff lint/"}}}
+	policy := policy.Policy{Paths: policy.Paths{Allow: []string{"**", "CODEOWNERS"}},
+		Checks: []policy.Check{{Name: "test", Run: "sh ./scripts/check.sh && make test"}, {Name: "lint", Run: "ruff lint/"}}}
 	rep, err := w.Gate(t.Context(), policy)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/workspace"
 	"github.com/agentbot/agentbot/runner/workspace/workspacetest"
@@ -71,7 +72,7 @@ func (e *env) repo(t *testing.T, name string, files map[string]string) string {
 	return e.srv.CreateRepo(t, name, func(dir string) { ostest.WriteTree(t, dir, files) })
 }
 
-var allowAll = app.Policy{Paths: app.Paths{Allow: []string{"**"}}}
+var allowAll = policy.Policy{Paths: policy.Paths{Allow: []string{"**"}}}
 
 var author = workspace.Signature{Name: "agentbot", Email: "agentbot@example.com"}
 

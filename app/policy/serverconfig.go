@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/bmatcuk/doublestar/v4"
 )
 
@@ -24,7 +25,7 @@ type ServerConfig struct {
 	// SetupAllowHosts are the only hosts setup's network reaches, through
 	// the worker's egress proxy; every other connection is refused and
 	// reported.
-	SetupAllowHosts []AllowHost
+	SetupAllowHosts []app.AllowHost
 	// SetupRegistries are the package registries setup's commands use,
 	// reached without being listed in SetupAllowHosts.
 	SetupRegistries []Registry
@@ -190,7 +191,7 @@ func ParseServerConfig(name string, data []byte) (ServerConfig, error) {
 		c.SetupNetwork = *raw.Setup.AllowNetwork
 	}
 	for i, h := range raw.Setup.AllowHosts {
-		a, err := ParseAllowHost(h)
+		a, err := app.ParseAllowHost(h)
 		if err != nil {
 			fail(fmt.Sprintf("setup.allow_hosts[%d]", i), "%v", err)
 			continue
@@ -367,7 +368,7 @@ func (c ServerConfig) AllowsRepo(repo string) error {
 			return nil
 		}
 	}
-	return Errorf(EPolicy, "agentbot is not enabled for %s on this server; its operator lists the repositories it serves", repo)
+	return app.Errorf(app.EPolicy, "agentbot is not enabled for %s on this server; its operator lists the repositories it serves", repo)
 }
 
 func imageAllowed(globs []string, image string) bool {

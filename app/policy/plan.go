@@ -1,4 +1,4 @@
-package app
+package policy
 
 // PlanMode says whether a fix writes a plan before it changes anything.
 type PlanMode string

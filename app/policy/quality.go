@@ -1,4 +1,4 @@
-package app
+package policy
 
 // Reproduce says whether a fix must first show the problem it fixes: a new
 // or changed test that fails on the base commit and passes with the change.

@@ -1,8 +1,10 @@
-package app
+package policy
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 func TestPlanPolicy(t *testing.T) {
@@ -22,10 +24,10 @@ func TestPlanPolicy(t *testing.T) {
 		}
 	}
 	_, err := build("quality:\n  plan: ask\n")
-	if msg := ErrorMessage(err); ErrorCode(err) != EInvalid || !strings.Contains(msg, "quality.plan") || !strings.Contains(msg, `"ask" is not one of off, show, approve`) {
+	if msg := app.ErrorMessage(err); app.ErrorCode(err) != app.EInvalid || !strings.Contains(msg, "quality.plan") || !strings.Contains(msg, `"ask" is not one of off, show, approve`) {
 		t.Errorf("a bad plan mode: %v; want a clear error naming the field", err)
 	}
-	if _, err := build("quality:\n  plan: [show]\n"); ErrorCode(err) != EInvalid {
+	if _, err := build("quality:\n  plan: [show]\n"); app.ErrorCode(err) != app.EInvalid {
 		t.Errorf("a plan mode of the wrong type: %v; want refused", err)
 	}
 }

@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 // openServer is a server config that bounds nothing, so that a test sees
@@ -40,7 +42,7 @@ func parseString(t *testing.T, name, yaml string) *RawPolicy {
 }
 
 func TestDesignExample(t *testing.T) {
-	p, err := BuildPolicy(openServer(), readPolicy(t, "testdata/policy/valid/design-example.yml"))
+	p, err := BuildPolicy(openServer(), readPolicy(t, "testdata/valid/design-example.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +63,8 @@ func TestDesignExample(t *testing.T) {
 			Shell: ToolRule{Policy: ApprovalAllowlist, Allow: []string{"go test ./...", "go vet ./...", "make lint"}},
 		},
 		Model:       Models{Edit: "plugsky-coder", Fast: "plugsky-coder-fast"},
-		PullRequest: PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment", SignedCommits: true, CIFollowups: 2},
-		Review: ReviewPolicy{Auto: ReviewAutoOff, Paths: []string{}, MinSeverity: SeverityMedium, MaxComments: 5, BlockOn: BlockNone,
+		PullRequest: app.PullRequestSpec{BranchPrefix: "agent/", Labels: []string{"agent"}, Reviewers: []string{}, OnFailure: "comment", SignedCommits: true, CIFollowups: 2},
+		Review: ReviewPolicy{Auto: ReviewAutoOff, Paths: []string{}, MinSeverity: app.SeverityMedium, MaxComments: 5, BlockOn: BlockNone,
 			Limits: Limits{Iterations: 20, Tokens: 1000000, CostUSD: 5, WallClock: 30 * time.Minute}},
 		Source: PolicyPath,
 	}
@@ -72,7 +74,7 @@ func TestDesignExample(t *testing.T) {
 }
 
 func TestEveryKeySet(t *testing.T) {
-	p, err := BuildPolicy(openServer(), readPolicy(t, "testdata/policy/valid/full.yml"))
+	p, err := BuildPolicy(openServer(), readPolicy(t, "testdata/valid/full.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,9 +96,9 @@ func TestEveryKeySet(t *testing.T) {
 		},
 		Model: Models{Edit: "big-model", Fast: "small-model", Vision: true, Attempts: []string{"big-model", "other-model"},
 			Temperature: new(0.2), Temperatures: []float64{0, 0.7, 1}},
-		PullRequest: PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
+		PullRequest: app.PullRequestSpec{Draft: true, BranchPrefix: "bot/", Labels: []string{"bot", "needs-review"}, Reviewers: []string{"octocat"}, OnFailure: "draft_pr", SignedCommits: false},
 		Quality:     Quality{Reproduce: ReproduceRequired, Plan: PlanApprove},
-		Review: ReviewPolicy{Auto: ReviewAutoPushed, Drafts: true, Paths: []string{"src/**"}, MinSeverity: SeverityHigh, MaxComments: 3, BlockOn: BlockProven,
+		Review: ReviewPolicy{Auto: ReviewAutoPushed, Drafts: true, Paths: []string{"src/**"}, MinSeverity: app.SeverityHigh, MaxComments: 3, BlockOn: BlockProven,
 			Limits: Limits{Iterations: 8, Tokens: 200000, CostUSD: 1.5, WallClock: 20 * time.Minute}},
 		Source: PolicyPath,
 	}
@@ -139,15 +141,15 @@ func TestBuiltinDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Source != "built-in defaults" || p.Sandbox.Image != "agentbot-sandbox:dev" || p.Setup.Network ||
-		p.Trigger.Command != DefaultCommand || len(p.Checks) != 0 || p.Tools.Shell.Policy != ApprovalAuto {
+		p.Trigger.Command != app.DefaultCommand || len(p.Checks) != 0 || p.Tools.Shell.Policy != ApprovalAuto {
 		t.Errorf("defaults: %+v", p)
 	}
 }
 
 // TestBrokenFiles checks the exact message of every kind of mistake; the
-// files in testdata/policy/invalid are checked against testdata/policy/server.yml.
+// files in testdata/invalid are checked against testdata/server.yml.
 func TestBrokenFiles(t *testing.T) {
-	server, err := LoadServerConfig("testdata/policy/server.yml")
+	server, err := LoadServerConfig("testdata/server.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,16 +204,16 @@ func TestBrokenFiles(t *testing.T) {
 		}},
 		{"syntax.yml", []string{`.github/agent.yml:2: not valid YAML: did not find expected ',' or '}'`}},
 	}
-	files, err := filepath.Glob("testdata/policy/invalid/*.yml")
+	files, err := filepath.Glob("testdata/invalid/*.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) != len(tests) {
-		t.Errorf("%d files in testdata/policy/invalid, %d cases: every broken file needs its message checked", len(files), len(tests))
+		t.Errorf("%d files in testdata/invalid, %d cases: every broken file needs its message checked", len(files), len(tests))
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata/policy/invalid", tt.file))
+			data, err := os.ReadFile(filepath.Join("testdata/invalid", tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,10 +224,10 @@ func TestBrokenFiles(t *testing.T) {
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			if code := ErrorCode(err); code != EInvalid {
-				t.Errorf("code %q, want %q", code, EInvalid)
+			if code := app.ErrorCode(err); code != app.EInvalid {
+				t.Errorf("code %q, want %q", code, app.EInvalid)
 			}
-			if got, want := ErrorMessage(err), strings.Join(tt.want, "\n"); got != want {
+			if got, want := app.ErrorMessage(err), strings.Join(tt.want, "\n"); got != want {
 				t.Errorf("message:\n%s\nwant:\n%s", got, want)
 			}
 		})
@@ -282,7 +284,7 @@ func TestMergeErrorsNameTheirFile(t *testing.T) {
 	want := "acme/.github:.github/agent.yml:1: tools.shell.policy: allowlist needs at least one entry in tools.shell.allow\n" +
 		"acme/.github:.github/agent.yml:2: limits.iterations: 40 is above this server's cap of 25\n" +
 		"acme/app:.github/agent.yml:2: limits.iterations: 30 is above this server's cap of 25"
-	if got := ErrorMessage(err); got != want {
+	if got := app.ErrorMessage(err); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
@@ -315,12 +317,12 @@ func TestCaps(t *testing.T) {
 
 	r = parseString(t, PolicyPath, "limits: {cost_usd: 1.51}\n")
 	_, err = BuildPolicy(server, r)
-	if got, want := ErrorMessage(err), ".github/agent.yml:1: limits.cost_usd: 1.51 is above this server's cap of 1.5"; got != want {
+	if got, want := app.ErrorMessage(err), ".github/agent.yml:1: limits.cost_usd: 1.51 is above this server's cap of 1.5"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	r = parseString(t, PolicyPath, "sandbox: {disk: 1GiB}\n")
 	_, err = BuildPolicy(server, r)
-	if got, want := ErrorMessage(err), ".github/agent.yml:1: sandbox.disk: 1GiB is above this server's cap of 512MiB"; got != want {
+	if got, want := app.ErrorMessage(err), ".github/agent.yml:1: sandbox.disk: 1GiB is above this server's cap of 512MiB"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
@@ -333,7 +335,7 @@ checks:
   - {name: slow, run: make slow, timeout: 20m}
 `)
 	_, err := BuildPolicy(openServer(), r)
-	if got, want := ErrorMessage(err), ".github/agent.yml:5: checks[1].timeout: 20m is longer than sandbox.timeout (5m), which bounds the whole agent phase"; got != want {
+	if got, want := app.ErrorMessage(err), ".github/agent.yml:5: checks[1].timeout: 20m is longer than sandbox.timeout (5m), which bounds the whole agent phase"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	r = parseString(t, PolicyPath, "sandbox: {timeout: 5m}\nchecks: [{name: quick, run: make quick}]\n")
@@ -349,7 +351,7 @@ func TestRequireChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = p.RequireChecks()
-	if ErrorCode(err) != EPolicy {
+	if app.ErrorCode(err) != app.EPolicy {
 		t.Fatalf("RequireChecks without checks: %v", err)
 	}
 	intro := "agentbot needs to know when a task is done, and this repository defines no checks. " +
@@ -361,7 +363,7 @@ func TestRequireChecks(t *testing.T) {
 	nodeChecks := "```yaml\nchecks:\n  - {name: test, run: \"npm test\", timeout: 15m}\n```"
 	want := intro + "For example:\n\nfor a Go module:\n\n" + goChecks + "\n\nfor a Python package:\n\n" + pyChecks +
 		"\n\nfor a Node package:\n\n" + nodeChecks
-	if got := ErrorMessage(err); got != want {
+	if got := app.ErrorMessage(err); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 
@@ -378,7 +380,7 @@ func TestRequireChecks(t *testing.T) {
 		{files("package.json"), intro + "For this Node package (package.json):\n\n" + nodeChecks},
 		{files("Makefile"), want},
 	} {
-		if got := ErrorMessage(p.RequireChecksIn(tt.files)); got != tt.want {
+		if got := app.ErrorMessage(p.RequireChecksIn(tt.files)); got != tt.want {
 			t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
 		}
 	}
@@ -432,11 +434,11 @@ func errorText(err error) string {
 	if err == nil {
 		return ""
 	}
-	return ErrorMessage(err)
+	return app.ErrorMessage(err)
 }
 
 func FuzzParsePolicy(f *testing.F) {
-	for _, dir := range []string{"testdata/policy/valid", "testdata/policy/invalid"} {
+	for _, dir := range []string{"testdata/valid", "testdata/invalid"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.yml"))
 		for _, file := range files {
 			data, err := os.ReadFile(file)
@@ -453,12 +455,12 @@ func FuzzParsePolicy(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParsePolicy(PolicyPath, data)
 		if err != nil {
-			if ErrorMessage(err) == "Internal error." {
+			if app.ErrorMessage(err) == "Internal error." {
 				t.Fatalf("a broken file must be explained: %v", err)
 			}
 			return
 		}
-		if _, err := BuildPolicy(server, r); err != nil && ErrorCode(err) != EInvalid {
+		if _, err := BuildPolicy(server, r); err != nil && app.ErrorCode(err) != app.EInvalid {
 			t.Fatalf("BuildPolicy: %v", err)
 		}
 	})
@@ -470,7 +472,7 @@ func TestManyProblemsAreCut(t *testing.T) {
 		fmt.Fprintf(&b, "key%d: x\n", i)
 	}
 	_, err := ParsePolicy(PolicyPath, []byte(b.String()))
-	lines := strings.Split(ErrorMessage(err), "\n")
+	lines := strings.Split(app.ErrorMessage(err), "\n")
 	if len(lines) != maxReported+1 || lines[len(lines)-1] != "… and 5 more problems" {
 		t.Errorf("%d lines, last %q", len(lines), lines[len(lines)-1])
 	}
@@ -479,7 +481,7 @@ func TestManyProblemsAreCut(t *testing.T) {
 // BenchmarkLoadPolicy measures what a worker does per task with a policy
 // already fetched: parse the org's and the repo's files, then merge them.
 func BenchmarkLoadPolicy(b *testing.B) {
-	data, err := os.ReadFile("testdata/policy/valid/design-example.yml")
+	data, err := os.ReadFile("testdata/valid/design-example.yml")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -538,7 +540,7 @@ func TestReproduceLockedByTheServer(t *testing.T) {
 		t.Errorf("the operator's reproduce: %q; want required", got)
 	}
 	_, err = BuildPolicy(server, parseString(t, PolicyPath, "version: 1\nquality: {reproduce: off}\n"))
-	if want := ".github/agent.yml:2: quality.reproduce: is fixed by this server's operator and cannot be set here; remove it"; ErrorMessage(err) != want {
+	if want := ".github/agent.yml:2: quality.reproduce: is fixed by this server's operator and cannot be set here; remove it"; app.ErrorMessage(err) != want {
 		t.Errorf("a repository turning it off: %v; want %q", err, want)
 	}
 }
@@ -589,7 +591,7 @@ func TestPolicyAttempts(t *testing.T) {
 		if err == nil {
 			_, err = BuildPolicy(server, r)
 		}
-		if got := ErrorMessage(err); got != tt.want {
+		if got := app.ErrorMessage(err); got != tt.want {
 			t.Errorf("%q: got %q, want %q", tt.file, got, tt.want)
 		}
 	}

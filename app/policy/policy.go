@@ -1,8 +1,9 @@
-package app
+package policy
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 // PolicyPath is where a repository keeps its policy, on the default branch.
@@ -17,7 +18,7 @@ const MaxPolicySize = 256 << 10
 // validate" both call it, so that they refuse the same files.
 func CheckPolicySize(name string, size int64) error {
 	if size > MaxPolicySize {
-		return Errorf(EInvalid, "%s is %d bytes; a policy may have at most %d.", name, size, MaxPolicySize)
+		return app.Errorf(app.EInvalid, "%s is %d bytes; a policy may have at most %d.", name, size, MaxPolicySize)
 	}
 	return nil
 }
@@ -36,7 +37,7 @@ type Policy struct {
 	Limits      Limits
 	Tools       Tools
 	Model       Models
-	PullRequest PullRequestSpec
+	PullRequest app.PullRequestSpec
 	Quality     Quality
 	Review      ReviewPolicy
 	// Source names the files the policy was merged from, lowest first, as
@@ -148,25 +149,4 @@ type Models struct {
 	// Temperatures are the attempts' temperatures, in turn, in place of
 	// Temperature; empty means Temperature for every attempt.
 	Temperatures []float64
-}
-
-// PullRequestSpec says how the agent's pull requests look.
-type PullRequestSpec struct {
-	Draft        bool
-	BranchPrefix string
-	Labels       []string
-	Reviewers    []string
-	OnFailure    string // "comment" (default) or "draft_pr"
-	// SignedCommits makes the agent's commits through GitHub's Git
-	// database API, which GitHub signs as the App's; false pushes them
-	// over git, unsigned.
-	SignedCommits bool
-	// CIFollowups bounds the follow-ups that the repository's failing CI
-	// starts on one of the agent's pull requests; 0 turns them off.
-	CIFollowups int
-}
-
-// Branch returns the deterministic branch name for a task on an issue.
-func (s PullRequestSpec) Branch(number int, slug string) string {
-	return fmt.Sprintf("%s%d-%s", s.BranchPrefix, number, slug)
 }

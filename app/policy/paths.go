@@ -1,10 +1,11 @@
-package app
+package policy
 
 import (
 	"path"
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/bmatcuk/doublestar/v4"
 )
 
@@ -34,10 +35,10 @@ var protectedPaths = []protectedPath{
 // .GitHub/Workflows, would; allow globs match as written.
 func (p Paths) Check(name string) error {
 	if g, ok := p.denied(name); ok {
-		return Errorf(EPolicy, "%s matches the denied path %q", name, g)
+		return app.Errorf(app.EPolicy, "%s matches the denied path %q", name, g)
 	}
 	if pp, ok := protected(name); ok && !p.names(pp, name) {
-		return Errorf(EPolicy, "%s may not be changed because %s; paths.allow must name it explicitly (a glob containing %q) for the agent to change it",
+		return app.Errorf(app.EPolicy, "%s may not be changed because %s; paths.allow must name it explicitly (a glob containing %q) for the agent to change it",
 			name, pp.why, pp.anchor)
 	}
 	for _, g := range p.Allow {
@@ -45,7 +46,7 @@ func (p Paths) Check(name string) error {
 			return nil
 		}
 	}
-	return Errorf(EPolicy, "%s is outside the allowed paths %q", name, p.Allow)
+	return app.Errorf(app.EPolicy, "%s is outside the allowed paths %q", name, p.Allow)
 }
 
 // denied returns the deny glob that matches name, ignoring case.

@@ -1,9 +1,11 @@
-package app
+package policy
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 func TestReviewPolicyDefaults(t *testing.T) {
@@ -12,7 +14,7 @@ func TestReviewPolicyDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := p.Review
-	if r.Auto != ReviewAutoOff || r.Drafts || len(r.Paths) != 0 || r.MinSeverity != SeverityMedium || r.MaxComments != 5 || r.BlockOn != BlockNone {
+	if r.Auto != ReviewAutoOff || r.Drafts || len(r.Paths) != 0 || r.MinSeverity != app.SeverityMedium || r.MaxComments != 5 || r.BlockOn != BlockNone {
 		t.Errorf("review defaults: %+v", r)
 	}
 	if l := p.ReviewLimits(); l.Iterations != 20 || l.WallClock != 30*time.Minute || l.DiffLines != p.Limits.DiffLines || l.Attempts != 1 {
@@ -35,17 +37,17 @@ review:
 		t.Fatal(err)
 	}
 	r := p.Review
-	if r.Auto != ReviewAutoOff || !r.Drafts || r.MinSeverity != SeverityLow || r.MaxComments != 3 || r.BlockOn != BlockProven || p.ReviewLimits().Iterations != 7 {
+	if r.Auto != ReviewAutoOff || !r.Drafts || r.MinSeverity != app.SeverityLow || r.MaxComments != 3 || r.BlockOn != BlockProven || p.ReviewLimits().Iterations != 7 {
 		t.Errorf("review: %+v", r)
 	}
 	if !r.Touches([]string{"README.md", "src/a/b.go"}) || r.Touches([]string{"README.md"}) {
 		t.Errorf("review.paths [src/**] matched wrongly")
 	}
-	if !r.Posts(SeverityLow, true) || !r.Posts(SeverityLow, false) {
+	if !r.Posts(app.SeverityLow, true) || !r.Posts(app.SeverityLow, false) {
 		t.Errorf("min_severity low refuses a low finding")
 	}
-	p.Review.MinSeverity = SeverityMedium
-	if p.Review.Posts(SeverityLow, false) || !p.Review.Posts(SeverityLow, true) || !p.Review.Posts(SeverityHigh, false) {
+	p.Review.MinSeverity = app.SeverityMedium
+	if p.Review.Posts(app.SeverityLow, false) || !p.Review.Posts(app.SeverityLow, true) || !p.Review.Posts(app.SeverityHigh, false) {
 		t.Errorf("min_severity medium: unproven low posted, or proven low or unproven high not posted")
 	}
 }
@@ -74,12 +76,12 @@ func TestReviewPolicyErrors(t *testing.T) {
 }
 
 func TestParseReview(t *testing.T) {
-	for body, want := range map[string]Parsed{
-		"/agent review":                         {Action: Run, Verb: VerbReview},
-		"/agent Review focus on the retry loop": {Action: Run, Verb: VerbReview, Instructions: "focus on the retry loop"},
-		"> /agent review":                       {Action: Ignore, Reason: "no /agent command"},
+	for body, want := range map[string]app.Parsed{
+		"/agent review":                         {Action: app.Run, Verb: app.VerbReview},
+		"/agent Review focus on the retry loop": {Action: app.Run, Verb: app.VerbReview, Instructions: "focus on the retry loop"},
+		"> /agent review":                       {Action: app.Ignore, Reason: "no /agent command"},
 	} {
-		if got := ParseCommand(body, ""); got != want {
+		if got := app.ParseCommand(body, ""); got != want {
 			t.Errorf("ParseCommand(%q) = %+v; want %+v", body, got, want)
 		}
 	}

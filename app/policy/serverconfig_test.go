@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"net/netip"
@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 func TestServerConfigExample(t *testing.T) {
-	c, err := LoadServerConfig("../deploy/server.example.yaml")
+	c, err := LoadServerConfig("../../deploy/server.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +22,7 @@ func TestServerConfigExample(t *testing.T) {
 		Images:              []string{"agentbot-sandbox:*", "golang:1.2*"},
 		DefaultImage:        "agentbot-sandbox:dev",
 		SetupNetwork:        true,
-		SetupAllowHosts:     []AllowHost{{Host: "10.0.0.5", Port: 8081}},
+		SetupAllowHosts:     []app.AllowHost{{Host: "10.0.0.5", Port: 8081}},
 		SetupMaxEnvBytes:    8 << 30,
 		SetupInternalRanges: []netip.Prefix{netip.MustParsePrefix("34.118.224.0/20")},
 		Max: Caps{
@@ -37,7 +39,7 @@ func TestServerConfigExample(t *testing.T) {
 			{Name: "infra", Per: PerRepository, Only: []string{"acme/infra-*"}, Window: 7 * 24 * time.Hour, Tokens: 20000000},
 			{Name: "per requester, monthly", Per: PerRequester, USD: 40},
 		},
-		Source:          "../deploy/server.example.yaml",
+		Source:          "../../deploy/server.example.yaml",
 		defaultImageSet: true,
 	}
 	if c.Policy == nil {
@@ -61,7 +63,7 @@ func TestServerConfigExample(t *testing.T) {
 
 	// The design's example policy is within the example's bounds once it
 	// stops setting what the example locks.
-	r := readPolicy(t, "testdata/policy/valid/design-example.yml")
+	r := readPolicy(t, "testdata/valid/design-example.yml")
 	r.Paths.Deny = nil
 	delete(r.lines, "paths.deny")
 	p, err := BuildPolicy(c, r)
@@ -113,7 +115,7 @@ func TestLoadServerConfigDefaults(t *testing.T) {
 	if !reflect.DeepEqual(c, DefaultServerConfig()) {
 		t.Errorf("no file: %+v", c)
 	}
-	if _, err := LoadServerConfig("testdata/policy/no-such-file.yml"); err == nil {
+	if _, err := LoadServerConfig("testdata/no-such-file.yml"); err == nil {
 		t.Error("a missing file must be an error, not the defaults")
 	}
 	// A file that sets only caps keeps the other defaults.
@@ -182,7 +184,7 @@ func TestAllowsRepo(t *testing.T) {
 		}
 	}
 	err := c.AllowsRepo("other/two")
-	if want := "agentbot is not enabled for other/two on this server; its operator lists the repositories it serves"; ErrorMessage(err) != want || ErrorCode(err) != EPolicy {
+	if want := "agentbot is not enabled for other/two on this server; its operator lists the repositories it serves"; app.ErrorMessage(err) != want || app.ErrorCode(err) != app.EPolicy {
 		t.Errorf("got %v", err)
 	}
 	if err := (ServerConfig{}).AllowsRepo("any/repo"); err != nil {
@@ -191,7 +193,7 @@ func TestAllowsRepo(t *testing.T) {
 }
 
 func FuzzParseServerConfig(f *testing.F) {
-	for _, file := range []string{"../deploy/server.example.yaml", "testdata/policy/server.yml"} {
+	for _, file := range []string{"../../deploy/server.example.yaml", "testdata/server.yml"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -202,7 +204,7 @@ func FuzzParseServerConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseServerConfig("server.yaml", data)
 		if err != nil {
-			if ErrorCode(err) != EInvalid {
+			if app.ErrorCode(err) != app.EInvalid {
 				t.Fatalf("a broken server config must be explained: %v", err)
 			}
 			return

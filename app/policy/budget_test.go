@@ -1,9 +1,11 @@
-package app
+package policy
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 func TestParseBudgetsErrors(t *testing.T) {
@@ -70,7 +72,7 @@ func TestBudgetApplies(t *testing.T) {
 			t.Errorf("%+v applies to %+v: %v, want %v", tt.budget, tt.subject, got, tt.want)
 		}
 	}
-	task := Task{InstallationID: 7, Repo: "acme/infra-live", Requester: "ada"}
+	task := app.Task{InstallationID: 7, Repo: "acme/infra-live", Requester: "ada"}
 	if got := TaskSubjects(task, 70); len(got) != 2 || got[0].Key() != "installation:7" || got[1].Key() != "repository:70" {
 		t.Errorf("subjects of a task without a requester id: %+v; want its installation and repository only", got)
 	}

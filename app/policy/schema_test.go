@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ func yamlToJSON(t *testing.T, data []byte) any {
 
 func TestSchemaAcceptsValidFiles(t *testing.T) {
 	s, _ := compilePolicySchema(t)
-	files, err := filepath.Glob("testdata/policy/valid/*.yml")
+	files, err := filepath.Glob("testdata/valid/*.yml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no valid policy files: %v", err)
 	}
@@ -118,7 +118,7 @@ func TestSchemaAcceptsValidFiles(t *testing.T) {
 func TestSchemaRefusesBrokenShapes(t *testing.T) {
 	s, _ := compilePolicySchema(t)
 	for _, name := range []string{"unknown-key.yml", "wrong-type.yml", "bad-duration.yml", "bad-size.yml", "bad-approval.yml", "bad-temperature.yml"} {
-		data, err := os.ReadFile(filepath.Join("testdata/policy/invalid", name))
+		data, err := os.ReadFile(filepath.Join("testdata/invalid", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,11 @@
-package app
+package policy
 
 import (
 	"cmp"
 	"fmt"
 	"strings"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 // Starter is what a repository of one kind would start its policy with:
@@ -71,14 +73,14 @@ func (p Policy) RequireChecksIn(has func(name string) bool) error {
 	fmt.Fprintf(&b, "agentbot needs to know when a task is done, and this repository defines no checks. "+
 		"Add a `checks:` list to `%s` on the default branch (or to the organisation's `.github` repository), "+
 		"fastest first; a task is done when all of them pass; `agentbot config init` writes a starter file, "+
-		"and `%s setup` on an issue proposes one in a pull request, proved in the sandbox. ", PolicyPath, cmp.Or(p.Trigger.Command, DefaultCommand))
+		"and `%s setup` on an issue proposes one in a pull request, proved in the sandbox. ", PolicyPath, cmp.Or(p.Trigger.Command, app.DefaultCommand))
 	if s, ok := DetectStarter(has); ok {
 		fmt.Fprintf(&b, "For this %s (%s):\n\n```yaml\n%s```", s.Kind, s.Markers[0], s.ChecksYAML())
-		return Errorf(EPolicy, "%s", b.String())
+		return app.Errorf(app.EPolicy, "%s", b.String())
 	}
 	b.WriteString("For example:")
 	for _, s := range starters() {
 		fmt.Fprintf(&b, "\n\nfor a %s:\n\n```yaml\n%s```", s.Kind, s.ChecksYAML())
 	}
-	return Errorf(EPolicy, "%s", b.String())
+	return app.Errorf(app.EPolicy, "%s", b.String())
 }

@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/bmatcuk/doublestar/v4"
 )
 
@@ -78,7 +79,7 @@ func (s BudgetSubject) String() string {
 // repository (repoID, known once the repository is read) and its
 // requester. A subject whose id is unknown (0) is left out: a task queued
 // before requesters' ids were kept counts against no requester's budget.
-func TaskSubjects(t Task, repoID int64) []BudgetSubject {
+func TaskSubjects(t app.Task, repoID int64) []BudgetSubject {
 	owner, _, _ := strings.Cut(t.Repo, "/")
 	all := []BudgetSubject{
 		{Scope: PerInstallation, ID: t.InstallationID, Name: owner},

@@ -1,22 +1,23 @@
-package app_test
+package policy_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/app/policy"
 )
 
 func TestPathsCheck(t *testing.T) {
-	defaults, err := app.BuildPolicy(app.ServerConfig{})
+	defaults, err := policy.BuildPolicy(policy.ServerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := defaults.Paths
-	open := app.Paths{Allow: []string{"**"}}
-	reallow := app.Paths{Allow: []string{"**", ".github/workflows/**", "docs/CODEOWNERS"}}
+	open := policy.Paths{Allow: []string{"**"}}
+	reallow := policy.Paths{Allow: []string{"**", ".github/workflows/**", "docs/CODEOWNERS"}}
 	tests := []struct {
-		paths app.Paths
+		paths policy.Paths
 		name  string
 		want  string // substring of the refusal; "" when allowed
 	}{
@@ -35,9 +36,9 @@ func TestPathsCheck(t *testing.T) {
 		{reallow, "docs/CODEOWNERS", ""},
 		{reallow, "CODEOWNERS", "it decides who must review"},
 		{reallow, ".github/ISSUE_TEMPLATE/bug.md", "paths.allow must name it explicitly"},
-		{app.Paths{Allow: []string{".github/**"}}, ".github/agent.yml", "agentbot's policy"},
-		{app.Paths{Allow: []string{".github/agent.yml"}}, ".github/agent.yml", ""},
-		{app.Paths{Allow: []string{"src/**"}}, "docs/a.md", "outside the allowed paths"},
+		{policy.Paths{Allow: []string{".github/**"}}, ".github/agent.yml", "agentbot's policy"},
+		{policy.Paths{Allow: []string{".github/agent.yml"}}, ".github/agent.yml", ""},
+		{policy.Paths{Allow: []string{"src/**"}}, "docs/a.md", "outside the allowed paths"},
 	}
 	for _, tc := range tests {
 		err := tc.paths.Check(tc.name)
@@ -51,7 +52,7 @@ func TestPathsCheck(t *testing.T) {
 }
 
 func TestPathsGuardsBelow(t *testing.T) {
-	p := app.Paths{Allow: []string{"**"}, Deny: []string{"**/*.pem", "secrets/*/key", "conf/{a,b/c}/x", ".github/**"}}
+	p := policy.Paths{Allow: []string{"**"}, Deny: []string{"**/*.pem", "secrets/*/key", "conf/{a,b/c}/x", ".github/**"}}
 	tests := map[string]bool{
 		".github": true, ".GitHub": true, "secrets": true, "secrets/prod": true, "secrets/prod/key": true,
 		"secrets/prod/key/more": false, "conf": true, "conf/b": true, "src": false, "docs": false, "a.pem": true,
@@ -62,10 +63,10 @@ func TestPathsGuardsBelow(t *testing.T) {
 		}
 	}
 	// Naming .github/** leaves the policy file below it protected.
-	if _, got := (app.Paths{Allow: []string{"**", ".github/**"}}).GuardsBelow(".github"); !got {
+	if _, got := (policy.Paths{Allow: []string{"**", ".github/**"}}).GuardsBelow(".github"); !got {
 		t.Error(".github is not guarded, although the policy file below it is protected")
 	}
-	if g, got := (app.Paths{Allow: []string{"**", ".github/**", ".github/agent.yml"}}).GuardsBelow(".github"); got {
+	if g, got := (policy.Paths{Allow: []string{"**", ".github/**", ".github/agent.yml"}}).GuardsBelow(".github"); got {
 		t.Errorf(".github is guarded by %q, although paths.allow names everything below it", g)
 	}
 }

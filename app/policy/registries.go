@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"encoding/base64"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentbot/agentbot/app"
 )
 
 // Registry is one entry of the server config's setup.registries: the
@@ -19,10 +21,10 @@ type Registry struct {
 	URL       *url.URL
 	// Host is URL's host and port (the scheme's port when it names none):
 	// the only destination Credentials are sent to.
-	Host AllowHost
+	Host app.AllowHost
 	// Hosts are other hosts the registry sends its clients to (a file
 	// server, a checksum database); they get no credentials.
-	Hosts []AllowHost
+	Hosts []app.AllowHost
 	// SumDB and NoSumDB are Go's GOSUMDB and GONOSUMDB, "" when the
 	// operator says nothing.
 	SumDB   string
@@ -98,7 +100,7 @@ func parseRegistry(ecosystem, path string, raw rawRegistry, dir string, fail fun
 		r.URL, r.Host = u, host
 	}
 	for i, h := range raw.Hosts {
-		a, err := ParseAllowHost(h)
+		a, err := app.ParseAllowHost(h)
 		if err != nil {
 			bad(fmt.Sprintf("hosts[%d]", i), "%v", err)
 			continue
@@ -137,32 +139,32 @@ func parseRegistry(ecosystem, path string, raw rawRegistry, dir string, fail fun
 // registryURL checks a registry's address: http or https, a host, and
 // neither credentials (they belong in credentials:, read by the worker
 // alone) nor a query.
-func registryURL(s string) (*url.URL, AllowHost, error) {
+func registryURL(s string) (*url.URL, app.AllowHost, error) {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		return nil, AllowHost{}, fmt.Errorf("%q is not a URL: %v", s, err)
+		return nil, app.AllowHost{}, fmt.Errorf("%q is not a URL: %v", s, err)
 	case u.Scheme != "https" && u.Scheme != "http":
-		return nil, AllowHost{}, fmt.Errorf("%q: write an http:// or https:// URL", s)
+		return nil, app.AllowHost{}, fmt.Errorf("%q: write an http:// or https:// URL", s)
 	case u.User != nil:
-		return nil, AllowHost{}, fmt.Errorf("%q holds credentials, which would reach every setup container: name a file or variable under credentials instead", u.Redacted())
+		return nil, app.AllowHost{}, fmt.Errorf("%q holds credentials, which would reach every setup container: name a file or variable under credentials instead", u.Redacted())
 	case u.Host == "" || u.RawQuery != "" || u.Fragment != "":
-		return nil, AllowHost{}, fmt.Errorf("%q: write the registry's address with a host and no query", s)
+		return nil, app.AllowHost{}, fmt.Errorf("%q: write the registry's address with a host and no query", s)
 	}
 	authority := u.Host
 	if u.Port() == "" {
 		authority = u.Host + ":" + map[string]string{"http": "80", "https": "443"}[u.Scheme]
 	}
-	host, err := ParseAllowHost(authority)
+	host, err := app.ParseAllowHost(authority)
 	if err != nil {
-		return nil, AllowHost{}, err
+		return nil, app.AllowHost{}, err
 	}
 	return u, host, nil
 }
 
 // sumDBHost is the host GOSUMDB's value reaches: "off", a name
 // (sum.golang.org, sum.golang.org+key) or a name and key with its URL.
-func sumDBHost(s string) (*AllowHost, error) {
+func sumDBHost(s string) (*app.AllowHost, error) {
 	if s == "off" {
 		return nil, nil
 	}
@@ -176,7 +178,7 @@ func sumDBHost(s string) (*AllowHost, error) {
 	} else {
 		name, _, _ = strings.Cut(name, "+")
 	}
-	h, err := ParseAllowHost(name)
+	h, err := app.ParseAllowHost(name)
 	if err != nil {
 		return nil, fmt.Errorf("%q is not \"off\", a checksum database's name or name+key URL: %v", s, err)
 	}
@@ -241,8 +243,8 @@ func (c RegistryCredentials) Authorization(getenv func(string) string) (string, 
 
 // AllowedHosts are the destinations setup reaches for r: its own host and
 // the others it names.
-func (r Registry) AllowedHosts() []AllowHost {
-	return append([]AllowHost{r.Host}, r.Hosts...)
+func (r Registry) AllowedHosts() []app.AllowHost {
+	return append([]app.AllowHost{r.Host}, r.Hosts...)
 }
 
 // Env are the variables that point r's ecosystem's package managers at it.

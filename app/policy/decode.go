@@ -1,4 +1,4 @@
-package app
+package policy
 
 import (
 	"bytes"
@@ -10,13 +10,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentbot/agentbot/app"
 	"go.yaml.in/yaml/v3"
 )
 
 // A policy or server file is decoded by walking yaml.v3's node tree against
 // the raw types rather than by yaml.Decoder with KnownFields(true): the
 // decoder is just as strict, but it names Go types instead of the field the
-// admin wrote ("field lable not found in type app.RawTrigger") and stops at
+// admin wrote ("field lable not found in type policy.RawTrigger") and stops at
 // the first structural error. The walk reports every unknown key, wrong type
 // and repeated key with its file, line and dotted path, and remembers the
 // line of every value so that later checks (globs, caps) can point at it.
@@ -62,7 +63,7 @@ func fieldErrors(errs []fieldError) error {
 	if n := len(errs) - maxReported; n > 0 {
 		lines = append(lines, fmt.Sprintf("… and %d more problems", n))
 	}
-	return &Error{Code: EInvalid, Message: strings.Join(lines, "\n")}
+	return &app.Error{Code: app.EInvalid, Message: strings.Join(lines, "\n")}
 }
 
 // yamlWalker walks one YAML document into a raw struct.
