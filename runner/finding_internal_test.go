@@ -49,3 +49,28 @@ func TestFindingText(t *testing.T) {
 		})
 	}
 }
+
+// A finding repeated by a later review (same file, and the same title or
+// the same test, wherever the lines moved) is not posted again; another
+// finding in the same file, or the same title in another file, is.
+func TestRepeatsAnOpenFinding(t *testing.T) {
+	test := &tools.FindingTest{Path: "stats_test.go", Content: "package stats\n"}
+	open := []reviewed{{Finding: tools.Finding{Path: "stats.go", Line: 12, Title: "Mean divides by zero", Test: test}, CommentID: 7}}
+	for _, c := range []struct {
+		f    tools.Finding
+		want bool
+	}{
+		{tools.Finding{Path: "stats.go", Line: 30, Title: " mean divides by zero "}, true},
+		{tools.Finding{Path: "stats.go", Line: 30, Title: "Mean fails on an empty slice", Test: &tools.FindingTest{Path: test.Path, Content: test.Content}}, true},
+		{tools.Finding{Path: "stats.go", Line: 12, Title: "Sum overflows"}, false},
+		{tools.Finding{Path: "stats.go", Line: 12, Title: "Sum overflows", Test: &tools.FindingTest{Path: test.Path, Content: "package stats // other\n"}}, false},
+		{tools.Finding{Path: "mean.go", Line: 12, Title: "Mean divides by zero"}, false},
+	} {
+		if got := repeats(open, c.f); got != c.want {
+			t.Errorf("repeats(%+v) = %v; want %v", c.f, got, c.want)
+		}
+	}
+	if repeats(nil, open[0].Finding) {
+		t.Error("a finding repeats one when none is open")
+	}
+}

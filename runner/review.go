@@ -112,10 +112,13 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		}
 	}
 	tk.prog.Review = rv
-	if err := r.proveAll(ctx, tk, ws, rv); err != nil {
+	if err := r.recheck(ctx, tk, ws, prior); err != nil {
 		return err
 	}
-	if err := r.recheck(ctx, tk, ws, prior); err != nil {
+	// A finding whose thread is still open is not posted again, nor
+	// proven again: the thread already says it.
+	rv.Findings = slices.DeleteFunc(rv.Findings, func(f reviewed) bool { return repeats(rv.Carried, f.Finding) })
+	if err := r.proveAll(ctx, tk, ws, rv); err != nil {
 		return err
 	}
 	return r.postReview(ctx, tk, st, diff)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -80,6 +82,20 @@ func (p *priorReview) open() []reviewed {
 	return out
 }
 
+// repeats reports whether f says again what one of the open findings of
+// earlier reviews says: about the same file, under the same title or
+// with the same test. Lines move between pushes; a file, a title and a
+// test do not.
+func repeats(open []reviewed, f tools.Finding) bool {
+	return slices.ContainsFunc(open, func(o reviewed) bool {
+		if o.Path != f.Path {
+			return false
+		}
+		sameTest := o.Test != nil && f.Test != nil && o.Test.Path == f.Test.Path && o.Test.Content == f.Test.Content
+		return sameTest || strings.EqualFold(strings.TrimSpace(o.Title), strings.TrimSpace(f.Title))
+	})
+}
+
 // failedOnHead reports whether f's test failed on the head it was
 // posted for: a test worth running again.
 func failedOnHead(f reviewed) bool {
@@ -117,6 +133,9 @@ func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace,
 		}
 		c := rechecked{CommentID: f.CommentID, Dismissed: thread.Resolved || slices.Contains(dismissed, f.ReviewID)}
 		if !thread.Resolved && failedOnHead(f) && prior.head != ws.Base() {
+			if err := r.proofEnv(ctx, tk, ws); err != nil {
+				return err
+			}
 			if c.Fixed, err = r.testAgain(ctx, tk, ws, f, thread.ID, fmt.Sprintf("%s-again%d", tk.ID, i+1)); err != nil {
 				return err
 			}
