@@ -3,11 +3,11 @@ GO        ?= go
 BIN       := bin/agentbot
 IMAGE     ?= agentbot-sandbox:dev
 # Test binaries without DWARF: linking them is a tenth of the suite's CPU,
-# and a quarter less of it without; stack traces do not need it. Four
-# packages at once (-p; the default is the core count): the end-to-end
-# packages mostly wait on Docker, and two of them would otherwise hold
-# both slots while every other package waits to link and run.
-GOFLAGS_T ?= -count=1 -timeout 25m -ldflags=-w -p 4
+# and a quarter less of it without; stack traces do not need it. make test
+# runs two go test at once (deploy/test-race.sh), each with the default of
+# a package per core: four packages at once on two cores. More starves
+# the tests' 500 ms Redis deadlines under the race detector.
+GOFLAGS_T ?= -count=1 -timeout 25m -ldflags=-w
 
 .PHONY: build test demo deps test-deps sandbox-image sandbox-images bench lint eval
 
