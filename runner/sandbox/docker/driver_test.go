@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
 
@@ -394,41 +396,14 @@ func TestCancellationRemovesContainer(t *testing.T) {
 // answer to the create.
 func TestLostCreateLeavesNothing(t *testing.T) {
 	// Not parallel: it sets DOCKER_HOST.
-	sandboxtest.RequireDocker(t)
-	engine, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer engine.Close()
 	var created atomic.Int32
-	proxy := &httputil.ReverseProxy{
-		Rewrite:   func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
-		Transport: engine.HTTPClient().Transport,
-		ModifyResponse: func(r *http.Response) error {
-			if r.Request.Method == http.MethodPost && strings.HasSuffix(r.Request.URL.Path, "/containers/create") && r.StatusCode == http.StatusCreated {
-				created.Add(1)
-				return errors.New("answer lost")
-			}
-			return nil
-		},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-		},
-	}
-	dir, err := os.MkdirTemp("", "engine") // short: a socket's path has 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	l, err := net.Listen("unix", filepath.Join(dir, "sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: proxy}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() }) // after the driver's, which goes through it
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "sock"))
-
+	engine := proxyEngine(t, func(r *http.Response) error {
+		if r.Request.Method == http.MethodPost && strings.HasSuffix(r.Request.URL.Path, "/containers/create") && r.StatusCode == http.StatusCreated {
+			created.Add(1)
+			return errors.New("answer lost")
+		}
+		return nil
+	})
 	d := sandboxtest.NewDriver(t)
 	tmp := t.TempDir()
 	home := sandbox.Overlay{Target: sandbox.Home, Lower: ownedDir(t, filepath.Join(tmp, "lower")),
@@ -699,4 +674,72 @@ func diskUsage(t *testing.T, root string) int64 {
 		t.Fatal(err)
 	}
 	return total
+}
+
+// proxyEngine puts a proxy in front of the Docker engine for the rest of
+// the test (DOCKER_HOST: the test cannot be parallel) whose answers pass
+// through modify, where an error loses the answer; it returns a client of
+// the engine itself, behind the proxy.
+func proxyEngine(t *testing.T, modify func(*http.Response) error) *client.Client {
+	t.Helper()
+	sandboxtest.RequireDocker(t)
+	engine, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	proxy := &httputil.ReverseProxy{
+		Rewrite:        func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
+		Transport:      engine.HTTPClient().Transport,
+		ModifyResponse: modify,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		},
+	}
+	dir, err := os.MkdirTemp("", "engine") // short: a socket's path has 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	l, err := net.Listen("unix", filepath.Join(dir, "sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() }) // after the driver's, which goes through it
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "sock"))
+	return engine
+}
+
+// A bridge network removed between the engine's list and its inspection
+// (another task's setup network ending) is no longer the host's: a worker
+// starting then goes on with the others' gateways instead of stopping.
+func TestBridgeGatewaysSkipANetworkRemovedMeanwhile(t *testing.T) {
+	// Not parallel: it sets DOCKER_HOST.
+	var id atomic.Pointer[string]
+	var gone atomic.Int32
+	engine := proxyEngine(t, func(r *http.Response) error {
+		if n := id.Load(); n != nil && r.Request.Method == http.MethodGet && strings.HasSuffix(r.Request.URL.Path, "/networks/"+*n) {
+			gone.Add(1)
+			r.StatusCode, r.Status = http.StatusNotFound, "404 Not Found"
+			r.Body = io.NopCloser(strings.NewReader(`{"message":"network ` + *n + ` not found"}`))
+			r.ContentLength = -1
+			r.Header.Del("Content-Length")
+		}
+		return nil
+	})
+	created, err := engine.NetworkCreate(t.Context(), "agentbot-gone-"+strings.ToLower(rand.Text()[:8]), network.CreateOptions{Driver: "bridge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.NetworkRemove(context.Background(), created.ID) })
+	id.Store(&created.ID)
+	gws, err := sandboxtest.NewDriver(t).BridgeGateways(t.Context())
+	if err != nil {
+		t.Fatalf("BridgeGateways with a network gone meanwhile: %v", err)
+	}
+	if gone.Load() != 1 || len(gws) == 0 {
+		t.Errorf("the gone network inspected %d times, gateways found %q; want it once, and the default bridge's", gone.Load(), gws)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/agentbot/agentbot/runner/sandbox"
@@ -92,6 +93,9 @@ func (d *Driver) BridgeGateways(ctx context.Context) ([]string, error) {
 			continue
 		}
 		info, err := d.cli.NetworkInspect(ctx, n.ID, network.InspectOptions{})
+		if cerrdefs.IsNotFound(err) {
+			continue // removed since the list (a task's setup network ending): no gateway of the host's now
+		}
 		if err != nil {
 			return nil, fmt.Errorf("inspect Docker network %s: %w", n.Name, err)
 		}
