@@ -106,10 +106,17 @@ func (r *Runner) goOn(ctx context.Context, tk *task, id string) (*task, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A follow-up reads again what it addresses (a review's comments,
+		// failing CI, a finding and its test): the paused task read it
+		// before it paused, and its answers and reproduction depend on it.
 		if ok {
-			if err := r.work(ctx, ptk, tg); err != nil {
-				return nil, err
-			}
+			ok, err = r.followUp(ctx, ptk)
+		}
+		if ok && err == nil {
+			err = r.work(ctx, ptk, tg)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return ptk, nil

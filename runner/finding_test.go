@@ -17,7 +17,8 @@ import (
 // review's inline comment is a fix whose task is the finding and its test,
 // and whose reproduction is that test on the pull request's head. On a
 // person's pull request it is a new pull request against the branch; on
-// agentbot's own, a commit on it.
+// agentbot's own, a commit on it. A fix paused for an approval is the
+// finding's still once approved.
 func TestFixInAFindingsThread(t *testing.T) {
 	t.Parallel()
 	fixed := "return float64(Sum(xs)) / float64(len(xs))"
@@ -28,14 +29,20 @@ func TestFixInAFindingsThread(t *testing.T) {
 		name, head string
 		own        bool
 		test       string // the test file the model writes
+		approved   bool   // writes wait for an approver (tools.write: human)
 	}{
-		{"person", "mean", false, meanTest},
-		{"agent", "agent/9-simplify-mean", true, meanTest},
-		{"test altered", "mean", false, weakened},
+		{"person", "mean", false, meanTest, false},
+		{"agent", "agent/9-simplify-mean", true, meanTest, false},
+		{"test altered", "mean", false, weakened, false},
+		{"approved", "mean", false, meanTest, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			w := newWorld(t, reviewPolicy, llmtest.Script{Steps: []llmtest.Step{
+			pol := reviewPolicy
+			if c.approved {
+				pol += "tools: {write: human}\n"
+			}
+			w := newWorld(t, pol, llmtest.Script{Steps: []llmtest.Step{
 				// The review.
 				{ToolCalls: []llmtest.Call{finding(t, "medium", "stats.go", meanLine, "Mean divides in integers", "mean_review_test.go", meanTest)}},
 				{ToolCalls: []llmtest.Call{finishReview("Mean now truncates.")}},
@@ -72,6 +79,20 @@ func TestFixInAFindingsThread(t *testing.T) {
 			w.store.add(tk)
 			if err := w.runner.ProcessTask(t.Context(), tk); err != nil {
 				t.Fatal(err)
+			}
+			if c.approved {
+				if r := w.store.record("F1"); r.State != app.StateAwaitingApproval {
+					t.Fatalf("the fix ended %s (%s); want it waiting for approval", r.State, r.Step)
+				}
+				if err := w.sim.SetPermission(repo, "grace", "maintain"); err != nil { // an approver
+					t.Fatal(err)
+				}
+				for _, id := range []string{"A1", "A2"} { // the test file, then stats.go
+					approve := w.commandOn(t, id, pr, "grace", app.VerbApprove, func(tk *app.Task) { tk.IsPR = true })
+					if err := w.runner.ProcessTask(t.Context(), approve); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			if r := w.store.record("F1"); r.State != app.StateSucceeded {
 				t.Fatalf("the fix ended %s (%s)", r.State, r.Step)
