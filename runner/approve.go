@@ -106,17 +106,12 @@ func (r *Runner) goOn(ctx context.Context, tk *task, id string) (*task, error) {
 		if err != nil {
 			return nil, err
 		}
-		// A follow-up reads again what it addresses (a review's comments,
-		// failing CI, a finding and its test): the paused task read it
-		// before it paused, and its answers and reproduction depend on it.
+		// A follow-up reads again what it addresses: the paused task read
+		// it before it paused, and its answers and reproduction depend on it.
 		if ok {
-			ok, err = r.followUp(ctx, ptk)
-		}
-		if ok && err == nil {
-			err = r.work(ctx, ptk, tg)
-		}
-		if err != nil {
-			return nil, err
+			if err := r.followUpAndWork(ctx, ptk, tg); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return ptk, nil

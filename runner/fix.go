@@ -27,12 +27,19 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 		return err
 	}
 	tk.rep.phase(ctx, "admission")
-	ok, err = r.followUp(ctx, tk)
-	if ok && err == nil {
-		err = r.work(ctx, tk, tg)
-	}
+	err = r.followUpAndWork(ctx, tk, tg)
 	release(err == nil)
 	return err
+}
+
+// followUpAndWork reads what a follow-up addresses (a review's comments,
+// failing CI, a finding and its test), then works: the sequence of a fix
+// once it holds its issue, whether it starts or an approval resumes it.
+func (r *Runner) followUpAndWork(ctx context.Context, tk *task, tg target) error {
+	if ok, err := r.followUp(ctx, tk); !ok || err != nil {
+		return err
+	}
+	return r.work(ctx, tk, tg)
 }
 
 // prepare admits a fix, checks that it has a definition of done and a

@@ -45,9 +45,7 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	}
 	return change.Change{
 		ID: tk.ID, Tree: ws, Policy: p, Sandbox: r.cfg.Sandbox, Setup: setup,
-		// The repository's id, from the API, not its name: another
-		// repository can take a name, never an id.
-		Envs: r.cfg.Envs, Owner: envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID),
+		Envs: r.cfg.Envs, Owner: envOwner(tk),
 		Task: taskData(tk, th), Plan: approvedPlan(tk),
 		// A fix of a review's finding must keep the finding's test.
 		OnPull:   followsUp(tk),
@@ -213,6 +211,13 @@ func closeAttempts(tk *task, ws *workspace.Workspace, ats []change.Attempt) {
 			tk.log.Warn("remove an attempt's work tree", "attempt", at.N, "err", err)
 		}
 	}
+}
+
+// envOwner is the owner of the environments tk prepares and reuses: its
+// installation and its repository's id, from the API, not its name:
+// another repository can take a name, never an id.
+func envOwner(tk *task) envcache.Owner {
+	return envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID)
 }
 
 // setupOf is the policy's setup over the tree at dir in a container named

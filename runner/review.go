@@ -15,7 +15,6 @@ import (
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
-	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
@@ -310,10 +309,7 @@ func (r *Runner) proofEnv(ctx context.Context, tk *task, ws *workspace.Workspace
 		return fmt.Errorf("share the review's tree with the sandbox: %w", err)
 	}
 	setup := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
-	// The repository's id, from the API, not its name: another repository
-	// can take a name, never an id.
-	owner := envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID)
-	env, detail, err := change.Prepare(ctx, setup, r.cfg.Envs, owner, tk.Repo, ws.Root().FS())
+	env, detail, err := change.Prepare(ctx, setup, r.cfg.Envs, envOwner(tk), tk.Repo, ws.Root().FS())
 	if err == nil {
 		tk.rep.setupPhase(ctx, detail)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/egress"
-	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -160,7 +159,7 @@ func (r *Runner) provePolicy(ctx context.Context, tk *task, ws *workspace.Worksp
 	var pf proof
 	switch {
 	case r.cfg.Envs != nil:
-		env, detail, err := s.Prepare(ctx, r.cfg.Envs, envcache.GitHubOwner(tk.InstallationID, tk.policy.Repo.ID), tk.Repo, os.DirFS(fresh.Dir()))
+		env, detail, err := s.Prepare(ctx, r.cfg.Envs, envOwner(tk), tk.Repo, os.DirFS(fresh.Dir()))
 		pf.detail = detail
 		if err == nil {
 			prepared.Env = env
