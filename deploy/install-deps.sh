@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages agentbot's demo uses, when missing: redis-server
 # (the queue), git, debootstrap (the offline sandbox image) and ripgrep; with
-# --test also chromium, in which the admin pages are rendered by a test.
+# --test also chromium, in which the admin pages are rendered by a test,
+# and curl, the model endpoint's client in agentbot-demo's test.
 # Idempotent: a machine that has them is left alone.
 set -euo pipefail
 
@@ -12,6 +13,7 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v rg >/dev/null || need+=(ripgrep)
 if [ "${1:-}" = --test ]; then
 	command -v chromium >/dev/null || need+=(chromium)
+	command -v curl >/dev/null || need+=(curl)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
