@@ -248,50 +248,51 @@ func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace,
 	return tk.rep.delivered(ctx, st, pr, tamper, failed)
 }
 
-// pushChange commits the gated tree as the bot, with the requester as
-// co-author, and pushes it to the task's branch. A change that is empty
-// is reported and returns ok false.
+// pushChange commits the gated tree and pushes it to the task's branch.
+// A change that is empty is reported and returns ok false.
 func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
 	tg target, st *agent.State) (ok bool, err error) {
+	lease := ""
+	if tg.existing {
+		lease = tk.prog.Base
+	}
+	err = r.commitAndPush(ctx, tk, ws, remote, commitMessage(tk, st), lease)
+	if errors.Is(err, workspace.ErrNoChanges) {
+		return false, tk.rep.fail(ctx, st, failure{gate: change.NothingChanged()})
+	}
+	return err == nil, err
+}
+
+// commitAndPush commits the tree as the bot, with the requester as
+// co-author, pushes it to the task's branch (with lease, when set, as the
+// commit the branch must be at) and saves the commit pushed.
+func (r *Runner) commitAndPush(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, message, lease string) error {
 	// The commit's date is kept before the commit is made, so that a
 	// worker that dies between the push and the save below makes the
 	// same commit again on resume and finds the branch already there.
 	if tk.prog.CommitDate.IsZero() {
 		tk.prog.CommitDate = time.Now().UTC().Truncate(time.Second)
 		if err := tk.rep.save(ctx); err != nil {
-			return false, err
+			return err
 		}
 	}
 	credit, err := r.coAuthors(ctx, tk)
 	if err != nil {
-		return false, err
+		return err
 	}
-	_, err = ws.Commit(ctx, workspace.CommitOptions{
-		Message:   commitMessage(tk, st),
-		Author:    r.cfg.Bot,
-		CoAuthors: credit,
-		Date:      tk.prog.CommitDate,
-	})
-	if errors.Is(err, workspace.ErrNoChanges) {
-		return false, tk.rep.fail(ctx, st, failure{gate: change.NothingChanged()})
-	}
-	if err != nil {
-		return false, err
-	}
-	lease := ""
-	if tg.existing {
-		lease = tk.prog.Base
+	if _, err := ws.Commit(ctx, workspace.CommitOptions{Message: message, Author: r.cfg.Bot, CoAuthors: credit, Date: tk.prog.CommitDate}); err != nil {
+		return err
 	}
 	sha, err := r.push(ctx, tk, ws, remote, lease)
 	if err != nil {
-		return false, err
+		return err
 	}
 	tk.prog.Pushed = sha
 	if err := tk.rep.save(ctx); err != nil {
-		return false, err
+		return err
 	}
 	tk.rep.phase(ctx, "push")
-	return true, nil
+	return nil
 }
 
 // pullRequest opens the pushed branch's pull request, or finds the one
@@ -305,17 +306,8 @@ func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent
 		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
 			reasonLine(st, *failed), body)
 	}
-	if err := tk.rep.auditPush(ctx); err != nil {
-		return app.PullRequest{}, err
-	}
-	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{
-		Head: tk.prog.Branch, Base: tg.prBase, Title: title, Body: body, Spec: spec,
-	})
+	pr, err := tk.rep.pullRequest(ctx, tg, title, body, spec)
 	if err != nil {
-		return app.PullRequest{}, err
-	}
-	tk.prog.PR = &pr
-	if err := tk.rep.save(ctx); err != nil {
 		return app.PullRequest{}, err
 	}
 	if !tg.existing {
@@ -325,9 +317,6 @@ func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent
 			Task: tk.ID, Requester: tk.Requester, RequesterID: tk.RequesterID}); err != nil {
 			return app.PullRequest{}, err
 		}
-	}
-	if err := tk.rep.auditPullRequest(ctx, tg, pr); err != nil {
-		return app.PullRequest{}, err
 	}
 	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
 	return pr, nil

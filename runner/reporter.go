@@ -177,6 +177,28 @@ func (rp *reporter) auditDecision(ctx context.Context, paused string, call *llm.
 	return rp.audit(ctx, kind, fmt.Sprintf("%s %s, the call task %s waits on", call.Name, head(call.Arguments, 300), paused))
 }
 
+// pullRequest opens the pull request of the branch tk pushed, with
+// title, body and spec, or finds the one open on it, and records it: the
+// push and the pull request in the audit log, the pull request in the
+// task's progress.
+func (rp *reporter) pullRequest(ctx context.Context, tg target, title, body string, spec app.PullRequestSpec) (app.PullRequest, error) {
+	tk := rp.tk
+	if err := rp.auditPush(ctx); err != nil {
+		return app.PullRequest{}, err
+	}
+	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{
+		Head: tk.prog.Branch, Base: tg.prBase, Title: title, Body: body, Spec: spec,
+	})
+	if err != nil {
+		return app.PullRequest{}, err
+	}
+	tk.prog.PR = &pr
+	if err := rp.save(ctx); err != nil {
+		return app.PullRequest{}, err
+	}
+	return pr, rp.auditPullRequest(ctx, tg, pr)
+}
+
 // auditPush records the push of tk's change, once it is saved as pushed.
 func (rp *reporter) auditPush(ctx context.Context) error {
 	tk := rp.tk
@@ -193,6 +215,23 @@ func (rp *reporter) auditPullRequest(ctx context.Context, tg target, pr app.Pull
 		return nil
 	}
 	return rp.audit(ctx, app.AuditPROpened, fmt.Sprintf("#%d %s from %s", pr.Number, pr.HTMLURL, tk.prog.Branch))
+}
+
+// review submits a review of tk's pull request, which carries tk's marker
+// so that a review submitted before is found again, and returns its id.
+func (rp *reporter) review(ctx context.Context, d app.ReviewDraft) (int64, error) {
+	tk := rp.tk
+	return tk.inst.SubmitReview(ctx, tk.Repo, tk.Number, tk.ID, d)
+}
+
+// resolve answers the review thread of inline comment comment with reply
+// and resolves the thread.
+func (rp *reporter) resolve(ctx context.Context, comment int64, thread, reply string) error {
+	tk := rp.tk
+	if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, comment, tk.ID, reply); err != nil {
+		return err
+	}
+	return tk.inst.ResolveThread(ctx, thread)
 }
 
 // phase records in tk's trace that the named phase ended now; it began

@@ -167,8 +167,5 @@ func (r *Runner) testAgain(ctx context.Context, tk *task, ws *workspace.Workspac
 	}
 	reply := fmt.Sprintf("✅ **Fixed on `%s`.** The test of this finding, %s, passes there in a fresh sandbox: what it showed no longer reproduces.",
 		shortSHA(ws.Base()), app.CodeSpan(f.Test.Path, ownIssue(tk)))
-	if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, f.CommentID, tk.ID, reply); err != nil {
-		return false, err
-	}
-	return true, tk.inst.ResolveThread(ctx, thread)
+	return true, tk.rep.resolve(ctx, f.CommentID, thread, reply)
 }

@@ -55,7 +55,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 		for _, f := range inline {
 			d.Comments = append(d.Comments, app.ReviewDraftComment{Path: f.Path, Line: f.Line, Body: findingComment(tk, rv, f)})
 		}
-		id, err := tk.inst.SubmitReview(ctx, tk.Repo, tk.Number, tk.ID, d)
+		id, err := tk.rep.review(ctx, d)
 		if err != nil {
 			return err
 		}

@@ -209,46 +209,12 @@ func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspa
 		if _, err := ws.Gate(ctx, only); err != nil {
 			return app.PullRequest{}, fmt.Errorf("gate the policy file: %w", err)
 		}
-		if tk.prog.CommitDate.IsZero() {
-			tk.prog.CommitDate = time.Now().UTC().Truncate(time.Second)
-			if err := tk.rep.save(ctx); err != nil {
-				return app.PullRequest{}, err
-			}
-		}
-		credit, err := r.coAuthors(ctx, tk)
-		if err != nil {
+		msg := "Add " + policy.PolicyPath + ", agentbot's policy for this repository\n\nInferred from the tree and proved in the sandbox; see the pull request."
+		if err := r.commitAndPush(ctx, tk, ws, remote, msg, ""); err != nil {
 			return app.PullRequest{}, err
 		}
-		if _, err := ws.Commit(ctx, workspace.CommitOptions{Message: "Add " + policy.PolicyPath + ", agentbot's policy for this repository\n\nInferred from the tree and proved in the sandbox; see the pull request.",
-			Author: r.cfg.Bot, CoAuthors: credit, Date: tk.prog.CommitDate}); err != nil {
-			return app.PullRequest{}, err
-		}
-		sha, err := r.push(ctx, tk, ws, remote, "")
-		if err != nil {
-			return app.PullRequest{}, err
-		}
-		tk.prog.Pushed = sha
-		if err := tk.rep.save(ctx); err != nil {
-			return app.PullRequest{}, err
-		}
-		tk.rep.phase(ctx, "push")
 	}
-	if err := tk.rep.auditPush(ctx); err != nil {
-		return app.PullRequest{}, err
-	}
-	pr, err := tk.inst.EnsurePullRequest(ctx, tk.Repo, app.PullRequestDraft{Head: tk.prog.Branch, Base: tg.prBase,
-		Title: "Add agentbot's policy (" + policy.PolicyPath + ")", Body: body, Spec: tk.policy.Policy.PullRequest})
-	if err != nil {
-		return app.PullRequest{}, err
-	}
-	tk.prog.PR = &pr
-	if err := tk.rep.save(ctx); err != nil {
-		return app.PullRequest{}, err
-	}
-	if err := tk.rep.auditPullRequest(ctx, tg, pr); err != nil {
-		return app.PullRequest{}, err
-	}
-	return pr, nil
+	return tk.rep.pullRequest(ctx, tg, "Add agentbot's policy ("+policy.PolicyPath+")", body, tk.policy.Policy.PullRequest)
 }
 
 // setupBody is the pull request's body, and the status comment's: what
