@@ -2,10 +2,10 @@ package runner
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/policy"
+	"github.com/agentbot/agentbot/runner/text"
 )
 
 // deny ends a task that inv's Authorize refused with reason. Anyone can
@@ -53,6 +53,5 @@ func (r *Runner) unavailable(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s %s` is not available on this server. `%s help` lists what is.",
-		app.DefaultCommand, tk.Verb, app.DefaultCommand), "")
+	return tk.rep.finish(ctx, app.StateRefused, text.NotAvailable(tk.Verb), "")
 }

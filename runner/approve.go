@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/text"
 )
 
 // decision is an approver's answer to the call a paused task waits on,
@@ -52,7 +53,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 			return err
 		}
 		if paused == "" {
-			return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No task on #%d is waiting for approval.", tk.Number), "")
+			return tk.rep.finish(ctx, app.StateRefused, text.NothingAwaits(tk.Number), "")
 		}
 		d := decision{Call: st.Pending.ID, Approvals: len(st.Approvals), Approve: tk.Verb == app.VerbApprove, By: tk.Requester, Task: tk.ID}
 		raw, err := json.Marshal(d)
@@ -75,16 +76,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	verb := "Approved"
-	if tk.Verb == app.VerbDeny {
-		verb = "Denied"
-	}
-	end := fmt.Sprintf("it ended **%s**", ptk.prog.Final)
-	if ptk.prog.Final == "" {
-		end = "it is waiting for approval again"
-	}
-	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("%s by @%s: task `%s` went on, and %s; its status comment says more.",
-		verb, tk.Requester, ptk.ID, end), "")
+	return tk.rep.finish(ctx, app.StateSucceeded, text.Decided(tk.request(), ptk.ID, ptk.prog.Final), "")
 }
 
 // goOn runs the paused task id on tk's issue on from its saved progress to

@@ -10,6 +10,7 @@ import (
 	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -43,23 +44,23 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 	tk.run = st
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
-		text := noAnswerText(tk, st)
-		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No answer: " + reasonLine(st, failure{stop: st.Stop}),
-			Summary: text, Text: tk.rep.checkText(ctx, st)}); err != nil {
+		body := text.NoAnswer(tk.report(st))
+		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No answer: " + text.Reason(st, text.Failure{Stop: st.Stop}),
+			Summary: body, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
+		return tk.rep.finish(ctx, app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
 	}
 	web := strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git")
 	// The answer is the model's text, posted in the App's name: inert, so
 	// that it mentions nobody and hides nothing of the page after it.
 	answer := app.Inert(linkCitations(st.Summary, web, tk.prog.Base, ws.Root().FS()), ownIssue(tk))
-	body := answerText(tk, st, answer, web)
+	body := text.Answer(tk.report(st), answer, web)
 	if err := tk.rep.audit(ctx, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
 		return err
 	}
 	if err := tk.rep.completeCheck(ctx, app.ConclusionNeutral, app.CheckOutput{Title: "Answered; nothing was changed",
-		Summary: usageLine(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
+		Summary: text.Usage(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
 		return err
 	}
 	return tk.rep.finish(ctx, app.StateSucceeded, body, "answered")
@@ -120,16 +121,16 @@ func (r *Runner) answer(ctx context.Context, tk *task, ws *workspace.Workspace) 
 	if err != nil {
 		return nil, err
 	}
-	text, err := prompts.Task(prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
+	prompt, err := prompts.Task(prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
 		Instructions: question(tk), Review: tk.ReviewComment, Context: repo})
 	if err != nil {
 		return nil, err
 	}
-	if err := tk.rep.say(ctx, runningText(tk, "reading the code")); err != nil {
+	if err := tk.rep.say(ctx, text.Running(tk.request(), "reading the code")); err != nil {
 		return nil, err
 	}
 	return r.readLoop(ctx, tk, agent.Config{TaskID: tk.ID, Policy: *p, Workspace: ws, ReadOnly: true,
-		System: system, Task: text, Images: r.images(ctx, tk, th)})
+		System: system, Task: prompt, Images: r.images(ctx, tk, th)})
 }
 
 // nameModels names the server's models where the policy p names none.
@@ -168,15 +169,4 @@ func question(tk *task) string {
 		return "Explain " + q
 	}
 	return "Question: " + q
-}
-
-// answerText is the status comment of an answered question.
-func answerText(tk *task, st *agent.State, answer, web string) string {
-	return fmt.Sprintf("💬 **Answer** (read at [`%s`](%s/tree/%s); nothing was changed)\n\n%s\n\n<sub>%s</sub>\n\n%s",
-		shortSHA(tk.prog.Base), web, tk.prog.Base, answer, usageLine(st), quoteRequest(tk))
-}
-
-// noAnswerText says why a question got no answer.
-func noAnswerText(tk *task, st *agent.State) string {
-	return fmt.Sprintf("❌ **No answer.** %s\n\n<sub>%s</sub>\n\n%s", reasonLine(st, failure{stop: st.Stop}), usageLine(st), quoteRequest(tk))
 }

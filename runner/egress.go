@@ -2,9 +2,7 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -53,33 +51,6 @@ func reached(tk *task, x egress.Reach) {
 	tk.log.Info("setup egress reached", "host", x.Host, "port", x.Port)
 }
 
-// egressText lists the setup phase's refused connections for the status
-// comment, or is empty when there were none or the task's own report
-// says them (hostsText). Hosts are what setup's commands asked for, so
-// they go out inert.
-func egressText(tk *task) string {
-	if len(tk.refused) == 0 || tk.Verb == app.VerbSetup {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("\n\n**Setup's network:** the egress proxy refused these connections (`setup.allow_hosts` in the server config lists what setup may reach):\n\n")
-	for i, x := range tk.refused {
-		if i == maxRefusalsShown {
-			fmt.Fprintf(&b, "- … and %d more (see the trace)\n", len(tk.refused)-i)
-			break
-		}
-		b.WriteString("- " + app.Inert(x.String(), app.IssueRef{}) + "\n")
-	}
-	if tk.refusedMore > 0 {
-		fmt.Fprintf(&b, "- … and %d more, past the %d a task records\n", tk.refusedMore, egress.MaxRefusals)
-	}
-	return b.String()
-}
-
-// maxRefusalsShown bounds the list in the status comment; the trace has
-// the task's first egress.MaxRefusals. maxRefusalsLogged bounds the
-// worker's log lines about them.
-const (
-	maxRefusalsShown  = 20
-	maxRefusalsLogged = 10
-)
+// maxRefusalsLogged bounds the worker's log lines about a task's refused
+// connections; its trace has the first egress.MaxRefusals.
+const maxRefusalsLogged = 10

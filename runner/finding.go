@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -63,7 +63,7 @@ func (r *Runner) findingFollowUp(ctx context.Context, tk *task) (bool, error) {
 		return err == nil, err
 	}
 	tk.log.Info("fixing a review's finding", "comment", f.CommentID, "path", f.Path, "line", f.Line, "test", f.Test != nil)
-	tk.follow = &followUp{text: findingText(tk, f), finding: f}
+	tk.follow = &followUp{text: text.FindingTask(tk.request(), findingView(*f)), finding: f}
 	return true, nil
 }
 
@@ -81,39 +81,6 @@ func failingTest(f *reviewed) *tools.FindingTest {
 		return nil
 	}
 	return f.Test
-}
-
-// findingText is the task a finding makes: what the review found, where,
-// how far it was proven, and the test to add unchanged.
-func findingText(tk *task, f *reviewed) string {
-	own := ownIssue(tk)
-	var b strings.Builder
-	fmt.Fprintf(&b, "## The review's finding to fix\n\nagentbot's review found, at %s line %d (%s, %s): %s\n\n%s\n",
-		app.CodeSpan(f.Path, own), f.Line, severityMark(f.Severity), proofLabel(*f),
-		app.InertPlain(oneLine(f.Title), own), strings.TrimSpace(app.CleanText(f.Body)))
-	switch t := failingTest(f); {
-	case t != nil:
-		fmt.Fprintf(&b, "\nIts test, %s, fails on this pull request's head. Add it as it is, at that path, and change the code so that it passes; "+
-			"do not change the test. It is the fix's reproduction.\n\n%s\n", app.CodeSpan(t.Path, own), fence(t.Content, langOf(t.Path)))
-	case f.Test != nil:
-		why := "it was not run"
-		if f.Proof != nil && f.Proof.Why != "" {
-			why = f.Proof.Why
-		}
-		fmt.Fprintf(&b, "\nThe review's test, %s, did not show it (%s). Start from it: the change's tests must fail without the fix and pass with it.\n\n%s\n",
-			app.CodeSpan(f.Test.Path, own), why, fence(f.Test.Content, langOf(f.Test.Path)))
-	default:
-		b.WriteString("\nThe finding came without a test: write one that fails without the fix and passes with it.\n")
-	}
-	return b.String()
-}
-
-// fixSuffix ends the line of a finding's comment that says how to fix it.
-func fixSuffix(f reviewed) string {
-	if failingTest(&f) == nil {
-		return ""
-	}
-	return " whose reproduction is its test"
 }
 
 // findingTestDropped says why the change in ws does not carry the
@@ -139,4 +106,22 @@ func findingTestDropped(tk *task, ws *workspace.Workspace) string {
 		return "the change alters the finding's test " + path
 	}
 	return ""
+}
+
+// findingView is f as texts show it.
+func findingView(f reviewed) text.Finding {
+	v := text.Finding{Finding: f.Finding, Reproduces: failingTest(&f) != nil}
+	if p := f.Proof; p != nil {
+		v.Tested, v.Proven, v.PreExisting, v.BaseLacks, v.Why, v.Run = true, p.Proven, p.PreExisting, p.BaseLacks, p.Why, p.Head
+	}
+	return v
+}
+
+// findingViews is fs as texts show them.
+func findingViews(fs []reviewed) []text.Finding {
+	out := make([]text.Finding, len(fs))
+	for i, f := range fs {
+		out[i] = findingView(f)
+	}
+	return out
 }

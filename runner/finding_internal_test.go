@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
@@ -34,17 +35,18 @@ func TestFindingText(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tk := reportTask("Simplify Mean", "")
-			text := findingText(tk, c.f)
+			task := text.FindingTask(tk.request(), findingView(*c.f))
 			for _, want := range append(c.want, "`stats.go` line 18", "Mean divides in integers", "Mean([1 2]) is 1.") {
-				if !strings.Contains(text, want) {
-					t.Errorf("the task lacks %q:\n%s", want, text)
+				if !strings.Contains(task, want) {
+					t.Errorf("the task lacks %q:\n%s", want, task)
 				}
 			}
-			if (failingTest(c.f) != nil) != c.repro || strings.Contains(text, "Add it as it is") != c.repro {
-				t.Errorf("the test as the reproduction: %v; want %v:\n%s", failingTest(c.f) != nil, c.repro, text)
+			if (failingTest(c.f) != nil) != c.repro || strings.Contains(task, "Add it as it is") != c.repro {
+				t.Errorf("the test as the reproduction: %v; want %v:\n%s", failingTest(c.f) != nil, c.repro, task)
 			}
-			if got := fixSuffix(*c.f); got != c.suffix {
-				t.Errorf("fixSuffix = %q; want %q", got, c.suffix)
+			comment := text.FindingComment(text.Review{Request: tk.request()}, findingView(*c.f))
+			if !strings.Contains(comment, "for a fix of this finding"+c.suffix+".") {
+				t.Errorf("the comment does not say how to fix the finding with %q:\n%s", c.suffix, comment)
 			}
 		})
 	}
@@ -73,4 +75,9 @@ func TestRepeatsAnOpenFinding(t *testing.T) {
 	if repeats(nil, open[0].Finding) {
 		t.Error("a finding repeats one when none is open")
 	}
+}
+
+func reportTask(title, instructions string) *task {
+	return &task{Task: &app.Task{ID: "T1", Repo: "acme/stats", Number: 7, Verb: app.VerbFix, Requester: "ada", Instructions: instructions},
+		issue: app.IssueInfo{Title: title}}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -110,40 +111,40 @@ func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote
 	if st == nil { // ended before the loop
 		st = &agent.State{TaskID: tk.ID, Status: app.StateFailed}
 	}
-	var f failure
+	var f text.Failure
 	switch e.Step {
 	case change.StepSetup:
-		f.setup, _ = e.Cause.(*SetupFailure)
+		f.Setup, _ = e.Cause.(*SetupFailure)
 	case change.StepBaseChecks:
 		cr, _ := e.Cause.(*CannotRun)
 		tk.log.Info("the checks cannot run on the base", "check", cr.Check, "cause", cr.Cause, "evidence", cr.Evidence)
-		f.cannotRun = cr
+		f.CannotRun = cr
 	case change.StepLoop:
 		if s, ok := e.Cause.(*change.Stopped); ok {
-			f.stoppedBy = s.By
+			f.StoppedBy = s.By
 			break
 		}
 		if st.Status == app.StateAwaitingApproval && res.Attempts == nil {
 			if err := tk.rep.state(ctx, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
 				return err
 			}
-			return tk.rep.say(ctx, approvalText(tk, st))
+			return tk.rep.say(ctx, text.Approval(tk.request(), st.Pending))
 		}
-		f.stop = st.Stop
+		f.Stop = st.Stop
 		if res.Verified != nil { // a draft, gated and verified
 			return r.propose(ctx, tk, res.Tree, remote, tg, st, &f, res.Gate.Tampering)
 		}
 	case change.StepGate:
-		f.gate, f.diff = e.Cause, res.Gate.Diff
+		f.Gate, f.Diff = e.Cause, res.Gate.Diff
 		// An empty change is no refusal of the policy's.
 		tk.gated = res.Gate.Diff != ""
 	case change.StepVerification:
-		f.verify = res.Verified
+		f.Verify = res.Verified
 		if c := tk.policy.Policy.PullRequest; c.OnFailure == "draft_pr" {
 			return r.propose(ctx, tk, res.Tree, remote, tg, st, &f, res.Gate.Tampering)
 		}
 	case change.StepReproduction:
-		f.gate, f.diff = e.Cause, res.Gate.Diff
+		f.Gate, f.Diff = e.Cause, res.Gate.Diff
 	}
 	return tk.rep.fail(ctx, st, f)
 }
@@ -153,8 +154,8 @@ func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote
 // proposed.
 func (r *Runner) proposeSaved(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, tg target) error {
 	id := tk.ID
-	if a := tk.prog.Attempts; a != nil && a.proposed() > 0 {
-		id = change.AttemptID(tk.ID, a.proposed())
+	if a := tk.prog.Attempts; a != nil && a.Proposed() > 0 {
+		id = change.AttemptID(tk.ID, a.Proposed())
 	}
 	st, err := r.loopState(ctx, id)
 	if err != nil {
@@ -164,9 +165,9 @@ func (r *Runner) proposeSaved(ctx context.Context, tk *task, ws *workspace.Works
 		return fmt.Errorf("the change of task %s was pushed, but its loop state %s is gone", tk.ID, id)
 	}
 	tk.run = st
-	var failed *failure // a draft's, as the loop ended it
+	var failed *text.Failure // a draft's, as the loop ended it
 	if st.Status != app.StateSucceeded {
-		failed = &failure{stop: st.Stop}
+		failed = &text.Failure{Stop: st.Stop}
 	}
 	return r.propose(ctx, tk, ws, remote, tg, st, failed, savedTampering(tk, st))
 }
@@ -234,18 +235,20 @@ func (r *Runner) target(tk *task) (target, error) {
 // propose commits and pushes a gated and verified change, unless it was
 // pushed before, and opens its pull request and reports it.
 func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
-	tg target, st *agent.State, failed *failure, tamper app.Tampering) error {
+	tg target, st *agent.State, failed *text.Failure, tamper app.Tampering) error {
 	if tk.prog.Pushed == "" {
 		if ok, err := r.pushChange(ctx, tk, ws, remote, tg, st); !ok || err != nil {
 			return err
 		}
 	}
 	failed = verdict(tk, failed)
-	pr, err := r.pullRequest(ctx, tk, tg, st, failed, tamper)
+	report := tk.report(st)
+	report.Tampering, report.Proposed = tamper, tk.issue.Pull != nil && !tg.existing
+	pr, err := r.pullRequest(ctx, tk, tg, report, failed)
 	if err != nil {
 		return err
 	}
-	return tk.rep.delivered(ctx, st, pr, tamper, failed)
+	return tk.rep.delivered(ctx, report, pr, failed)
 }
 
 // pushChange commits the gated tree and pushes it to the task's branch.
@@ -256,9 +259,9 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 	if tg.existing {
 		lease = tk.prog.Base
 	}
-	err = r.commitAndPush(ctx, tk, ws, remote, commitMessage(tk, st), lease)
+	err = r.commitAndPush(ctx, tk, ws, remote, text.CommitMessage(tk.report(st)), lease)
 	if errors.Is(err, workspace.ErrNoChanges) {
-		return false, tk.rep.fail(ctx, st, failure{gate: change.NothingChanged()})
+		return false, tk.rep.fail(ctx, st, text.Failure{Gate: change.NothingChanged()})
 	}
 	return err == nil, err
 }
@@ -297,14 +300,12 @@ func (r *Runner) commitAndPush(ctx context.Context, tk *task, ws *workspace.Work
 
 // pullRequest opens the pushed branch's pull request, or finds the one
 // open on it: a draft when failed is set.
-func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent.State, failed *failure, tamper app.Tampering) (app.PullRequest, error) {
+func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, report text.Report, failed *text.Failure) (app.PullRequest, error) {
 	spec := tk.policy.Policy.PullRequest
-	title, body := prTitle(tk, st), prBody(tk, tg, st, tamper)
+	title, body := text.Title(report), text.Body(report)
 	if failed != nil {
 		spec.Draft = true
-		title = shortTitle("Draft: " + app.InertPlain(tk.issue.Title, ownIssue(tk)))
-		body = fmt.Sprintf("⚠️ **Draft: the checks did not pass** (%s). The policy asks for the partial change as a draft.\n\n%s",
-			reasonLine(st, *failed), body)
+		title, body = text.DraftTitle(report), text.DraftBody(report, *failed)
 	}
 	pr, err := tk.rep.pullRequest(ctx, tg, title, body, spec)
 	if err != nil {
@@ -320,18 +321,6 @@ func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, st *agent
 	}
 	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
 	return pr, nil
-}
-
-// failure says why a task ends without a pull request: the loop's stop,
-// or the host gate's refusal.
-type failure struct {
-	stop      *agent.Stop
-	stoppedBy string // the login that asked /agent stop
-	gate      error
-	diff      string        // the gate's diff, when the gate refused
-	setup     *SetupFailure // a setup command failed before the agent ran
-	cannotRun *CannotRun    // the checks cannot run on the base, so the agent did not start
-	verify    *Verification // the checks failed in the final verification
 }
 
 var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)

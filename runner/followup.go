@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/policy"
+	"github.com/agentbot/agentbot/runner/text"
 )
 
 // followUp is what a follow-up on a pull request addresses beyond the
@@ -104,8 +105,7 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 		return true, nil
 	}
 	if len(f.comments) == 0 && tk.Instructions == "" {
-		return false, tk.rep.finish(ctx, app.StateRefused,
-			"Every inline comment of the review is on a path agentbot may not change, and the review gives no instructions; nothing to do.", "")
+		return false, tk.rep.finish(ctx, app.StateRefused, text.NothingToAddress, "")
 	}
 	var b strings.Builder
 	if len(f.comments) > 0 {
@@ -118,7 +118,7 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 		}
 		fmt.Fprintf(&b, " (@%s)\n\n%s\n", c.Author, strings.TrimSpace(app.CleanText(c.Body)))
 		if c.DiffHunk != "" {
-			fmt.Fprintf(&b, "\n%s\n", fence(c.DiffHunk, "diff"))
+			fmt.Fprintf(&b, "\n%s\n", text.Fence(c.DiffHunk, "diff"))
 		}
 	}
 	for _, c := range f.refused {
@@ -126,24 +126,6 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 	}
 	f.text = b.String()
 	return true, nil
-}
-
-// reviewReply is the answer to one inline comment.
-func reviewReply(tk *task, c app.InlineComment, final app.State, changed map[string]bool, status string) string {
-	if final != app.StateSucceeded || tk.prog.Pushed == "" || tk.prog.PR == nil {
-		first, _, _ := strings.Cut(strings.TrimSpace(status), "\n\n")
-		return "Nothing changed: " + first
-	}
-	sha := tk.prog.Pushed
-	link := fmt.Sprintf("[%s](%s/commits/%s)", shortSHA(sha), tk.prog.PR.HTMLURL, sha)
-	why := ""
-	if tk.run != nil {
-		why = app.Inert(firstLine(tk.run.Summary), ownIssue(tk))
-	}
-	if changed[c.Path] {
-		return fmt.Sprintf("✅ Changed `%s` in %s: %s", c.Path, link, why)
-	}
-	return fmt.Sprintf("`%s` is unchanged in %s, which addresses the review as: %s", c.Path, link, why)
 }
 
 // changedPaths are the files the task's pushed change touches.
@@ -173,7 +155,7 @@ func changedPaths(tk *task) map[string]bool {
 func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 	pull := tk.issue.Pull
 	if pull == nil {
-		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s fix-ci` works on a pull request; #%d is an issue.", app.DefaultCommand, tk.Number), "")
+		return false, tk.rep.finish(ctx, app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
 	}
 	head := pull.HeadSHA
 	if tk.prog.Base != "" {
@@ -225,7 +207,7 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 		if tk.CI != nil {
 			return false, tk.rep.ignore(ctx, "no check of another App fails on "+head)
 		}
-		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No check fails on the head of #%d (%s); nothing to fix.", tk.Number, head), "")
+		return false, tk.rep.finish(ctx, app.StateRefused, text.NoFailingCheck(tk.Number, head), "")
 	}
 	if tk.CI != nil {
 		if all, err = r.answerCI(ctx, tk, all, answers); err != nil {
@@ -238,12 +220,9 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 		tk.follow.text = ciText(tk, head, all)
 		return true, nil
 	case app.CIFollowUpsUsed:
-		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf(
-			"CI fails on #%d again, and the %d follow-ups that failing CI may start by itself (`pull_request.ci_followups`) are used. `%s fix-ci` asks for another.",
-			tk.Number, tk.policy.Policy.PullRequest.CIFollowups, app.DefaultCommand), "follow-ups for CI used up")
+		return false, tk.rep.finish(ctx, app.StateRefused, text.CIFollowUpsUsed(tk.Number, tk.policy.Policy.PullRequest.CIFollowups), "follow-ups for CI used up")
 	case app.CIFailsOnBase:
-		return false, tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf(
-			"**No follow-up:** the failing checks fail on %s too, so #%d did not break them.", pull.Base, tk.Number), failsOnBaseStep(tk))
+		return false, tk.rep.finish(ctx, app.StateRefused, text.CIFailsOnBase(tk.Number, pull.Base), failsOnBaseStep(tk))
 	}
 	return false, tk.rep.ignore(ctx, "every check failing on "+head+" was answered before")
 }
@@ -355,32 +334,6 @@ func (r *Runner) baseRun(ctx context.Context, tk *task, c app.CICheck) (*app.CIC
 // failing on the base too.
 func failsOnBaseStep(tk *task) string { return "fails on " + tk.issue.Pull.Base + " too" }
 
-// ciSection lists, in a CI follow-up's status, each failing check with
-// what was decided about it.
-func ciSection(tk *task) string {
-	if tk.follow == nil || len(tk.follow.ci) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("\n\n**Failing checks:**\n\n")
-	for _, f := range tk.follow.ci {
-		fmt.Fprintf(&b, "- `%s`: ", app.InertPlain(f.check.Name, ownIssue(tk)))
-		switch a := f.answer; a.Decision {
-		case app.CIFollowUp:
-			b.WriteString("a follow-up addresses it")
-		case app.CIFailsOnBase:
-			fmt.Fprintf(&b, "this check fails on %s too ([its latest run there](%s))", tk.issue.Pull.Base, a.BaseRun)
-		case app.CIFollowUpsUsed:
-			b.WriteString("no follow-up, the automatic follow-ups are used")
-		}
-		if f.earlier(tk) {
-			fmt.Fprintf(&b, ", as task `%s` answered", f.answer.Task)
-		}
-		b.WriteString("\n")
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
 // ciText is what the model reads of the failing checks: those the
 // follow-up addresses, with their output, and the others to leave.
 func ciText(tk *task, head string, all []ciFailure) string {
@@ -409,7 +362,7 @@ func ciText(tk *task, head string, all []ciFailure) string {
 			if c.LogCut {
 				cut = ", its end"
 			}
-			fmt.Fprintf(&b, "\nThe job's log%s:\n\n%s\n", cut, fence(c.Log, "text"))
+			fmt.Fprintf(&b, "\nThe job's log%s:\n\n%s\n", cut, text.Fence(c.Log, "text"))
 		}
 	}
 	for _, f := range all {
@@ -421,15 +374,6 @@ func ciText(tk *task, head string, all []ciFailure) string {
 		}
 	}
 	return b.String()
-}
-
-// fence puts text in a fenced block whose fence the text does not hold.
-func fence(text, info string) string {
-	f := "```"
-	for strings.Contains(text, f) {
-		f += "`"
-	}
-	return f + info + "\n" + strings.TrimRight(text, "\n") + "\n" + f
 }
 
 // taskText is the command's instructions with what a follow-up addresses.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/text"
 )
 
 func followUpTask() *task {
@@ -41,18 +42,6 @@ func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
 	for _, not := range []string{"### vet", "vet output", "### race"} {
 		if strings.Contains(text, not) {
 			t.Errorf("CI text holds %q, which this follow-up does not address:\n%s", not, text)
-		}
-	}
-	tk.follow = &followUp{ci: all}
-	status := ciSection(tk)
-	for _, want := range []string{
-		"- `test`: a follow-up addresses it\n",
-		"- `lint`: this check fails on main too ([its latest run there](https://x/runs/9)), as task `t0` answered\n",
-		"- `vet`: a follow-up addresses it, as task `t0` answered\n",
-		"- `race`: no follow-up, the automatic follow-ups are used",
-	} {
-		if !strings.Contains(status, want) {
-			t.Errorf("status lacks %q:\n%s", want, status)
 		}
 	}
 }
@@ -110,21 +99,17 @@ func TestReviewRepliesSayWhatChanged(t *testing.T) {
 		t.Fatalf("changed %v; want a.go", changed)
 	}
 	link := "[0123456](https://github.com/octo/hello/pull/8/commits/" + tk.prog.Pushed + ")"
-	if got := reviewReply(tk, app.InlineComment{Path: "a.go"}, app.StateSucceeded, changed, ""); got != "✅ Changed `a.go` in "+link+": Name things" {
+	reply := func(path string, final app.State, status string) string {
+		return text.ReviewReply(tk.report(tk.run), path, final, changed[path], status)
+	}
+	if got := reply("a.go", app.StateSucceeded, ""); got != "✅ Changed `a.go` in "+link+": Name things" {
 		t.Errorf("reply on a changed file: %q", got)
 	}
-	if got := reviewReply(tk, app.InlineComment{Path: "b.go"}, app.StateSucceeded, changed, ""); !strings.HasPrefix(got, "`b.go` is unchanged in "+link) {
+	if got := reply("b.go", app.StateSucceeded, ""); !strings.HasPrefix(got, "`b.go` is unchanged in "+link) {
 		t.Errorf("reply on an unchanged file: %q", got)
 	}
-	if got := reviewReply(tk, app.InlineComment{Path: "a.go"}, app.StateFailed, changed, "❌ **Failed:** checks red\n\nmore"); got != "Nothing changed: ❌ **Failed:** checks red" {
+	if got := reply("a.go", app.StateFailed, "❌ **Failed:** checks red\n\nmore"); got != "Nothing changed: ❌ **Failed:** checks red" {
 		t.Errorf("reply after a failure: %q", got)
-	}
-}
-
-func TestFenceOutlastsTheText(t *testing.T) {
-	t.Parallel()
-	if got := fence("a ```` b", "diff"); got != "`````diff\na ```` b\n`````" {
-		t.Errorf("fence %q", got)
 	}
 }
 

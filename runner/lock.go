@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/text"
 )
 
 // Locks keep one task at a time on an issue or pull request: the owning
@@ -56,7 +57,7 @@ func (r *Runner) hold(ctx context.Context, tk *task) (_ context.Context, release
 			// A CI follow-up may prove a repeat of the one it waits behind:
 			// it speaks once it runs.
 			if tk.CI == nil {
-				if err := tk.rep.say(ctx, waitingText(tk, holder)); err != nil {
+				if err := tk.rep.say(ctx, text.Waiting(tk.request(), holder)); err != nil {
 					return nil, nil, err
 				}
 			}

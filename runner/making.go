@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -147,10 +148,10 @@ func judged(res change.Result) bool {
 // traceAttempts keeps what became of the attempts in the task's progress
 // and traces each attempt's verdict with its diff.
 func traceAttempts(ctx context.Context, tk *task, res change.Result) {
-	rep := &attemptsReport{Ran: len(res.Attempts), Winner: res.Winner, Why: res.Why, Draft: res.Draft}
+	rep := &text.Attempts{Ran: len(res.Attempts), Winner: res.Winner, Why: res.Why, Draft: res.Draft}
 	end := time.Now().UTC()
 	for _, at := range res.Attempts {
-		s := attemptSummary{N: at.N, Model: at.Policy.Model.Edit, Temperature: at.Policy.Model.Temperature, Passed: at.Ended == nil,
+		s := text.Attempt{N: at.N, Model: at.Policy.Model.Edit, Temperature: at.Policy.Model.Temperature, Passed: at.Ended == nil,
 			Why: attemptWhy(at), Reproduced: at.Reproduction != nil && at.Reproduction.Reproduced, Tokens: at.Usage().Total(), Cost: at.Usage().CostUSD}
 		if at.Gate != nil {
 			s.Lines, s.Files = at.Gate.LinesAdded+at.Gate.LinesDeleted, at.Gate.FilesChanged
@@ -173,7 +174,7 @@ func traceAttempts(ctx context.Context, tk *task, res change.Result) {
 			took = at.Loop.Elapsed
 		}
 		tk.rep.forAttempt(at.N).trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceAttempt, Name: s.Model, Outcome: outcome,
-			Duration: took, Detail: s.line(), Result: at.Diff()})
+			Duration: took, Detail: s.Line(), Result: at.Diff()})
 	}
 	tk.prog.Attempts = rep
 	tk.log.Info("attempts ranked", "ran", rep.Ran, "passed", rep.Passed, "winner", rep.Winner, "why", rep.Why)
@@ -187,13 +188,13 @@ func attemptWhy(at change.Attempt) string {
 	case e == nil:
 		return ""
 	case e.Step == change.StepLoop && at.Loop.Stop != nil:
-		return reasonLine(at.Loop, failure{stop: at.Loop.Stop})
+		return text.Reason(at.Loop, text.Failure{Stop: at.Loop.Stop})
 	case e.Step == change.StepLoop:
 		return "the agent did not finish"
 	case e.Step == change.StepGate && at.Gate.Diff == "":
 		return "it changed nothing"
 	case e.Step == change.StepGate:
-		return "the gate refused it: " + firstLine(app.ErrorMessage(e.Cause))
+		return "the gate refused it: " + text.FirstLine(app.ErrorMessage(e.Cause))
 	case e.Step == change.StepReproduction:
 		return "not reproduced: " + at.Reproduction.Why
 	}

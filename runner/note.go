@@ -10,6 +10,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/text"
 )
 
 // Notes keeps the notes of "/agent note" with the task they are for, in
@@ -32,7 +33,7 @@ func (r *Runner) note(ctx context.Context, tk *task) error {
 		return err
 	}
 	if r.cfg.Notes == nil {
-		return tk.rep.finish(ctx, app.StateRefused, "This agentbot keeps no notes: its worker was started without a store for them.", "")
+		return tk.rep.finish(ctx, app.StateRefused, text.NoNotes, "")
 	}
 	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
 	if err != nil {
@@ -41,8 +42,7 @@ func (r *Runner) note(ctx context.Context, tk *task) error {
 	target, ok := noteTarget(all, tk.ID)
 	switch {
 	case !ok:
-		return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No fix has been asked on #%d, so no agent will read this note. To start one with it, comment:\n\n%s",
-			tk.Number, r.suggest(tk, "")), "")
+		return tk.rep.finish(ctx, app.StateRefused, text.NoFixToNote(tk.request(), suggest(tk, "")), "")
 	case target.State.Final():
 		return r.noteEnded(ctx, tk, target)
 	}
@@ -58,18 +58,9 @@ func (r *Runner) note(ctx context.Context, tk *task) error {
 		if err := r.revisePlan(ctx, tk, target.ID); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("📝 **Noted** — task `%s` revised its plan with this note; its status comment shows the plan.\n\n%s",
-			target.ID, quoteRequest(tk)), "")
+		return tk.rep.finish(ctx, app.StateSucceeded, text.Noted(tk.request(), target.ID, target.State, true), "")
 	}
-	when := "reads this note at its next step"
-	switch target.State {
-	case app.StateQueued:
-		when = "has not started; it reads this note at its first step"
-	case app.StateAwaitingApproval:
-		when = "waits for approval; it reads this note when it goes on"
-	}
-	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("📝 **Noted** — task `%s` %s; its status comment says when it has.\n\n%s",
-		target.ID, when, quoteRequest(tk)), "")
+	return tk.rep.finish(ctx, app.StateSucceeded, text.Noted(tk.request(), target.ID, target.State, false), "")
 }
 
 // steerVerb reports whether v's tasks run the loop a note steers.
@@ -109,30 +100,25 @@ func noteTarget(all []TaskState, self string) (TaskState, bool) {
 // noteEnded answers a note on an issue whose latest fix has ended: no
 // agent reads it, and the command that runs the fix again with it.
 func (r *Runner) noteEnded(ctx context.Context, tk *task, ended TaskState) error {
-	verb, what := "retry", "To run the fix again with this note, comment:"
-	if ended.State != app.StateFailed && ended.State != app.StateStopped {
-		verb, what = "", "To ask for a new fix with this note, comment:"
-		if prog, err := r.loadProgress(ctx, ended.ID); err != nil {
+	retry, pr := ended.State == app.StateFailed || ended.State == app.StateStopped, 0
+	verb := app.VerbRetry
+	if !retry {
+		verb = ""
+		prog, err := r.loadProgress(ctx, ended.ID)
+		if err != nil {
 			return err
-		} else if prog.PR != nil {
-			what = fmt.Sprintf("To ask for a change on top of its pull request, comment on #%d:", prog.PR.Number)
+		}
+		if prog.PR != nil {
+			pr = prog.PR.Number
 		}
 	}
-	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("Task `%s` already ended (**%s**), so no agent will read this note. %s\n\n%s",
-		ended.ID, ended.State, what, r.suggest(tk, verb)), "")
+	return tk.rep.finish(ctx, app.StateRefused, text.NoteTooLate(ended.ID, ended.State, retry, pr, suggest(tk, verb)), "")
 }
 
 // suggest is the command, in a block to copy, that asks verb ("" for a
 // fix) with the note's text as its instructions.
-func (r *Runner) suggest(tk *task, verb string) string {
-	cmd := tk.policy.Policy.Trigger.Command
-	if cmd == "" {
-		cmd = app.DefaultCommand
-	}
-	if verb != "" {
-		cmd += " " + verb
-	}
-	return app.CodeBlock(cmd+" "+strings.TrimSpace(tk.Instructions), "", ownIssue(tk))
+func suggest(tk *task, verb app.Verb) string {
+	return text.Command(tk.request(), tk.policy.Policy.Trigger.Command, verb)
 }
 
 // retryInstructions are a retry's instructions: the failed fix's, then
@@ -173,7 +159,7 @@ func (r *Runner) steer(ctx context.Context, tk *task, n int, mu *sync.Mutex) age
 			defer mu.Unlock()
 			// An acknowledgement that does not reach GitHub is no reason to
 			// withhold the note from the model.
-			if err := tk.rep.say(ctx, runningText(tk, "the agent is working, and has read "+strings.Join(from, ", "))); err != nil {
+			if err := tk.rep.say(ctx, text.Running(tk.request(), "the agent is working, and has read "+strings.Join(from, ", "))); err != nil {
 				tk.log.Warn("acknowledge a note in the status comment", "err", err)
 			}
 		}

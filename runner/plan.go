@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/prompts"
 	"github.com/agentbot/agentbot/runner/agent"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -55,13 +56,12 @@ func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspac
 	case mode == policy.PlanOff:
 		return true, nil
 	case p != nil && p.DeniedBy != "":
-		return false, tk.rep.finish(ctx, app.StateStopped, fmt.Sprintf("⏹️ **Stopped** — @%s denied the plan, so nothing was changed.\n\n%s", p.DeniedBy, quoteRequest(tk)), "plan denied")
+		return false, tk.rep.finish(ctx, app.StateStopped, text.PlanDenied(tk.request(), p.DeniedBy), "plan denied")
 	case p != nil && (mode == policy.PlanShow || p.ApprovedBy != ""):
 		return true, nil
 	}
 	if wc := tk.policy.Policy.Limits.WallClock; p != nil && wc > 0 && time.Since(p.PostedAt) > wc {
-		return false, tk.rep.finish(ctx, app.StateStopped, fmt.Sprintf("⏹️ **Stopped** — the plan waited for approval longer than limits.wall_clock (%s), so nothing was changed. Ask again to start over.\n\n%s",
-			wc, quoteRequest(tk)), "plan expired")
+		return false, tk.rep.finish(ctx, app.StateStopped, text.PlanExpired(tk.request(), wc), "plan expired")
 	}
 	notes, err := r.notesOf(ctx, tk)
 	if err != nil {
@@ -75,7 +75,7 @@ func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspac
 		if err := tk.rep.save(ctx); err != nil {
 			return false, err
 		}
-		if err := tk.rep.say(ctx, planText(tk, p, mode)); err != nil {
+		if err := tk.rep.say(ctx, text.PlanStatus(tk.request(), planView(tk, p), mode == policy.PlanApprove, tk.policy.Policy.Trigger.Command)); err != nil {
 			return false, err
 		}
 		tk.log.Info("plan posted", "version", p.Version, "files", len(p.Files), "mode", mode)
@@ -110,7 +110,7 @@ func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspac
 	if err != nil {
 		return nil, err
 	}
-	_, text, err := renderPrompts(tk, ws, th)
+	_, prompt, err := renderPrompts(tk, ws, th)
 	if err != nil {
 		return nil, err
 	}
@@ -119,24 +119,24 @@ func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspac
 		return nil, err
 	}
 	if prev != nil {
-		text += "\n\n## Your plan before the notes below — revise it to take them in\n\n<plan>\n" + strings.ReplaceAll(prev.Text, "</plan", "&lt;/plan") + "\n</plan>"
+		prompt += "\n\n## Your plan before the notes below — revise it to take them in\n\n<plan>\n" + strings.ReplaceAll(prev.Text, "</plan", "&lt;/plan") + "\n</plan>"
 		for _, n := range notes {
 			framed, err := prompts.Note(prompts.NoteData{By: n.By, At: n.At, Text: n.Text})
 			if err != nil {
 				return nil, err
 			}
-			text += "\n\n" + framed
+			prompt += "\n\n" + framed
 		}
 	}
 	r.nameModels(&p)
 	st, err := r.readLoop(ctx, tk, agent.Config{TaskID: fmt.Sprintf("%s-plan-%d", tk.ID, version), Policy: p, Workspace: ws, ReadOnly: true,
-		System: system, Task: text, Images: r.images(ctx, tk, th)})
+		System: system, Task: prompt, Images: r.images(ctx, tk, th)})
 	if err != nil {
 		return nil, err
 	}
 	if st.Status != app.StateSucceeded || strings.TrimSpace(st.Summary) == "" {
 		tk.run = st
-		return nil, tk.rep.fail(ctx, st, failure{stop: st.Stop})
+		return nil, tk.rep.fail(ctx, st, text.Failure{Stop: st.Stop})
 	}
 	return &plan{Version: version, Text: st.Summary, Files: planFiles(st.Summary), Notes: len(notes),
 		Estimate: r.estimate(ctx, tk), PostedAt: time.Now().UTC()}, nil
@@ -202,51 +202,13 @@ func spread(xs []float64, f string) string {
 	return fmt.Sprintf(f+" ("+f+"–"+f+")", mid, xs[0], xs[len(xs)-1])
 }
 
-// planText is the status comment that shows the plan.
-func planText(tk *task, p *plan, mode policy.PlanMode) string {
-	var b strings.Builder
-	title := "The plan"
-	if p.Version > 1 {
-		title = fmt.Sprintf("The plan, revised (%d)", p.Version)
+// planView is p as tk's texts show it.
+func planView(tk *task, p *plan) text.Plan {
+	v := text.Plan{Version: p.Version, Text: p.Text, Files: p.Files, Estimate: p.Estimate, ApprovedBy: p.ApprovedBy}
+	if wc := tk.policy.Policy.Limits.WallClock; wc > 0 {
+		v.Deadline = p.PostedAt.Add(wc)
 	}
-	if mode == policy.PlanApprove {
-		cmd := tk.policy.Policy.Trigger.Command
-		if cmd == "" {
-			cmd = app.DefaultCommand
-		}
-		fmt.Fprintf(&b, "📋 **%s — waiting for approval.** Nothing has been changed. Comment `%s approve` to go on, `%s note <text>` to revise it, or `%s deny` to stop",
-			title, cmd, cmd, cmd)
-		if wc := tk.policy.Policy.Limits.WallClock; wc > 0 {
-			fmt.Fprintf(&b, "; it waits until %s", p.PostedAt.Add(wc).UTC().Format("15:04 MST"))
-		}
-		b.WriteString(".\n\n")
-	} else {
-		fmt.Fprintf(&b, "📋 **%s** — the agent is working to it.\n\n", title)
-	}
-	// The model's text, posted in the App's name: inert.
-	b.WriteString(app.Inert(p.Text, ownIssue(tk)) + "\n\n")
-	fmt.Fprintf(&b, "**Cost estimate:** %s\n\n%s", p.Estimate, quoteRequest(tk))
-	return b.String()
-}
-
-// planSection is the pull request's account of where the work departed
-// from the approved plan: the files it changed that the plan did not name.
-func planSection(tk *task, st *agent.State) string {
-	p := tk.prog.Plan
-	if p == nil || p.ApprovedBy == "" {
-		return ""
-	}
-	var off []string
-	for _, f := range st.Touched {
-		if !slices.Contains(p.Files, f) {
-			off = append(off, "`"+f+"`")
-		}
-	}
-	if len(off) == 0 {
-		return fmt.Sprintf("\n## Plan\n\n@%s approved the plan; the change keeps to its files.\n", p.ApprovedBy)
-	}
-	return fmt.Sprintf("\n## Departures from the approved plan\n\n@%s approved a plan that did not name these changed files: %s.\n",
-		p.ApprovedBy, strings.Join(off, ", "))
+	return v
 }
 
 // awaitingPlan is the newest task on tk's issue whose plan waits for

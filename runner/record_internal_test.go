@@ -13,6 +13,7 @@ import (
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
@@ -330,19 +331,19 @@ func TestCheckTextIsTheStoredTrace(t *testing.T) {
 	ctx := t.Context()
 	tk := w.task(t)
 	st := &agent.State{Counts: agent.Counts{ToolCalls: 1, BlockedWrites: 1}}
-	if text := tk.rep.checkText(ctx, st); text != trace(st) {
-		t.Errorf("check text without a stored trace:\n%s", text)
+	if got := tk.rep.checkText(ctx, st); got != text.Trace(st) {
+		t.Errorf("check text without a stored trace:\n%s", got)
 	}
 	tk.rep.observe(ctx)(blockedWrite)
-	text := tk.rep.checkText(ctx, st)
+	stored := tk.rep.checkText(ctx, st)
 	for _, want := range []string{"### Trace of task `t1`", "| policy refusals | 1 |", "refused, nothing was written"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("check text lacks %q:\n%s", want, text)
+		if !strings.Contains(stored, want) {
+			t.Errorf("check text lacks %q:\n%s", want, stored)
 		}
 	}
 	tk.rep.traces = nil
-	if text := tk.rep.checkText(ctx, st); text != trace(st) {
-		t.Errorf("check text without a trace store:\n%s", text)
+	if got := tk.rep.checkText(ctx, st); got != text.Trace(st) {
+		t.Errorf("check text without a trace store:\n%s", got)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/llm"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
@@ -85,7 +86,7 @@ func (rp *reporter) running(ctx context.Context, step, what string) error {
 	if err := rp.state(ctx, app.StateRunning, step); err != nil {
 		return err
 	}
-	return rp.say(ctx, runningText(rp.tk, what))
+	return rp.say(ctx, text.Running(rp.tk.request(), what))
 }
 
 // react reacts to the command with reaction.
@@ -174,7 +175,7 @@ func (rp *reporter) auditDecision(ctx context.Context, paused string, call *llm.
 	if approve {
 		kind = app.AuditApproval
 	}
-	return rp.audit(ctx, kind, fmt.Sprintf("%s %s, the call task %s waits on", call.Name, head(call.Arguments, 300), paused))
+	return rp.audit(ctx, kind, fmt.Sprintf("%s %s, the call task %s waits on", call.Name, text.Head(call.Arguments, 300), paused))
 }
 
 // pullRequest opens the pull request of the branch tk pushed, with
@@ -288,8 +289,8 @@ func (rp *reporter) observe(ctx context.Context) func(agent.Event) {
 		case tools.BlockedWrite, tools.BlockedCommand:
 			outcome = "refused"
 			rp.trace(ctx, app.TraceEvent{Time: end, Kind: app.TraceRefusal, Step: e.Step, Name: e.Tool,
-				Outcome: outcome, Args: e.Target, Detail: firstLine(e.Result)})
-			entry := app.AuditEntryFor(app.AuditBlocked, tk.Task, fmt.Sprintf("step %d: %s %s: %s", e.Step, e.Tool, e.Target, firstLine(e.Result)))
+				Outcome: outcome, Args: e.Target, Detail: text.FirstLine(e.Result)})
+			entry := app.AuditEntryFor(app.AuditBlocked, tk.Task, fmt.Sprintf("step %d: %s %s: %s", e.Step, e.Tool, e.Target, text.FirstLine(e.Result)))
 			if err := rp.appendAudit(ctx, entry, e.CallID); err != nil {
 				tk.log.Error("audit a refused call", "tool", e.Tool, "err", err)
 			}
@@ -331,12 +332,12 @@ func (rp *reporter) observeModel(ctx context.Context) func(agent.ModelCall) {
 func (rp *reporter) checkText(ctx context.Context, st *agent.State) string {
 	tk := rp.tk
 	if rp.traces == nil {
-		return trace(st)
+		return text.Trace(st)
 	}
 	events, err := rp.traces.Trace(ctx, tk.ID)
 	if err != nil {
 		tk.log.Warn("read the trace for the check run", "err", err)
-		return trace(st)
+		return text.Trace(st)
 	}
 	return app.RenderTrace(tk.ID, events, app.MaxTextLength-1)
 }
@@ -381,7 +382,7 @@ func (rp *reporter) refuse(ctx context.Context, err error) error {
 // final so a redelivery does nothing.
 func (rp *reporter) finish(ctx context.Context, st app.State, body, step string) error {
 	tk := rp.tk
-	body += ciSection(tk) + egressText(tk)
+	body += text.Ended(tk.report(tk.run))
 	if err := tk.status.Set(ctx, body); err != nil {
 		return err
 	}
@@ -390,7 +391,7 @@ func (rp *reporter) finish(ctx context.Context, st app.State, body, step string)
 	}
 	if rc := tk.ReviewComment; rc != nil && !tk.prog.Replied {
 		// A command on a diff line is answered on that line too.
-		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, rc.ID, tk.ID, threadReply(tk, body)); err != nil {
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, rc.ID, tk.ID, text.ThreadReply(tk.request(), body)); err != nil {
 			return err
 		}
 		tk.prog.Replied = true
@@ -477,24 +478,24 @@ func (rp *reporter) completeCheck(ctx context.Context, c app.Conclusion, out app
 }
 
 // fail reports a task that ends without a pull request.
-func (rp *reporter) fail(ctx context.Context, st *agent.State, f failure) error {
+func (rp *reporter) fail(ctx context.Context, st *agent.State, f text.Failure) error {
 	tk := rp.tk
-	text := failureText(tk, st, f)
+	body := text.Failed(tk.report(st), f)
 	conclusion := app.ConclusionFailure
-	if st.Status == app.StateStopped || f.stoppedBy != "" {
+	if st.Status == app.StateStopped || f.StoppedBy != "" {
 		conclusion = app.ConclusionCancelled
 	}
-	if err := rp.completeCheck(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + reasonLine(st, f), Summary: text, Text: rp.checkText(ctx, st)}); err != nil {
+	if err := rp.completeCheck(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + text.Reason(st, f), Summary: body, Text: rp.checkText(ctx, st)}); err != nil {
 		return err
 	}
 	final := app.StateFailed
 	switch {
-	case f.stoppedBy != "":
+	case f.StoppedBy != "":
 		final = app.StateStopped
 	case st.Status.Final() && st.Status != app.StateSucceeded:
 		final = st.Status
 	}
-	return rp.finish(ctx, final, text, reasonLine(st, f))
+	return rp.finish(ctx, final, body, text.Reason(st, f))
 }
 
 // setupPhase ends the setup phase in the trace, saying where the
@@ -510,15 +511,15 @@ func (rp *reporter) answerReview(ctx context.Context, final app.State, status st
 	if f == nil {
 		return nil
 	}
-	changed := changedPaths(tk)
+	changed, report := changedPaths(tk), tk.report(tk.run)
 	for _, c := range f.comments {
-		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.ID, tk.ID, reviewReply(tk, c, final, changed, status)); err != nil {
+		reply := text.ReviewReply(report, c.Path, final, changed[c.Path], status)
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.ID, tk.ID, reply); err != nil {
 			return err
 		}
 	}
 	for _, c := range f.refused {
-		body := "🚫 **Not addressed:** " + c.why
-		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.comment.ID, tk.ID, body); err != nil {
+		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.comment.ID, tk.ID, text.NotAddressed(c.why)); err != nil {
 			return err
 		}
 	}
@@ -528,18 +529,17 @@ func (rp *reporter) answerReview(ctx context.Context, final app.State, status st
 // delivered reports a task whose change is in its pull request: as a
 // failure when failed is set (the pull request is then a draft), else
 // the check run's success and the status comment's link.
-func (rp *reporter) delivered(ctx context.Context, st *agent.State, pr app.PullRequest, tamper app.Tampering, failed *failure) error {
-	tk := rp.tk
+func (rp *reporter) delivered(ctx context.Context, report text.Report, pr app.PullRequest, failed *text.Failure) error {
 	if failed != nil {
-		return rp.fail(ctx, st, *failed)
+		return rp.fail(ctx, report.Loop, *failed)
 	}
+	report.PR = &pr
 	if err := rp.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: checksSection(tk, st) + "\n" + usageLine(st) + reproductionSection(tk) + tamperingSection(tamper) + attemptsSection(tk),
-		Text: rp.checkText(ctx, st),
+		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: text.CheckSummary(report), Text: rp.checkText(ctx, report.Loop),
 	}); err != nil {
 		return err
 	}
-	return rp.finish(ctx, app.StateSucceeded, doneText(tk, st, pr), fmt.Sprintf("pull request #%d", pr.Number))
+	return rp.finish(ctx, app.StateSucceeded, text.Done(report, pr), fmt.Sprintf("pull request #%d", pr.Number))
 }
 
 // changed reports a step of the task's change as change.Make tells it
@@ -572,7 +572,7 @@ func (rp *reporter) changed(ctx context.Context, e change.Event) error {
 		v := e.Base
 		end := time.Now().UTC()
 		for _, c := range v.Checks {
-			rp.traceCheck(ctx, end, 0, "base "+c.Name, c, fmt.Sprintf("%s before the agent, sandbox %s: %s", shortSHA(tk.prog.Base), shortID(v.Container), c.Run))
+			rp.traceCheck(ctx, end, 0, "base "+c.Name, c, fmt.Sprintf("%s before the agent, sandbox %s: %s", text.ShortSHA(tk.prog.Base), text.ShortID(v.Container), c.Run))
 		}
 		rp.phase(ctx, "base checks")
 		tk.prog.BaseChecks = v
@@ -624,19 +624,19 @@ func (rp *reporter) starts(ctx context.Context, e change.Event) error {
 	tk := rp.tk
 	switch e.Step {
 	case change.StepBaseChecks:
-		return rp.running(ctx, "base checks", "running the checks on "+shortSHA(tk.prog.Base)+" before the agent starts")
+		return rp.running(ctx, "base checks", "running the checks on "+text.ShortSHA(tk.prog.Base)+" before the agent starts")
 	case change.StepLoop:
 		what := "the agent is working"
 		if e.Of > 1 {
 			what = fmt.Sprintf("%d attempts of the agent are working", e.Of)
 		}
-		return rp.say(ctx, runningText(tk, what))
+		return rp.say(ctx, text.Running(tk.request(), what))
 	case change.StepGate:
 		return rp.state(ctx, app.StateRunning, "gate and push")
 	case change.StepVerification:
 		return rp.running(ctx, "verification", "verifying the checks in a fresh sandbox")
 	case change.StepReproduction:
-		return rp.running(ctx, "reproduction", "running the new tests on "+shortSHA(tk.prog.Base)+", without the fix")
+		return rp.running(ctx, "reproduction", "running the new tests on "+text.ShortSHA(tk.prog.Base)+", without the fix")
 	}
 	return nil
 }

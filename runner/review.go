@@ -16,6 +16,7 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -47,8 +48,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	}
 	pull := tk.issue.Pull
 	if pull == nil {
-		return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s review` reviews pull requests, and #%d is an issue.",
-			cmp.Or(tk.policy.Policy.Trigger.Command, app.DefaultCommand), tk.Number), "")
+		return tk.rep.finish(ctx, app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
 	}
 	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
 		return err
@@ -96,12 +96,12 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	tk.run = st
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
-		text := fmt.Sprintf("❌ **No review.** %s\n\n<sub>%s</sub>\n\n%s", reasonLine(st, failure{stop: st.Stop}), usageLine(st), quoteRequest(tk))
-		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Name: app.ReviewCheckName, Title: "No review: " + reasonLine(st, failure{stop: st.Stop}),
-			Summary: text, Text: tk.rep.checkText(ctx, st)}); err != nil {
+		body := text.NoReview(tk.report(st))
+		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Name: app.ReviewCheckName, Title: "No review: " + text.Reason(st, text.Failure{Stop: st.Stop}),
+			Summary: body, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateFailed, text, reasonLine(st, failure{stop: st.Stop}))
+		return tk.rep.finish(ctx, app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
 	}
 	rv := tk.prog.Review
 	if rv == nil {
@@ -138,7 +138,7 @@ func autoReview(tk *task) app.Decision {
 	case pull == nil:
 		return app.Decision{Reason: fmt.Sprintf("#%d is no pull request", tk.Number)}
 	case pull.HeadSHA != tk.Auto.HeadSHA:
-		return app.Decision{Reason: fmt.Sprintf("the pull request's head moved from %s to %s, whose own event reviews it", shortSHA(tk.Auto.HeadSHA), shortSHA(pull.HeadSHA))}
+		return app.Decision{Reason: fmt.Sprintf("the pull request's head moved from %s to %s, whose own event reviews it", text.ShortSHA(tk.Auto.HeadSHA), text.ShortSHA(pull.HeadSHA))}
 	case pull.HeadRepo != tk.Repo && !p.Trigger.AllowForks:
 		return app.Decision{Reason: "the pull request comes from a fork, and trigger.allow_forks is false"}
 	default:
@@ -195,16 +195,16 @@ func (r *Runner) reviewLoop(ctx context.Context, tk *task, ws *workspace.Workspa
 	if q := strings.TrimSpace(tk.Instructions); q != "" {
 		ask += " The reviewer asks: " + q
 	}
-	text, err := prompts.ReviewTask(prompts.ReviewTaskData{Task: prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
-		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: shortSHA(since), Head: shortSHA(ws.Base()), Again: since != base, Diff: diff})
+	prompt, err := prompts.ReviewTask(prompts.ReviewTaskData{Task: prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th,
+		Instructions: ask, Review: tk.ReviewComment, Context: repo}, Base: text.ShortSHA(since), Head: text.ShortSHA(ws.Base()), Again: since != base, Diff: diff})
 	if err != nil {
 		return nil, err
 	}
-	if err := tk.rep.say(ctx, runningText(tk, "reviewing the change")); err != nil {
+	if err := tk.rep.say(ctx, text.Running(tk.request(), "reviewing the change")); err != nil {
 		return nil, err
 	}
 	return r.readLoop(ctx, tk, agent.Config{TaskID: tk.ID, Policy: p, Workspace: ws, Review: true,
-		System: system, Task: text, Images: r.images(ctx, tk, th)})
+		System: system, Task: prompt, Images: r.images(ctx, tk, th)})
 }
 
 // findingsOf reads the findings report_finding accepted from the loop's
@@ -278,7 +278,7 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 		if err := r.proofEnv(ctx, tk, ws); err != nil {
 			return err
 		}
-		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of finding %d on %s and %s", i+1, shortSHA(ws.Base()), shortSHA(rv.Base))); err != nil {
+		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of finding %d on %s and %s", i+1, text.ShortSHA(ws.Base()), text.ShortSHA(rv.Base))); err != nil {
 			return err
 		}
 		pr, err := r.prove(ctx, tk, ws, rv.Base, f.Finding, fmt.Sprintf("%s-proof%d", tk.ID, i+1))
@@ -334,7 +334,7 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 	pr := &Proof{Head: &hv}
 	traceProof(ctx, tk, "head", ws.Base(), hv)
 	if ok, why := failsWithTest(hv, checks); !ok {
-		pr.Why = why + " on the head " + shortSHA(ws.Base())
+		pr.Why = why + " on the head " + text.ShortSHA(ws.Base())
 		return pr, nil
 	}
 	have, err := ws.ReadFiles(ctx, base, []string{f.Path})
@@ -356,10 +356,10 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 	case bv.Passed:
 		pr.Proven = true
 	case len(bv.NotRun) == len(checks):
-		pr.Why = "the repository's setup failed on the base " + shortSHA(base) + ", so the test did not run there"
+		pr.Why = "the repository's setup failed on the base " + text.ShortSHA(base) + ", so the test did not run there"
 	case failsThere:
 		pr.PreExisting = true
-		pr.Why = "the test fails on the base " + shortSHA(base) + " too: the pull request did not introduce it"
+		pr.Why = "the test fails on the base " + text.ShortSHA(base) + " too: the pull request did not introduce it"
 	default:
 		// The test does not build there: the base lacks the code it tests.
 		pr.Proven, pr.BaseLacks = true, true
@@ -420,7 +420,7 @@ func traceProof(ctx context.Context, tk *task, side, commit string, v Verificati
 	end := time.Now().UTC()
 	for _, c := range v.Checks {
 		tk.rep.traceCheck(ctx, end, 0, "proof "+side+" "+c.Name, c,
-			fmt.Sprintf("%s with the finding's test, fresh sandbox %s: %s", shortSHA(commit), shortID(v.Container), c.Run))
+			fmt.Sprintf("%s with the finding's test, fresh sandbox %s: %s", text.ShortSHA(commit), text.ShortID(v.Container), c.Run))
 	}
 }
 

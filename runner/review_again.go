@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
@@ -154,7 +155,7 @@ func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace,
 // testAgain runs f's test on the head; when it passes, it says so in the
 // finding's thread and resolves it.
 func (r *Runner) testAgain(ctx context.Context, tk *task, ws *workspace.Workspace, f reviewed, thread, id string) (fixed bool, err error) {
-	if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of an earlier finding on %s", shortSHA(ws.Base()))); err != nil {
+	if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of an earlier finding on %s", text.ShortSHA(ws.Base()))); err != nil {
 		return false, err
 	}
 	v, _, err := r.runTest(ctx, tk, ws, ws.Base(), f.Finding, id)
@@ -165,7 +166,5 @@ func (r *Runner) testAgain(ctx context.Context, tk *task, ws *workspace.Workspac
 	if !v.Passed {
 		return false, nil
 	}
-	reply := fmt.Sprintf("✅ **Fixed on `%s`.** The test of this finding, %s, passes there in a fresh sandbox: what it showed no longer reproduces.",
-		shortSHA(ws.Base()), app.CodeSpan(f.Test.Path, ownIssue(tk)))
-	return true, tk.rep.resolve(ctx, f.CommentID, thread, reply)
+	return true, tk.rep.resolve(ctx, f.CommentID, thread, text.FixedOn(tk.request(), ws.Base(), f.Test.Path))
 }

@@ -59,6 +59,7 @@ import (
 	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -245,7 +246,7 @@ type progress struct {
 	Reproduction *Reproduction `json:"reproduction,omitempty"`
 	// Attempts are what became of the attempts of limits.attempts and
 	// which one is proposed; nil for a task of one attempt.
-	Attempts *attemptsReport `json:"attempts,omitempty"`
+	Attempts *text.Attempts `json:"attempts,omitempty"`
 	// Plan is the plan written before the change, when the policy asks
 	// for one (plan.go).
 	Plan *plan `json:"plan,omitempty"`
@@ -403,9 +404,9 @@ func commandText(p policy.Policy, t *app.Task) string {
 	}
 	switch {
 	case t.Verb == app.VerbFix && t.Instructions != "":
-		return trigger + " " + firstLine(t.Instructions)
+		return trigger + " " + text.FirstLine(t.Instructions)
 	case t.Verb.ReadOnly() && t.Instructions != "":
-		return trigger + " " + string(t.Verb) + " " + firstLine(t.Instructions)
+		return trigger + " " + string(t.Verb) + " " + text.FirstLine(t.Instructions)
 	}
 	return trigger + " " + string(t.Verb)
 }
@@ -423,7 +424,7 @@ func (r *Runner) help(ctx context.Context, tk *task) error {
 	if ok, err := r.admit(ctx, tk); !ok || err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, helpText(tk.policy.Policy), "")
+	return tk.rep.finish(ctx, app.StateSucceeded, text.Help(tk.policy.Policy), "")
 }
 
 // statusTasks bounds the tasks "/agent status" lists: an issue may hold
@@ -440,30 +441,19 @@ func (r *Runner) status(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	var b strings.Builder
-	listed, older := 0, 0
+	var listed []text.Listed
+	older := 0
 	for _, t := range all {
 		if t.ID == tk.ID || t.Verb == app.VerbStatus || t.Verb == app.VerbHelp || (t.Label != "" && t.State == app.StateRefused) {
 			continue
 		}
-		if listed == statusTasks {
+		if len(listed) == statusTasks {
 			older++
 			continue
 		}
-		listed++
-		fmt.Fprintf(&b, "- `%s` %s by @%s: **%s**", t.ID, t.Verb, t.Requester, t.State)
-		if t.Step != "" && t.Step != string(t.State) {
-			fmt.Fprintf(&b, " — %s", t.Step)
-		}
-		b.WriteString("\n")
+		listed = append(listed, text.Listed{ID: t.ID, Verb: t.Verb, Requester: t.Requester, State: t.State, Step: t.Step})
 	}
-	if older > 0 {
-		fmt.Fprintf(&b, "- and %d older; `agentbot tasks list` shows them\n", older)
-	}
-	if b.Len() == 0 {
-		return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("No task has been asked on #%d.", tk.Number), "")
-	}
-	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("**Tasks on #%d**, newest first:\n\n%s", tk.Number, b.String()), "")
+	return tk.rep.finish(ctx, app.StateSucceeded, text.Status(tk.Number, listed, older), "")
 }
 
 // retry answers "/agent retry" by running the issue's last failed fix
@@ -484,7 +474,7 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 		}
 		break // the latest fix did not fail: nothing to retry
 	}
-	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("There is no failed fix on #%d to retry: the latest fix did not fail, or there is none.", tk.Number), "")
+	return tk.rep.finish(ctx, app.StateRefused, text.NoRetry(tk.Number), "")
 }
 
 // stop answers "/agent stop" by asking the issue's running fix to stop.
@@ -503,20 +493,13 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 		if err := r.cfg.Store.RequestStop(ctx, t.ID, tk.Requester); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("Stopping task `%s`; its status comment says when it has stopped.", t.ID), "")
+		return tk.rep.finish(ctx, app.StateSucceeded, text.Stopping(t.ID), "")
 	}
-	return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("No task is running on #%d.", tk.Number), "")
+	return tk.rep.finish(ctx, app.StateRefused, text.NothingRunning(tk.Number), "")
 }
 
 // renderPrompts renders the system prompt and the task message; th is
 // the conversation the model may read.
-func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, text string, err error) {
+func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, task string, err error) {
 	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != policy.ReproduceOff, taskData(tk, th))
-}
-
-// usageLine is the loop's usage in one sentence.
-func usageLine(st *agent.State) string {
-	u := st.Usage
-	return fmt.Sprintf("%d iterations, %d tokens (%d prompt, %d cached, %d completion), $%.4f",
-		st.Step, u.Total(), u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.CostUSD)
 }

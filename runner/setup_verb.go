@@ -7,16 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner/change"
-	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/sandbox"
+	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/workspace"
 )
 
@@ -34,8 +32,7 @@ func (r *Runner) setupVerb(ctx context.Context, tk *task) error {
 		return err
 	}
 	if tk.issue.Pull != nil {
-		return tk.rep.finish(ctx, app.StateRefused, fmt.Sprintf("`%s setup` works on an issue: it reads the default branch and opens a pull request of its own.",
-			tk.policy.Policy.Trigger.Command), "")
+		return tk.rep.finish(ctx, app.StateRefused, text.SetupOnPull(tk.policy.Policy.Trigger.Command), "")
 	}
 	def := tk.policy.Repo.DefaultBranch
 	tg := target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, "setup"), base: def, prBase: def}
@@ -62,14 +59,12 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	defer ws.Close()
 	prop, err := policyinit.Infer(ws.Root().FS())
 	if err != nil {
-		return tk.rep.finish(ctx, app.StateFailed, fmt.Sprintf("❌ **No policy to propose:** %s. Write `%s` by hand; `agentbot config schema` lists its keys.",
-			app.Inert(err.Error(), ownIssue(tk)), policy.PolicyPath), "nothing inferred")
+		return tk.rep.finish(ctx, app.StateFailed, text.NothingInferred(tk.request(), err), "nothing inferred")
 	}
-	text := prop.YAML()
-	candidate, err := buildPolicy(r.cfg.Server, text)
+	yaml := prop.YAML()
+	candidate, err := buildPolicy(r.cfg.Server, yaml)
 	if err != nil {
-		return tk.rep.finish(ctx, app.StateFailed, fmt.Sprintf("❌ **The inferred policy does not hold under this server's config**, so it was not proposed:\n\n%s\n%s",
-			app.CodeBlock(app.ErrorMessage(err), "", ownIssue(tk)), policyDetails(text, tk)), "policy refused")
+		return tk.rep.finish(ctx, app.StateFailed, text.PolicyRefused(tk.request(), err, yaml), "policy refused")
 	}
 	existing, err := fs.ReadFile(ws.Root().FS(), policy.PolicyPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -77,8 +72,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	}
 	if existing != nil {
 		if same, err := buildPolicy(r.cfg.Server, string(existing)); err == nil && sameProposal(same, candidate) {
-			return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("`%s` exists and already has what agentbot infers (image, setup and checks): nothing to propose.",
-				policy.PolicyPath), "nothing to change")
+			return tk.rep.finish(ctx, app.StateSucceeded, text.PolicyUnchanged, "nothing to change")
 		}
 	}
 	tk.policy.Policy = candidate // the policy being proved is the one setup and the checks run under
@@ -86,11 +80,12 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	if err != nil {
 		return err
 	}
-	body := setupBody(tk, prop, candidate, pf, existing != nil, r.cfg.Server)
+	body := text.SetupBody(text.Setup{Request: tk.request(), Base: tk.prog.Base, Proposal: prop, Policy: candidate, Server: r.cfg.Server,
+		Replaces: existing != nil, Detail: pf.detail, Failed: pf.setup, Checks: pf.checks, Reached: tk.reached, Refused: tk.refused})
 	if pf.setup != nil {
-		return tk.rep.finish(ctx, app.StateFailed, "❌ **The inferred setup fails**, so no pull request was opened.\n\n"+body+policyDetails(text, tk), "setup fails")
+		return tk.rep.finish(ctx, app.StateFailed, text.SetupFails(tk.request(), body, yaml), "setup fails")
 	}
-	pr, err := r.pushPolicy(ctx, tk, ws, remote, tg, text, body)
+	pr, err := r.pushPolicy(ctx, tk, ws, remote, tg, yaml, body)
 	if err != nil {
 		return err
 	}
@@ -98,7 +93,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 		Summary: body}); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, fmt.Sprintf("✅ Opened #%d with `%s`, proved in the sandbox.\n\n%s", pr.Number, policy.PolicyPath, body), "proposed")
+	return tk.rep.finish(ctx, app.StateSucceeded, text.PolicyProposed(pr.Number, body), "proposed")
 }
 
 // buildPolicy is the policy text makes over the built-in defaults, under
@@ -186,20 +181,20 @@ func (r *Runner) provePolicy(ctx context.Context, tk *task, ws *workspace.Worksp
 	}
 	end := time.Now().UTC()
 	for _, c := range pf.checks {
-		tk.rep.traceCheck(ctx, end, 0, "prove "+c.Name, c.CheckRun, "on "+shortSHA(ws.Base())+": "+c.Run)
+		tk.rep.traceCheck(ctx, end, 0, "prove "+c.Name, c.CheckRun, "on "+text.ShortSHA(ws.Base())+": "+c.Run)
 	}
 	tk.rep.phase(ctx, "checks")
 	return pf, nil
 }
 
-// pushPolicy commits text as .github/agent.yml on the task's branch, once,
+// pushPolicy commits yaml as .github/agent.yml on the task's branch, once,
 // and opens its pull request with body, or finds the one open.
-func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, tg target, text, body string) (app.PullRequest, error) {
+func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote, tg target, yaml, body string) (app.PullRequest, error) {
 	if tk.prog.Pushed == "" {
 		if err := ws.Root().MkdirAll(".github", 0o755); err != nil {
 			return app.PullRequest{}, fmt.Errorf("write %s: %w", policy.PolicyPath, err)
 		}
-		if err := ws.Root().WriteFile(policy.PolicyPath, []byte(text), 0o644); err != nil {
+		if err := ws.Root().WriteFile(policy.PolicyPath, []byte(yaml), 0o644); err != nil {
 			return app.PullRequest{}, fmt.Errorf("write %s: %w", policy.PolicyPath, err)
 		}
 		// The change is agentbot's own, not the model's: the gate allows
@@ -215,138 +210,4 @@ func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspa
 		}
 	}
 	return tk.rep.pullRequest(ctx, tg, "Add agentbot's policy ("+policy.PolicyPath+")", body, tk.policy.Policy.PullRequest)
-}
-
-// setupBody is the pull request's body, and the status comment's: what
-// was detected, the setup, each check's result, and setup's network.
-// Every text from the repository or its commands goes out inert.
-func setupBody(tk *task, prop policyinit.Proposal, p policy.Policy, pf proof, replaces bool, server policy.ServerConfig) string {
-	own := ownIssue(tk)
-	var b strings.Builder
-	if replaces {
-		fmt.Fprintf(&b, "`%s` exists on the default branch and says something else: this replaces it with what agentbot infers. Keep what you wrote by hand that you still want.\n\n", policy.PolicyPath)
-	}
-	fmt.Fprintf(&b, "agentbot's policy for this repository, inferred from the tree at `%s` and proved in the sandbox, as `agentbot config init --verify` would. Asked for in #%d.\n\n",
-		shortSHA(tk.prog.Base), tk.Number)
-	b.WriteString("**Detected**\n\n")
-	for _, t := range prop.Toolchains {
-		fmt.Fprintf(&b, "- %s: %s\n", t.Name, app.Inert(strings.Join(t.Evidence, ", "), own))
-	}
-	for _, n := range prop.Primary().Notes {
-		fmt.Fprintf(&b, "- note: %s\n", app.Inert(n, own))
-	}
-	fmt.Fprintf(&b, "\n**Image:** `%s`\n\n", p.Sandbox.Image)
-	switch {
-	case len(p.Setup.Run) == 0:
-		b.WriteString("**Setup:** none: nothing to download\n\n")
-	case pf.setup != nil:
-		fmt.Fprintf(&b, "**Setup:** ❌ %s\n\n%s\n", app.Inert(pf.setup.Error(), own), app.CodeBlock(change.Tail(pf.setup.Output, outputExcerpt), "", own))
-	default:
-		fmt.Fprintf(&b, "**Setup:** ✅ %s (%s)\n\n", runsList(p.Setup.Run, own), app.Inert(pf.detail, own))
-	}
-	if len(pf.checks) > 0 {
-		b.WriteString("**Checks**, each run once on the default branch over the prepared environment:\n\n| check | command | result |\n| --- | --- | --- |\n")
-		for _, c := range pf.checks {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", c.Name, app.CodeSpan(c.Run, own), checkResult(c, own))
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString(hostsText(tk, p, server, pf))
-	return b.String()
-}
-
-// checkResult is one proved check's result, in a table cell.
-func checkResult(c change.ProvedCheck, own app.IssueRef) string {
-	switch {
-	case c.Passed:
-		return "✅ passes"
-	case c.CannotRun != nil:
-		return "⛔ cannot run: " + app.Inert(c.CannotRun.Cause+". "+c.CannotRun.Fix, own)
-	case c.TimedOut:
-		return "⏱️ runs, and times out today"
-	}
-	return fmt.Sprintf("⚠️ runs, and fails today (exit %d): a task's work", c.ExitCode)
-}
-
-// hostsText says whom setup's network may reach and whom it did: the
-// registries and hosts the server config allows, each host the egress
-// proxy connected setup to (with the entry that allowed it), and each it
-// refused, with the server config's line that allows it.
-func hostsText(tk *task, p policy.Policy, server policy.ServerConfig, pf proof) string {
-	if !p.Setup.Network {
-		return ""
-	}
-	var b strings.Builder
-	var allowed []string
-	for _, r := range server.SetupRegistries {
-		allowed = append(allowed, fmt.Sprintf("%s registry `%s`", r.Ecosystem, r.Host.String()))
-	}
-	for _, a := range server.SetupAllowHosts {
-		allowed = append(allowed, "`"+a.String()+"`")
-	}
-	if len(allowed) == 0 {
-		allowed = []string{"no host"}
-	}
-	fmt.Fprintf(&b, "**Setup's network** goes through the egress proxy to %s (the server config's `setup.registries` and `setup.allow_hosts`).\n", strings.Join(allowed, ", "))
-	switch {
-	case len(tk.reached) > 0:
-		b.WriteString("Setup needed, and reached:\n\n")
-		for _, x := range tk.reached {
-			fmt.Fprintf(&b, "- %s (%s)\n", app.CodeSpan(x.String(), app.IssueRef{}), allowedBy(server, x))
-		}
-		b.WriteString("\n")
-	case strings.HasPrefix(pf.detail, "setup: cached"):
-		b.WriteString("Setup reused the environment an earlier setup prepared, and connected nowhere.\n")
-	default:
-		b.WriteString("Setup reached no host.\n")
-	}
-	if len(tk.refused) == 0 {
-		b.WriteString("The proxy refused no connection.\n")
-		return b.String()
-	}
-	b.WriteString("The proxy refused these, which setup needed; an operator who trusts them adds them to the server config:\n\n")
-	seen := map[string]bool{}
-	for _, x := range tk.refused {
-		host := egress.CutHost(x.Host)
-		if seen[host] {
-			continue
-		}
-		seen[host] = true
-		fmt.Fprintf(&b, "- %s — %s\n", app.CodeSpan(host, app.IssueRef{}), app.Inert(x.Reason, app.IssueRef{}))
-	}
-	b.WriteString("\n```yaml\nsetup:\n  allow_hosts:\n")
-	for _, x := range tk.refused {
-		if host := egress.CutHost(x.Host); seen[host] {
-			fmt.Fprintf(&b, "    - %s\n", strconv.Quote(host))
-			delete(seen, host)
-		}
-	}
-	b.WriteString("```\n")
-	return b.String()
-}
-
-// allowedBy names the server config's entry that let setup reach x: a
-// registry, or setup.allow_hosts.
-func allowedBy(server policy.ServerConfig, x egress.Reach) string {
-	for _, r := range server.SetupRegistries {
-		if app.HostAllowed(r.AllowedHosts(), x.Host, x.Port) {
-			return "the " + r.Ecosystem + " registry"
-		}
-	}
-	return "`setup.allow_hosts`"
-}
-
-// runsList is commands as code spans, joined.
-func runsList(runs []string, own app.IssueRef) string {
-	out := make([]string, len(runs))
-	for i, r := range runs {
-		out[i] = app.CodeSpan(r, own)
-	}
-	return strings.Join(out, ", ")
-}
-
-// policyDetails is the proposed policy, collapsed, for a report that
-// proposes no pull request.
-func policyDetails(text string, tk *task) string {
-	return fmt.Sprintf("\n<details><summary>The policy agentbot inferred</summary>\n\n%s\n</details>\n", app.CodeBlock(text, "yaml", ownIssue(tk)))
 }

@@ -17,13 +17,3 @@ func savedTampering(tk *task, st *agent.State) app.Tampering {
 	}
 	return t
 }
-
-// tamperingSection is the tampering report as a section to append to a
-// pull request body or a check run's summary, or "" when the change
-// touches no sensitive file.
-func tamperingSection(t app.Tampering) string {
-	if t.Empty() {
-		return ""
-	}
-	return "\n\n" + t.Markdown()
-}

@@ -2,8 +2,10 @@ package change
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/policy"
 )
 
@@ -38,5 +40,21 @@ func TestNarrowChecks(t *testing.T) {
 	}
 	if none := NarrowChecks(checks, nil); !slices.Equal(none, checks) {
 		t.Errorf("checks narrowed without tests: %v", none)
+	}
+}
+
+func TestReproductionRefusesOnlyWhenRequired(t *testing.T) {
+	t.Parallel()
+	rp := &Reproduction{Mode: policy.ReproducePreferred, Base: "0123456789", Why: "the change adds or changes no test"}
+	if err := rp.Refusal(); err != nil {
+		t.Errorf("preferred refuses: %v", err)
+	}
+	rp.Mode = policy.ReproduceRequired
+	if err := rp.Refusal(); err == nil || !strings.Contains(app.ErrorMessage(err), "The change is not reproduced: the change adds or changes no test.") {
+		t.Errorf("required and not reproduced: %v", err)
+	}
+	rp.Reproduced = true
+	if err := rp.Refusal(); err != nil {
+		t.Errorf("required and reproduced refuses: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package text
 
 import (
 	"cmp"
@@ -8,28 +8,22 @@ import (
 	"github.com/agentbot/agentbot/app"
 )
 
-// Best of N (runner/change): under limits.attempts: N the loop runs N
-// times side by side, each change is judged, and the best becomes the
-// pull request. What the worker keeps of the attempts is here: their
-// report in the task's progress, their section of the pull request, and
-// every attempt's diff in the trace (traceAttempts).
-
-// attemptsReport is what became of a task's attempts, kept in its
-// progress for the pull request and the reports.
-type attemptsReport struct {
-	Ran    int              `json:"ran"`
-	Passed int              `json:"passed"`
-	Winner int              `json:"winner,omitempty"` // the attempt proposed; 0 when none passed
-	Why    string           `json:"why,omitempty"`    // why the winner won
-	Draft  int              `json:"draft,omitempty"`  // the attempt proposed as a draft when none passed
-	Each   []attemptSummary `json:"each"`
+// Attempts is what became of a task's attempts under limits.attempts, as
+// the task's progress keeps it for the pull request and the reports.
+type Attempts struct {
+	Ran    int       `json:"ran"`
+	Passed int       `json:"passed"`
+	Winner int       `json:"winner,omitempty"` // the attempt proposed; 0 when none passed
+	Why    string    `json:"why,omitempty"`    // why the winner won
+	Draft  int       `json:"draft,omitempty"`  // the attempt proposed as a draft when none passed
+	Each   []Attempt `json:"each"`
 	// Tokens and Cost are every attempt's, added up.
 	Tokens int64   `json:"tokens"`
 	Cost   float64 `json:"cost_usd"`
 }
 
-// attemptSummary is one attempt in a line of the pull request's table.
-type attemptSummary struct {
+// Attempt is one attempt, a line of the pull request's table.
+type Attempt struct {
 	N           int      `json:"n"`
 	Model       string   `json:"model"`
 	Temperature *float64 `json:"temperature,omitempty"` // nil: the endpoint's default
@@ -42,12 +36,12 @@ type attemptSummary struct {
 	Cost        float64  `json:"cost_usd"`
 }
 
-// proposed is the attempt whose change is the pull request: the winner,
+// Proposed is the attempt whose change is the pull request: the winner,
 // or the draft; 0 for none.
-func (a *attemptsReport) proposed() int { return cmp.Or(a.Winner, a.Draft) }
+func (a *Attempts) Proposed() int { return cmp.Or(a.Winner, a.Draft) }
 
-// line is the attempt's verdict in a line.
-func (s attemptSummary) line() string {
+// Line is the attempt's verdict in a line.
+func (s Attempt) Line() string {
 	if !s.Passed {
 		return "not proposed: " + s.Why
 	}
@@ -62,10 +56,10 @@ func (s attemptSummary) line() string {
 	return fmt.Sprintf("passed%s: %d lines in %d %s, %d tokens", proof, s.Lines, s.Files, files, s.Tokens)
 }
 
-// attemptsSection is the attempts as a section of the pull request's body
-// or a failure's report, or "" for a task of one attempt.
-func attemptsSection(tk *task) string {
-	a := tk.prog.Attempts
+// attempts is the attempts as a section of the pull request's body or a
+// failure's report, or "" for a task of one attempt.
+func attempts(r Report) string {
+	a := r.Attempts
 	if a == nil {
 		return ""
 	}
@@ -85,7 +79,7 @@ func attemptsSection(tk *task) string {
 			model += fmt.Sprintf(" at temperature %v", *s.Temperature)
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d | $%.4f |\n", s.N, model,
-			strings.ReplaceAll(app.InertPlain(s.line(), ownIssue(tk)), "|", `\|`), s.Tokens, s.Cost)
+			cell(s.Line(), r.Own()), s.Tokens, s.Cost)
 	}
 	b.WriteString("\nEvery attempt's diff is in the trace.\n")
 	return b.String()

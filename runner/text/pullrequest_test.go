@@ -1,4 +1,4 @@
-package runner
+package text
 
 import (
 	"strings"
@@ -10,12 +10,14 @@ import (
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
-func reportTask(title, instructions string) *task {
-	return &task{Task: &app.Task{ID: "T1", Repo: "acme/stats", Number: 7, Verb: app.VerbFix, Requester: "ada", Instructions: instructions},
-		issue: app.IssueInfo{Title: title}}
+// report is a fix's report on issue #7 titled title, asked by ada with
+// instructions, whose loop ended with st.
+func report(title, instructions string, st *agent.State) Report {
+	return Report{Request: Request{Task: &app.Task{ID: "T1", Repo: "acme/stats", Number: 7, Verb: app.VerbFix, Requester: "ada", Instructions: instructions},
+		Issue: app.IssueInfo{Title: title}}, Loop: st}
 }
 
-func TestPRTitle(t *testing.T) {
+func TestTitle(t *testing.T) {
 	t.Parallel()
 	long := "Sum drops the first sample when the slice is long, and Mean inherits the error everywhere it is used"
 	tests := []struct {
@@ -27,9 +29,9 @@ func TestPRTitle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := prTitle(reportTask(tt.issue, ""), &agent.State{Title: tt.title, Summary: tt.summary})
+			got := Title(report(tt.issue, "", &agent.State{Title: tt.title, Summary: tt.summary}))
 			if got != tt.want {
-				t.Errorf("prTitle = %q; want %q", got, tt.want)
+				t.Errorf("Title = %q; want %q", got, tt.want)
 			}
 			if n := utf8.RuneCountInString(got); n > tools.MaxTitle {
 				t.Errorf("title of %d characters", n)
@@ -38,14 +40,14 @@ func TestPRTitle(t *testing.T) {
 	}
 }
 
-func TestPRBody(t *testing.T) {
+func TestBody(t *testing.T) {
 	t.Parallel()
 	st := &agent.State{
 		Title:   "Start Sum's loop at the first sample",
 		Summary: "Start Sum's loop at the first sample.\n\nThe loop began at index 1, so Sum([1 2 3]) was 5.",
 		Checks:  []tools.CheckRun{{Name: "test", Run: "go test ./...", Passed: true, Millis: 1200}},
 	}
-	body := prBody(reportTask("Sum is wrong", ""), target{}, st, app.Tampering{})
+	body := Body(report("Sum is wrong", "", st))
 	at := 0
 	for _, want := range []string{
 		"## What changed and why\n\nThe loop began at index 1",
@@ -64,7 +66,7 @@ func TestPRBody(t *testing.T) {
 	if strings.Contains(body, "> fix") || strings.Contains(body, "Start Sum's loop at the first sample.") {
 		t.Errorf("the bare verb is quoted, or the title repeated:\n%s", body)
 	}
-	body = prBody(reportTask("Sum is wrong", "keep the public API\nand add a test"), target{}, st, app.Tampering{})
+	body = Body(report("Sum is wrong", "keep the public API\nand add a test", st))
 	if !strings.Contains(body, "Asked by @ada on #7:\n\n> keep the public API\n> and add a test\n") {
 		t.Errorf("the request with instructions is not quoted:\n%s", body)
 	}
@@ -72,17 +74,45 @@ func TestPRBody(t *testing.T) {
 
 func TestCommitMessage(t *testing.T) {
 	t.Parallel()
-	tk := reportTask("Sum is wrong", "")
-	got := commitMessage(tk, &agent.State{Summary: "Document Sum of no samples\n\nSum returns 0 for none."})
+	message := func(st *agent.State) string { return CommitMessage(report("Sum is wrong", "", st)) }
+	got := message(&agent.State{Summary: "Document Sum of no samples\n\nSum returns 0 for none."})
 	if want := "Document Sum of no samples\n\nSum returns 0 for none.\n\nAsked by @ada on #7.\n"; got != want {
 		t.Errorf("without a title:\n%q\nwant\n%q", got, want)
 	}
-	got = commitMessage(tk, &agent.State{Title: "Start at zero", Summary: "Start at zero\n\nThe loop began at 1."})
+	got = message(&agent.State{Title: "Start at zero", Summary: "Start at zero\n\nThe loop began at 1."})
 	if want := "Start at zero\n\nThe loop began at 1.\n\nAsked by @ada on #7.\n"; got != want {
 		t.Errorf("with a title:\n%q\nwant\n%q", got, want)
 	}
-	got = commitMessage(tk, &agent.State{Summary: strings.Repeat("a very long first line ", 10)})
+	got = message(&agent.State{Summary: strings.Repeat("a very long first line ", 10)})
 	if subject, _, _ := strings.Cut(got, "\n"); subject != "Fix: Sum is wrong" {
 		t.Errorf("a summary too long for a subject gave %q", subject)
+	}
+}
+
+func TestPlanSectionNamesDepartures(t *testing.T) {
+	t.Parallel()
+	r := report("Sum is wrong", "", &agent.State{Touched: []string{"stats.go"}})
+	r.Plan = &Plan{Files: []string{"stats.go"}, ApprovedBy: "ada"}
+	if got := plan(r); !strings.Contains(got, "keeps to its files") {
+		t.Errorf("a change within the plan: %q", got)
+	}
+	r.Loop = &agent.State{Touched: []string{"stats.go", "mean.go"}}
+	got := plan(r)
+	if !strings.Contains(got, "## Departures from the approved plan") || !strings.Contains(got, "`mean.go`") || strings.Contains(got, "`stats.go`") {
+		t.Errorf("a change past the plan: %q", got)
+	}
+	if !strings.Contains(Body(r), got) {
+		t.Errorf("the pull request's body lacks the plan's section:\n%s", Body(r))
+	}
+	r.Plan.ApprovedBy = ""
+	if got := plan(r); got != "" {
+		t.Errorf("a plan only shown: %q; want no section", got)
+	}
+}
+
+func TestFenceOutlastsTheText(t *testing.T) {
+	t.Parallel()
+	if got := Fence("a ```` b", "diff"); got != "`````diff\na ```` b\n`````" {
+		t.Errorf("Fence %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package runner
+package text
 
 import (
 	"bytes"
@@ -66,24 +66,27 @@ func assertInert(t *testing.T, what, text string, wants ...string) {
 	}
 }
 
-func hostileTask() (*task, *agent.State) {
-	tk := &task{Task: &app.Task{ID: "t1", Repo: "octo/hello", Number: 7, Requester: "alice", Verb: app.VerbFix}}
-	tk.issue.Title = "Off by one, fixes #99 @mallory <!--"
-	st := &agent.State{
+// hostileReport is a fix's report whose issue title, model text, command
+// output and tool calls are all hostile.
+func hostileReport() Report {
+	r := Report{Request: Request{Task: &app.Task{ID: "t1", Repo: "octo/hello", Number: 7, Requester: "alice", Verb: app.VerbFix},
+		Issue: app.IssueInfo{Title: "Off by one, fixes #99 @mallory <!--"}}}
+	r.Loop = &agent.State{
 		Summary: hostile,
 		Diff:    "+" + strings.ReplaceAll(hostile, "\n", "\n+"),
 		Checks:  []tools.CheckRun{{Name: "test", Run: "go test ./...", ExitCode: 1, Output: hostile}},
 		Messages: []llm.Message{{Role: llm.RoleAssistant, Content: hostile,
 			ToolCalls: []llm.ToolCall{{ID: "c1", Name: "run", Arguments: `{"cmd":"` + strings.ReplaceAll(hostile, "\n", `\n`) + `"}`}}}},
 	}
-	return tk, st
+	return r
 }
 
 func TestModelTextIsInert(t *testing.T) {
 	t.Parallel()
-	tk, st := hostileTask()
+	r := hostileReport()
+	st := r.Loop
 
-	body := prBody(tk, target{}, st, app.Tampering{})
+	body := Body(r)
 	assertInert(t, "the pull request body", body, "<h2>Checks</h2>", "<h2>Usage</h2>")
 	if !strings.Contains(body, "\nFixes #7\n") {
 		t.Errorf("the pull request body no longer closes its own issue:\n%s", body)
@@ -91,26 +94,26 @@ func TestModelTextIsInert(t *testing.T) {
 
 	// A commit that reaches the default branch closes what its message
 	// names; a squash merge's message starts with the title.
-	for what, text := range map[string]string{"the title": prTitle(tk, &agent.State{Summary: "Fixes #99 for @mallory"}), "the commit message": commitMessage(tk, st),
-		"the title from the issue's": prTitle(tk, &agent.State{})} {
+	withLoop := func(st *agent.State) Report { c := r; c.Loop = st; return c }
+	for what, text := range map[string]string{"the title": Title(withLoop(&agent.State{Summary: "Fixes #99 for @mallory"})), "the commit message": CommitMessage(r),
+		"the title from the issue's": Title(withLoop(&agent.State{})), "the draft's title": DraftTitle(r)} {
 		if m := closing.FindString(text); m != "" || strings.Contains(text, "@mallory") {
 			t.Errorf("%s closes or mentions: %q", what, text)
 		}
 	}
 
 	st.Stop = &agent.Stop{Reason: "same_failure", Detail: hostile}
-	assertInert(t, "the failure comment", failureText(tk, st, failure{stop: st.Stop}),
+	assertInert(t, "the failure comment", Failed(r, Failure{Stop: st.Stop}),
 		"<summary>Partial diff</summary>", "<blockquote>\n<p>fix</p>\n</blockquote>")
+	assertInert(t, "the draft's body", DraftBody(r, Failure{Stop: st.Stop}), "<strong>Draft: the checks did not pass</strong>", "<h2>Checks</h2>")
 
-	st.Pending = &st.Messages[0].ToolCalls[0]
-	approval := approvalText(tk, st)
+	approval := Approval(r.Request, &st.Messages[0].ToolCalls[0])
 	assertInert(t, "the approval request", approval, "<code>/agent approve</code>", "<blockquote>")
 	if !strings.Contains(approval, "```json\n{\n  \"cmd\": ") {
 		t.Errorf("the approval request does not show the arguments as JSON:\n%s", approval)
 	}
 
-	st.Pending = &llm.ToolCall{Name: "run", Arguments: "{\"cmd\": \"rm -rf /\"} ```\n@mallory"}
-	approval = approvalText(tk, st)
+	approval = Approval(r.Request, &llm.ToolCall{Name: "run", Arguments: "{\"cmd\": \"rm -rf /\"} ```\n@mallory"})
 	assertInert(t, "the approval request with invalid JSON", approval, "<code>/agent approve</code>")
 	if !strings.Contains(approval, "not valid JSON") || !strings.Contains(approval, `"{\"cmd\": \"rm -rf /\"} `+"```"+`\n@mallory"`) {
 		t.Errorf("invalid arguments are not shown quoted and refused:\n%s", approval)
