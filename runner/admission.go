@@ -16,7 +16,7 @@ import (
 // always answered.
 func (r *Runner) deny(ctx context.Context, tk *task, authz *policy.Authorizer, inv app.Invocation, reason string) error {
 	if quiet(tk) {
-		return tk.rep.ignore(ctx, reason)
+		return ignored(reason)
 	}
 	answer := false
 	if inv.Verb == app.VerbApprove || inv.Verb == app.VerbDeny {
@@ -34,24 +34,17 @@ func (r *Runner) deny(ctx context.Context, tk *task, authz *policy.Authorizer, i
 		}
 	}
 	if answer {
-		return tk.rep.refuse(ctx, app.Errorf(app.EUnauthorized, "%s", reason))
+		return refused(app.Errorf(app.EUnauthorized, "%s", reason))
 	}
 	tk.log.Info("refused without an answer: the requester was answered a refusal on this issue lately", "reason", reason)
-	if err := tk.rep.admission(ctx, false, reason); err != nil {
-		return err
-	}
-	if err := tk.rep.state(ctx, app.StateRefused, "refused; the requester was told so lately"); err != nil {
-		return err
-	}
-	tk.prog.Final = app.StateRefused
-	return tk.rep.save(ctx)
+	return &ended{state: app.StateRefused, step: "refused; the requester was told so lately", refusal: reason}
 }
 
 // unavailable refuses a verb this server does not run, once its requester
 // is admitted: to anyone else, it is a refusal like any other.
 func (r *Runner) unavailable(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateRefused, text.NotAvailable(tk.Verb), "")
+	return finished(app.StateRefused, text.NotAvailable(tk.Verb), "")
 }

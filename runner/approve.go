@@ -28,16 +28,10 @@ type decision struct {
 // task on from its saved state to its end, then says how it ended.
 // Authorize has already let only approvers through.
 func (r *Runner) decide(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
-	ctx, release, err := r.hold(ctx, tk)
-	if err != nil {
-		return err
-	}
-	err = r.resume(ctx, tk)
-	release(err == nil)
-	return err
+	return r.held(ctx, tk, func(ctx context.Context) error { return r.resume(ctx, tk) })
 }
 
 func (r *Runner) resume(ctx context.Context, tk *task) error {
@@ -53,7 +47,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 			return err
 		}
 		if paused == "" {
-			return tk.rep.finish(ctx, app.StateRefused, text.NothingAwaits(tk.Number), "")
+			return finished(app.StateRefused, text.NothingAwaits(tk.Number), "")
 		}
 		d := decision{Call: st.Pending.ID, Approvals: len(st.Approvals), Approve: tk.Verb == app.VerbApprove, By: tk.Requester, Task: tk.ID}
 		raw, err := json.Marshal(d)
@@ -76,7 +70,7 @@ func (r *Runner) resume(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, text.Decided(tk.request(), ptk.ID, ptk.prog.Final), "")
+	return finished(app.StateSucceeded, text.Decided(tk.request(), ptk.ID, ptk.prog.Final), "")
 }
 
 // goOn runs the paused task id on tk's issue on from its saved progress to
@@ -94,16 +88,15 @@ func (r *Runner) goOn(ctx context.Context, tk *task, id string) (*task, error) {
 	}
 	ptk.since = time.Now()
 	if ptk.prog.Final == "" {
-		tg, ok, err := r.prepare(ctx, ptk)
-		if err != nil {
-			return nil, err
+		tg, err := r.prepare(ctx, ptk)
+		if err == nil {
+			// A follow-up reads again what it addresses: the paused task
+			// read it before it paused, and its answers and reproduction
+			// depend on it.
+			err = r.followUpAndWork(ctx, ptk, tg)
 		}
-		// A follow-up reads again what it addresses: the paused task read
-		// it before it paused, and its answers and reproduction depend on it.
-		if ok {
-			if err := r.followUpAndWork(ctx, ptk, tg); err != nil {
-				return nil, err
-			}
+		if err := ptk.rep.ended(ctx, err); err != nil {
+			return nil, err
 		}
 	}
 	return ptk, nil

@@ -23,7 +23,7 @@ import (
 // is. It changes nothing, so it does not queue behind the running
 // task.
 func (r *Runner) ask(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
 	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
@@ -49,7 +49,7 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 			Summary: body, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
+		return finished(app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
 	}
 	web := strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git")
 	// The answer is the model's text, posted in the App's name: inert, so
@@ -63,7 +63,7 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 		Summary: text.Usage(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, body, "answered")
+	return finished(app.StateSucceeded, body, "answered")
 }
 
 // readCheckout checks out, with a read-only token, what a task that

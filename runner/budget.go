@@ -57,18 +57,18 @@ func (r *Runner) overBudget(ctx context.Context, tk *task) (policy.BudgetStatus,
 }
 
 // admitBudgets refuses a task that would run the model while one of its
-// budgets is spent, saying which, what is left and when it renews. A
-// refusal is reported and returns ok false.
-func (r *Runner) admitBudgets(ctx context.Context, tk *task) (ok bool, err error) {
+// budgets is spent, saying which, what is left and when it renews: a
+// refusal is an *ended.
+func (r *Runner) admitBudgets(ctx context.Context, tk *task) error {
 	if !spends(tk.Verb) {
-		return true, nil
+		return nil
 	}
 	st, over, err := r.overBudget(ctx, tk)
 	if !over || err != nil {
-		return err == nil, err
+		return err
 	}
 	tk.log.Info("refused: a budget is spent", "budget", st.Budget.Name, "subject", st.Subject.Key(), "usd", st.Spent.USD, "tokens", st.Spent.Tokens)
-	return false, tk.rep.refuse(ctx, app.Errorf(app.EBudget, "Not started: %s.", st.Summary()))
+	return refused(app.Errorf(app.EBudget, "Not started: %s.", st.Summary()))
 }
 
 // spends reports whether a task of verb runs the model, and so spends.

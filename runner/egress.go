@@ -8,12 +8,12 @@ import (
 	"github.com/agentbot/agentbot/runner/egress"
 )
 
-// refused records a connection setup's egress proxy refused in the trace,
+// connectionRefused records a connection setup's egress proxy refused in the trace,
 // the audit log and, through tk.refused, the status comment: the first
 // egress.MaxRefusals of the task, of which the first maxRefusalsLogged
 // are logged too, so that no setup, however many setups a task runs,
 // floods the worker's log, the trace or the audit log.
-func refused(ctx context.Context, tk *task, x egress.Refusal) {
+func connectionRefused(ctx context.Context, tk *task, x egress.Refusal) {
 	x.Host = egress.CutHost(x.Host)
 	// The verification's setup on the base runs the same commands again;
 	// what they tried is reported once.

@@ -57,14 +57,14 @@ func (r *Runner) findingOf(ctx context.Context, tk *task) (*reviewed, error) {
 
 // findingFollowUp makes the finding whose thread tk was asked in its task,
 // when it is one; any other inline command goes on as it is.
-func (r *Runner) findingFollowUp(ctx context.Context, tk *task) (bool, error) {
+func (r *Runner) findingFollowUp(ctx context.Context, tk *task) error {
 	f, err := r.findingOf(ctx, tk)
 	if err != nil || f == nil {
-		return err == nil, err
+		return err
 	}
 	tk.log.Info("fixing a review's finding", "comment", f.CommentID, "path", f.Path, "line", f.Line, "test", f.Test != nil)
 	tk.follow = &followUp{text: text.FindingTask(tk.request(), findingView(*f)), finding: f}
-	return true, nil
+	return nil
 }
 
 // fixesFinding reports whether tk fixes a review's finding: a

@@ -19,48 +19,41 @@ import (
 // issue's lock, the loop in a sandbox over a fresh checkout, the gate, the
 // push and the pull request.
 func (r *Runner) fix(ctx context.Context, tk *task) error {
-	tg, ok, err := r.prepare(ctx, tk)
-	if !ok || err != nil {
-		return err
-	}
-	ctx, release, err := r.hold(ctx, tk)
+	tg, err := r.prepare(ctx, tk)
 	if err != nil {
 		return err
 	}
-	tk.rep.phase(ctx, "admission")
-	err = r.followUpAndWork(ctx, tk, tg)
-	release(err == nil)
-	return err
+	return r.held(ctx, tk, func(ctx context.Context) error {
+		tk.rep.phase(ctx, "admission")
+		return r.followUpAndWork(ctx, tk, tg)
+	})
 }
 
 // followUpAndWork reads what a follow-up addresses (a review's comments,
 // failing CI, a finding and its test), then works: the sequence of a fix
 // once it holds its issue, whether it starts or an approval resumes it.
 func (r *Runner) followUpAndWork(ctx context.Context, tk *task, tg target) error {
-	if ok, err := r.followUp(ctx, tk); !ok || err != nil {
+	if err := r.followUp(ctx, tk); err != nil {
 		return err
 	}
 	return r.work(ctx, tk, tg)
 }
 
 // prepare admits a fix, checks that it has a definition of done and a
-// branch it may push to, and says it was received. A refusal is reported
-// and returns ok false.
-func (r *Runner) prepare(ctx context.Context, tk *task) (_ target, ok bool, err error) {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
-		return target{}, false, err
+// branch it may push to, and says it was received; a refusal is an
+// *ended.
+func (r *Runner) prepare(ctx context.Context, tk *task) (target, error) {
+	if err := r.admit(ctx, tk); err != nil {
+		return target{}, err
 	}
 	if err := tk.policy.Policy.RequireChecks(); err != nil {
-		return target{}, false, tk.rep.refuse(ctx, err)
+		return target{}, refused(err)
 	}
 	tg, err := r.target(tk)
 	if err != nil {
-		return target{}, false, tk.rep.refuse(ctx, err)
+		return target{}, refused(err)
 	}
-	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
-		return target{}, false, err
-	}
-	return tg, true, nil
+	return tg, tk.rep.react(ctx, app.ReactionReceived)
 }
 
 // work runs an admitted fix to its end, or to a pause for approval: the
@@ -74,7 +67,7 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 		return err
 	}
 	defer ws.Close()
-	if ok, err := r.planFirst(ctx, tk, ws); !ok || err != nil {
+	if err := r.planFirst(ctx, tk, ws); err != nil {
 		return err
 	}
 	if tk.prog.Pushed != "" {
@@ -125,10 +118,7 @@ func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote
 			break
 		}
 		if st.Status == app.StateAwaitingApproval && res.Attempts == nil {
-			if err := tk.rep.state(ctx, st.Status, "waiting for /agent approve or /agent deny"); err != nil {
-				return err
-			}
-			return tk.rep.say(ctx, text.Approval(tk.request(), st.Pending))
+			return paused("waiting for /agent approve or /agent deny", text.Approval(tk.request(), st.Pending))
 		}
 		f.Stop = st.Stop
 		if res.Verified != nil { // a draft, gated and verified
@@ -146,7 +136,7 @@ func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote
 	case change.StepReproduction:
 		f.Gate, f.Diff = e.Cause, res.Gate.Diff
 	}
-	return tk.rep.fail(ctx, st, f)
+	return failed(st, f)
 }
 
 // proposeSaved proposes the change of a task resumed after its push: the
@@ -235,35 +225,35 @@ func (r *Runner) target(tk *task) (target, error) {
 // propose commits and pushes a gated and verified change, unless it was
 // pushed before, and opens its pull request and reports it.
 func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
-	tg target, st *agent.State, failed *text.Failure, tamper app.Tampering) error {
+	tg target, st *agent.State, draft *text.Failure, tamper app.Tampering) error {
 	if tk.prog.Pushed == "" {
-		if ok, err := r.pushChange(ctx, tk, ws, remote, tg, st); !ok || err != nil {
+		if err := r.pushChange(ctx, tk, ws, remote, tg, st); err != nil {
 			return err
 		}
 	}
-	failed = verdict(tk, failed)
+	draft = verdict(tk, draft)
 	report := tk.report(st)
 	report.Tampering, report.Proposed = tamper, tk.issue.Pull != nil && !tg.existing
-	pr, err := r.pullRequest(ctx, tk, tg, report, failed)
+	pr, err := r.pullRequest(ctx, tk, tg, report, draft)
 	if err != nil {
 		return err
 	}
-	return tk.rep.delivered(ctx, report, pr, failed)
+	return tk.rep.delivered(ctx, report, pr, draft)
 }
 
-// pushChange commits the gated tree and pushes it to the task's branch.
-// A change that is empty is reported and returns ok false.
+// pushChange commits the gated tree and pushes it to the task's branch;
+// a change that is empty is an *ended.
 func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote,
-	tg target, st *agent.State) (ok bool, err error) {
+	tg target, st *agent.State) error {
 	lease := ""
 	if tg.existing {
 		lease = tk.prog.Base
 	}
-	err = r.commitAndPush(ctx, tk, ws, remote, text.CommitMessage(tk.report(st)), lease)
+	err := r.commitAndPush(ctx, tk, ws, remote, text.CommitMessage(tk.report(st)), lease)
 	if errors.Is(err, workspace.ErrNoChanges) {
-		return false, tk.rep.fail(ctx, st, text.Failure{Gate: change.NothingChanged()})
+		return failed(st, text.Failure{Gate: change.NothingChanged()})
 	}
-	return err == nil, err
+	return err
 }
 
 // commitAndPush commits the tree as the bot, with the requester as
@@ -299,13 +289,13 @@ func (r *Runner) commitAndPush(ctx context.Context, tk *task, ws *workspace.Work
 }
 
 // pullRequest opens the pushed branch's pull request, or finds the one
-// open on it: a draft when failed is set.
-func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, report text.Report, failed *text.Failure) (app.PullRequest, error) {
+// open on it: a draft when draft, why the change is no fix, is set.
+func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, report text.Report, draft *text.Failure) (app.PullRequest, error) {
 	spec := tk.policy.Policy.PullRequest
 	title, body := text.Title(report), text.Body(report)
-	if failed != nil {
+	if draft != nil {
 		spec.Draft = true
-		title, body = text.DraftTitle(report), text.DraftBody(report, *failed)
+		title, body = text.DraftTitle(report), text.DraftBody(report, *draft)
 	}
 	pr, err := tk.rep.pullRequest(ctx, tg, title, body, spec)
 	if err != nil {
@@ -319,7 +309,7 @@ func (r *Runner) pullRequest(ctx context.Context, tk *task, tg target, report te
 			return app.PullRequest{}, err
 		}
 	}
-	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", failed != nil)
+	tk.log.Info("pull request ready", "pr", pr.Number, "created", pr.Created, "url", pr.HTMLURL, "draft", draft != nil)
 	return pr, nil
 }
 

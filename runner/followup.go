@@ -65,9 +65,9 @@ func (r *Runner) agentsPull(tk *task) bool {
 }
 
 // followUp gathers what a review or CI follow-up addresses, once the task
-// is admitted and holds its pull request. It returns false when the task
-// ended here, said so where it should.
-func (r *Runner) followUp(ctx context.Context, tk *task) (bool, error) {
+// is admitted and holds its pull request; a follow-up with nothing to
+// address is an *ended.
+func (r *Runner) followUp(ctx context.Context, tk *task) error {
 	switch {
 	case tk.Review != nil:
 		return r.reviewFollowUp(ctx, tk)
@@ -76,19 +76,19 @@ func (r *Runner) followUp(ctx context.Context, tk *task) (bool, error) {
 	case tk.ReviewComment != nil:
 		return r.findingFollowUp(ctx, tk)
 	}
-	return true, nil
+	return nil
 }
 
 // reviewFollowUp reads the review's inline comments: the ones on paths
 // the agent may change become the task, the others are answered with the
 // refusal once the task ends.
-func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
+func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) error {
 	if tk.Review.Implicit && !r.agentsPull(tk) {
-		return false, tk.rep.ignore(ctx, "changes requested on a pull request that is not agentbot's")
+		return ignored("changes requested on a pull request that is not agentbot's")
 	}
 	comments, err := tk.inst.ReviewComments(ctx, tk.Repo, tk.Number, tk.Review.ID)
 	if err != nil {
-		return false, err
+		return err
 	}
 	f := &followUp{}
 	for _, c := range comments {
@@ -102,10 +102,10 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 	if len(comments) == 0 {
 		// "/agent fix" in a review without inline comments is a follow-up
 		// like one in a comment.
-		return true, nil
+		return nil
 	}
 	if len(f.comments) == 0 && tk.Instructions == "" {
-		return false, tk.rep.finish(ctx, app.StateRefused, text.NothingToAddress, "")
+		return finished(app.StateRefused, text.NothingToAddress, "")
 	}
 	var b strings.Builder
 	if len(f.comments) > 0 {
@@ -125,7 +125,7 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (bool, error) {
 		fmt.Fprintf(&b, "\n(A comment on %s is outside the paths you may change and is answered apart; leave it.)\n", c.comment.Path)
 	}
 	f.text = b.String()
-	return true, nil
+	return nil
 }
 
 // changedPaths are the files the task's pushed change touches.
@@ -152,10 +152,10 @@ func changedPaths(tk *task) map[string]bool {
 // there is nothing for it to fix: the head moved on, every failing check
 // was answered before, fails on the base too, or the automatic
 // follow-ups are used up.
-func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
+func (r *Runner) ciFollowUp(ctx context.Context, tk *task) error {
 	pull := tk.issue.Pull
 	if pull == nil {
-		return false, tk.rep.finish(ctx, app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
+		return finished(app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
 	}
 	head := pull.HeadSHA
 	if tk.prog.Base != "" {
@@ -163,19 +163,19 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 		head = tk.prog.Base
 	} else if ci := tk.CI; ci != nil {
 		if ci.HeadSHA != head {
-			return false, tk.rep.ignore(ctx, fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
+			return ignored(fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
 		}
 		if tk.policy.Policy.PullRequest.CIFollowups == 0 {
-			return false, tk.rep.ignore(ctx, "pull_request.ci_followups is 0")
+			return ignored("pull_request.ci_followups is 0")
 		}
 	}
 	checks, err := tk.inst.CIChecks(ctx, tk.Repo, head, "", 0)
 	if err != nil {
-		return false, err
+		return err
 	}
 	answers, err := r.ciAnswers(ctx, tk)
 	if err != nil {
-		return false, err
+		return err
 	}
 	earlier := map[string]app.CIAnswer{}
 	for _, a := range answers {
@@ -195,7 +195,7 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 			continue
 		}
 		if f.base, err = r.baseRun(ctx, tk, c); err != nil {
-			return false, err
+			return err
 		}
 		f.answer.Decision = app.CIFollowUp
 		if f.base != nil && app.CIFailed(f.base.Conclusion) {
@@ -205,26 +205,26 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (bool, error) {
 	}
 	if len(all) == 0 {
 		if tk.CI != nil {
-			return false, tk.rep.ignore(ctx, "no check of another App fails on "+head)
+			return ignored("no check of another App fails on " + head)
 		}
-		return false, tk.rep.finish(ctx, app.StateRefused, text.NoFailingCheck(tk.Number, head), "")
+		return finished(app.StateRefused, text.NoFailingCheck(tk.Number, head), "")
 	}
 	if tk.CI != nil {
 		if all, err = r.answerCI(ctx, tk, all, answers); err != nil {
-			return false, err
+			return err
 		}
 	}
 	tk.follow = &followUp{ci: all}
 	switch ciDecided(tk, all) {
 	case app.CIFollowUp:
 		tk.follow.text = ciText(tk, head, all)
-		return true, nil
+		return nil
 	case app.CIFollowUpsUsed:
-		return false, tk.rep.finish(ctx, app.StateRefused, text.CIFollowUpsUsed(tk.Number, tk.policy.Policy.PullRequest.CIFollowups), "follow-ups for CI used up")
+		return finished(app.StateRefused, text.CIFollowUpsUsed(tk.Number, tk.policy.Policy.PullRequest.CIFollowups), "follow-ups for CI used up")
 	case app.CIFailsOnBase:
-		return false, tk.rep.finish(ctx, app.StateRefused, text.CIFailsOnBase(tk.Number, pull.Base), failsOnBaseStep(tk))
+		return finished(app.StateRefused, text.CIFailsOnBase(tk.Number, pull.Base), failsOnBaseStep(tk))
 	}
-	return false, tk.rep.ignore(ctx, "every check failing on "+head+" was answered before")
+	return ignored("every check failing on " + head + " was answered before")
 }
 
 // ciFailure is a failing check, its latest finished run on the base, and

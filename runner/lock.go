@@ -104,3 +104,16 @@ func (r *Runner) hold(ctx context.Context, tk *task) (_ context.Context, release
 		}
 	}, nil
 }
+
+// held runs work holding tk's issue, reports how tk ended when work ended
+// it (*ended) while the issue is still held, and frees the issue unless
+// the task will be tried again.
+func (r *Runner) held(ctx context.Context, tk *task, work func(context.Context) error) error {
+	ctx, release, err := r.hold(ctx, tk)
+	if err != nil {
+		return err
+	}
+	err = tk.rep.ended(ctx, work(ctx))
+	release(err == nil)
+	return err
+}

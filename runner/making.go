@@ -37,7 +37,7 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	setup.Refused = func(x egress.Refusal) {
 		mu.Lock()
 		defer mu.Unlock()
-		refused(ctx, tk, x)
+		connectionRefused(ctx, tk, x)
 	}
 	setup.Reached = func(x egress.Reach) {
 		mu.Lock()
@@ -236,7 +236,7 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.CABundle = r.cfg.SetupCABundle
 	s.Secrets = r.cfg.SetupSecrets
 	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
-	s.Refused = func(x egress.Refusal) { refused(ctx, tk, x) }
+	s.Refused = func(x egress.Refusal) { connectionRefused(ctx, tk, x) }
 	s.Reached = func(x egress.Reach) { reached(tk, x) }
 	s.Log = tk.log
 	return s

@@ -29,11 +29,11 @@ type Notes interface {
 // the note. It holds no lock and no slot, and starts no sandbox: the fix
 // it is for holds them.
 func (r *Runner) note(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
 	if r.cfg.Notes == nil {
-		return tk.rep.finish(ctx, app.StateRefused, text.NoNotes, "")
+		return finished(app.StateRefused, text.NoNotes, "")
 	}
 	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
 	if err != nil {
@@ -42,14 +42,14 @@ func (r *Runner) note(ctx context.Context, tk *task) error {
 	target, ok := noteTarget(all, tk.ID)
 	switch {
 	case !ok:
-		return tk.rep.finish(ctx, app.StateRefused, text.NoFixToNote(tk.request(), suggest(tk, "")), "")
+		return finished(app.StateRefused, text.NoFixToNote(tk.request(), suggest(tk, "")), "")
 	case target.State.Final():
 		return r.noteEnded(ctx, tk, target)
 	}
 	pos, err := r.cfg.Notes.AddNote(ctx, target.ID, app.Note{Task: tk.ID, By: tk.Requester, At: tk.ReceivedAt, Text: tk.Instructions})
 	if err != nil {
 		if _, user := errors.AsType[*app.Error](err); user {
-			return tk.rep.refuse(ctx, err)
+			return refused(err)
 		}
 		return err
 	}
@@ -58,9 +58,9 @@ func (r *Runner) note(ctx context.Context, tk *task) error {
 		if err := r.revisePlan(ctx, tk, target.ID); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateSucceeded, text.Noted(tk.request(), target.ID, target.State, true), "")
+		return finished(app.StateSucceeded, text.Noted(tk.request(), target.ID, target.State, true), "")
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, text.Noted(tk.request(), target.ID, target.State, false), "")
+	return finished(app.StateSucceeded, text.Noted(tk.request(), target.ID, target.State, false), "")
 }
 
 // steerVerb reports whether v's tasks run the loop a note steers.
@@ -112,7 +112,7 @@ func (r *Runner) noteEnded(ctx context.Context, tk *task, ended TaskState) error
 			pr = prog.PR.Number
 		}
 	}
-	return tk.rep.finish(ctx, app.StateRefused, text.NoteTooLate(ended.ID, ended.State, retry, pr, suggest(tk, verb)), "")
+	return finished(app.StateRefused, text.NoteTooLate(ended.ID, ended.State, retry, pr, suggest(tk, verb)), "")
 }
 
 // suggest is the command, in a block to copy, that asks verb ("" for a

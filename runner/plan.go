@@ -45,45 +45,45 @@ type plan struct {
 const planWait = "waiting for /agent approve of the plan"
 
 // planFirst writes, or revises after a note, the plan of a fix whose
-// policy asks for one, and posts it. ok is false while the plan waits for
-// "/agent approve": the task is left awaiting approval, holding no
-// sandbox and no slot, and an approval or a note takes it up again. A
-// plan denied, or left waiting past limits.wall_clock, ends the task.
-func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspace) (ok bool, err error) {
+// policy asks for one, and posts it. While the plan waits for "/agent
+// approve" the task pauses (an *ended), holding no sandbox and no slot,
+// and an approval or a note takes it up again. A plan denied, or left
+// waiting past limits.wall_clock, ends the task.
+func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspace) error {
 	mode := tk.policy.Policy.PlanFor()
 	p := tk.prog.Plan
 	switch {
 	case mode == policy.PlanOff:
-		return true, nil
+		return nil
 	case p != nil && p.DeniedBy != "":
-		return false, tk.rep.finish(ctx, app.StateStopped, text.PlanDenied(tk.request(), p.DeniedBy), "plan denied")
+		return finished(app.StateStopped, text.PlanDenied(tk.request(), p.DeniedBy), "plan denied")
 	case p != nil && (mode == policy.PlanShow || p.ApprovedBy != ""):
-		return true, nil
+		return nil
 	}
 	if wc := tk.policy.Policy.Limits.WallClock; p != nil && wc > 0 && time.Since(p.PostedAt) > wc {
-		return false, tk.rep.finish(ctx, app.StateStopped, text.PlanExpired(tk.request(), wc), "plan expired")
+		return finished(app.StateStopped, text.PlanExpired(tk.request(), wc), "plan expired")
 	}
 	notes, err := r.notesOf(ctx, tk)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if p == nil || len(notes) > p.Notes {
 		if p, err = r.writePlan(ctx, tk, ws, p, notes); err != nil || p == nil {
-			return false, err
+			return err
 		}
 		tk.prog.Plan = p
 		if err := tk.rep.save(ctx); err != nil {
-			return false, err
+			return err
 		}
 		if err := tk.rep.say(ctx, text.PlanStatus(tk.request(), planView(tk, p), mode == policy.PlanApprove, tk.policy.Policy.Trigger.Command)); err != nil {
-			return false, err
+			return err
 		}
 		tk.log.Info("plan posted", "version", p.Version, "files", len(p.Files), "mode", mode)
 	}
 	if mode == policy.PlanShow {
-		return true, nil
+		return nil
 	}
-	return false, tk.rep.state(ctx, app.StateAwaitingApproval, planWait)
+	return paused(planWait, "")
 }
 
 // notesOf are the notes kept for tk; none without a store for them.
@@ -136,7 +136,7 @@ func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspac
 	}
 	if st.Status != app.StateSucceeded || strings.TrimSpace(st.Summary) == "" {
 		tk.run = st
-		return nil, tk.rep.fail(ctx, st, text.Failure{Stop: st.Stop})
+		return nil, failed(st, text.Failure{Stop: st.Stop})
 	}
 	return &plan{Version: version, Text: st.Summary, Files: planFiles(st.Summary), Notes: len(notes),
 		Estimate: r.estimate(ctx, tk), PostedAt: time.Now().UTC()}, nil
@@ -263,13 +263,10 @@ func (r *Runner) decidePlan(ctx context.Context, tk *task) error {
 // note: holding the issue's lock, it runs it on to a revised plan, which
 // waits again.
 func (r *Runner) revisePlan(ctx context.Context, tk *task, id string) error {
-	ctx, release, err := r.hold(ctx, tk)
-	if err != nil {
+	return r.held(ctx, tk, func(ctx context.Context) error {
+		_, err := r.goOn(ctx, tk, id)
 		return err
-	}
-	_, err = r.goOn(ctx, tk, id)
-	release(err == nil)
-	return err
+	})
 }
 
 // approvedPlan is the plan, once shown or approved, as the loop's task

@@ -355,26 +355,17 @@ func (rp *reporter) save(ctx context.Context) error {
 	return nil
 }
 
-// ignore ends a task that was not a command after all — an issue labelled
-// with some other label — without a word on GitHub.
+// ignore ends a task without a word on GitHub: one that was not a
+// command after all (an issue labelled with some other label), or one
+// nobody asked for in words (failing CI, an automatic review).
 func (rp *reporter) ignore(ctx context.Context, why string) error {
 	tk := rp.tk
-	tk.log.Info("not a command", "reason", why)
+	tk.log.Info("ended without a word on GitHub", "reason", why)
 	if err := rp.store.SetState(ctx, tk.ID, app.StateRefused, why); err != nil {
 		return err
 	}
 	tk.prog.Final = app.StateRefused
 	return rp.save(ctx)
-}
-
-// refuse reports err, a refusal, as the task's answer.
-func (rp *reporter) refuse(ctx context.Context, err error) error {
-	tk := rp.tk
-	tk.log.Info("refused", "reason", err)
-	if e := rp.admission(ctx, false, app.ErrorMessage(err)); e != nil {
-		return e
-	}
-	return rp.finish(ctx, app.StateRefused, app.ErrorMessage(err), "")
 }
 
 // finish ends a task with no pull request: the status comment says why,

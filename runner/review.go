@@ -43,12 +43,12 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		// Nobody asked in words: the review and its check run say all.
 		tk.status = unsaid{}
 	}
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
 	pull := tk.issue.Pull
 	if pull == nil {
-		return tk.rep.finish(ctx, app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
+		return finished(app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
 	}
 	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
 		return err
@@ -70,7 +70,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		tk.log.Warn("no merge base; reviewing against the base branch's head", "base", pull.BaseSHA, "err", err)
 		base = pull.BaseSHA
 	}
-	if ok, err := r.touchesPaths(ctx, tk, ws, base); !ok || err != nil {
+	if err := r.touchesPaths(ctx, tk, ws, base); err != nil {
 		return err
 	}
 	diff, err := ws.DiffSince(ctx, base)
@@ -101,7 +101,7 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 			Summary: body, Text: tk.rep.checkText(ctx, st)}); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
+		return finished(app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
 	}
 	rv := tk.prog.Review
 	if rv == nil {
@@ -147,19 +147,19 @@ func autoReview(tk *task) app.Decision {
 }
 
 // touchesPaths ends an automatic review, quietly, of a pull request that
-// changes none of review.paths since base; ok says whether it goes on.
-func (r *Runner) touchesPaths(ctx context.Context, tk *task, ws *workspace.Workspace, base string) (ok bool, err error) {
+// changes none of review.paths since base.
+func (r *Runner) touchesPaths(ctx context.Context, tk *task, ws *workspace.Workspace, base string) error {
 	if tk.Auto == nil || len(tk.policy.Policy.Review.Paths) == 0 {
-		return true, nil
+		return nil
 	}
 	changed, err := ws.ChangedPaths(ctx, base)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if tk.policy.Policy.Review.Touches(changed) {
-		return true, nil
+		return nil
 	}
-	return false, tk.rep.ignore(ctx, "the pull request changes none of review.paths")
+	return ignored("the pull request changes none of review.paths")
 }
 
 // unsaid is the status comment of a task nobody asked for in words.

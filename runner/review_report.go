@@ -80,7 +80,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 		Summary: summary + "\n\n" + text.Usage(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, text.Reviewed(tk.request(), tk.prog.Base, len(posted), countProven(posted)), "reviewed")
+	return finished(app.StateSucceeded, text.Reviewed(tk.request(), tk.prog.Base, len(posted), countProven(posted)), "reviewed")
 }
 
 // noteComments keeps which inline comment of review id posted each

@@ -339,6 +339,9 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 	default:
 		err = r.unavailable(ctx, tk)
 	}
+	// A task that ended before its change says so once, here or, for a
+	// task that held its issue, where it held it (held).
+	err = tk.rep.ended(ctx, err)
 	if w, ok := errors.AsType[*waiting](err); ok {
 		log.Info("waiting behind another task on the issue", "behind", w.behind)
 	} else if err != nil {
@@ -348,30 +351,31 @@ func (r *Runner) ProcessTask(ctx context.Context, t app.Task) error {
 }
 
 // admit loads the policy from the default branch and decides whether the
-// requester may run the task. A refusal is reported and returns ok false.
-func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
+// requester may run the task; a refusal is an *ended.
+func (r *Runner) admit(ctx context.Context, tk *task) error {
 	if err := r.cfg.Server.AllowsRepo(tk.Repo); err != nil {
-		return false, tk.rep.refuse(ctx, err)
+		return refused(err)
 	}
+	var err error
 	if tk.policy, err = tk.inst.LoadPolicy(ctx, tk.Repo, r.cfg.Server); err != nil {
 		if _, user := errors.AsType[*app.Error](err); user {
 			if tk.Label != "" && !r.defaultLabel(tk.Label) {
 				// Any label may have been added; only the trigger's
 				// deserves an answer, and this one cannot be known.
-				return false, tk.rep.ignore(ctx, fmt.Sprintf("label %q, and the policy cannot be read: %v", tk.Label, err))
+				return ignored(fmt.Sprintf("label %q, and the policy cannot be read: %v", tk.Label, err))
 			}
 			if err := tk.rep.audit(ctx, app.AuditPolicyError, app.ErrorMessage(err)); err != nil {
-				return false, err
+				return err
 			}
-			return false, tk.rep.refuse(ctx, err)
+			return refused(err)
 		}
-		return false, err
+		return err
 	}
 	if tk.Label != "" && !strings.EqualFold(tk.Label, tk.policy.Policy.Trigger.Label) {
-		return false, tk.rep.ignore(ctx, fmt.Sprintf("label %q is not the trigger label", tk.Label))
+		return ignored(fmt.Sprintf("label %q is not the trigger label", tk.Label))
 	}
 	if tk.issue, err = tk.inst.Issue(ctx, tk.Repo, tk.Number); err != nil {
-		return false, err
+		return err
 	}
 	inv := app.Invocation{Repo: tk.Repo, Verb: tk.Verb, Text: commandText(tk.policy.Policy, tk.Task)}
 	if tk.issue.Pull != nil {
@@ -380,19 +384,16 @@ func (r *Runner) admit(ctx context.Context, tk *task) (ok bool, err error) {
 	authz := policy.NewAuthorizer(tk.inst, tk.policy.Policy)
 	d, err := r.authorize(ctx, tk, authz, inv)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if !d.Allowed {
-		return false, r.deny(ctx, tk, authz, inv, d.Reason)
+		return r.deny(ctx, tk, authz, inv, d.Reason)
 	}
-	if ok, err := r.admitBudgets(ctx, tk); !ok || err != nil {
-		return false, err
+	if err := r.admitBudgets(ctx, tk); err != nil {
+		return err
 	}
 	tk.log.Info("admitted", "reason", d.Reason, "policy", tk.policy.Policy.Source)
-	if err := tk.rep.admission(ctx, true, d.Reason); err != nil {
-		return false, err
-	}
-	return true, nil
+	return tk.rep.admission(ctx, true, d.Reason)
 }
 
 // commandText is the command as the requester wrote it, near enough to be
@@ -421,10 +422,10 @@ func (r *Runner) defaultLabel(label string) bool {
 // help answers "/agent help" with the grammar and the repository's
 // policy, to those who may command.
 func (r *Runner) help(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, text.Help(tk.policy.Policy), "")
+	return finished(app.StateSucceeded, text.Help(tk.policy.Policy), "")
 }
 
 // statusTasks bounds the tasks "/agent status" lists: an issue may hold
@@ -434,7 +435,7 @@ const statusTasks = 20
 // status answers "/agent status" with where the issue's tasks are, newest
 // first, to those who may command.
 func (r *Runner) status(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
 	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
@@ -453,7 +454,7 @@ func (r *Runner) status(ctx context.Context, tk *task) error {
 		}
 		listed = append(listed, text.Listed{ID: t.ID, Verb: t.Verb, Requester: t.Requester, State: t.State, Step: t.Step})
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, text.Status(tk.Number, listed, older), "")
+	return finished(app.StateSucceeded, text.Status(tk.Number, listed, older), "")
 }
 
 // retry answers "/agent retry" by running the issue's last failed fix
@@ -474,12 +475,12 @@ func (r *Runner) retry(ctx context.Context, tk *task) error {
 		}
 		break // the latest fix did not fail: nothing to retry
 	}
-	return tk.rep.finish(ctx, app.StateRefused, text.NoRetry(tk.Number), "")
+	return finished(app.StateRefused, text.NoRetry(tk.Number), "")
 }
 
 // stop answers "/agent stop" by asking the issue's running fix to stop.
 func (r *Runner) stop(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
 	all, err := r.cfg.Tasks.OnIssue(ctx, tk.Repo, tk.Number)
@@ -493,9 +494,9 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 		if err := r.cfg.Store.RequestStop(ctx, t.ID, tk.Requester); err != nil {
 			return err
 		}
-		return tk.rep.finish(ctx, app.StateSucceeded, text.Stopping(t.ID), "")
+		return finished(app.StateSucceeded, text.Stopping(t.ID), "")
 	}
-	return tk.rep.finish(ctx, app.StateRefused, text.NothingRunning(tk.Number), "")
+	return finished(app.StateRefused, text.NothingRunning(tk.Number), "")
 }
 
 // renderPrompts renders the system prompt and the task message; th is

@@ -28,25 +28,21 @@ import (
 // repository whose policy already says the same is told so, and nothing
 // is proposed. Who may ask is who may ask for a fix.
 func (r *Runner) setupVerb(ctx context.Context, tk *task) error {
-	if ok, err := r.admit(ctx, tk); !ok || err != nil {
+	if err := r.admit(ctx, tk); err != nil {
 		return err
 	}
 	if tk.issue.Pull != nil {
-		return tk.rep.finish(ctx, app.StateRefused, text.SetupOnPull(tk.policy.Policy.Trigger.Command), "")
+		return finished(app.StateRefused, text.SetupOnPull(tk.policy.Policy.Trigger.Command), "")
 	}
 	def := tk.policy.Repo.DefaultBranch
 	tg := target{branch: tk.policy.Policy.PullRequest.Branch(tk.Number, "setup"), base: def, prBase: def}
 	if err := tk.rep.react(ctx, app.ReactionReceived); err != nil {
 		return err
 	}
-	ctx, release, err := r.hold(ctx, tk)
-	if err != nil {
-		return err
-	}
-	tk.rep.phase(ctx, "admission")
-	err = r.proposeSetup(ctx, tk, tg)
-	release(err == nil)
-	return err
+	return r.held(ctx, tk, func(ctx context.Context) error {
+		tk.rep.phase(ctx, "admission")
+		return r.proposeSetup(ctx, tk, tg)
+	})
 }
 
 // proposeSetup is the held part of "/agent setup": checkout, inference,
@@ -59,12 +55,12 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	defer ws.Close()
 	prop, err := policyinit.Infer(ws.Root().FS())
 	if err != nil {
-		return tk.rep.finish(ctx, app.StateFailed, text.NothingInferred(tk.request(), err), "nothing inferred")
+		return finished(app.StateFailed, text.NothingInferred(tk.request(), err), "nothing inferred")
 	}
 	yaml := prop.YAML()
 	candidate, err := buildPolicy(r.cfg.Server, yaml)
 	if err != nil {
-		return tk.rep.finish(ctx, app.StateFailed, text.PolicyRefused(tk.request(), err, yaml), "policy refused")
+		return finished(app.StateFailed, text.PolicyRefused(tk.request(), err, yaml), "policy refused")
 	}
 	existing, err := fs.ReadFile(ws.Root().FS(), policy.PolicyPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -72,7 +68,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	}
 	if existing != nil {
 		if same, err := buildPolicy(r.cfg.Server, string(existing)); err == nil && sameProposal(same, candidate) {
-			return tk.rep.finish(ctx, app.StateSucceeded, text.PolicyUnchanged, "nothing to change")
+			return finished(app.StateSucceeded, text.PolicyUnchanged, "nothing to change")
 		}
 	}
 	tk.policy.Policy = candidate // the policy being proved is the one setup and the checks run under
@@ -83,7 +79,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	body := text.SetupBody(text.Setup{Request: tk.request(), Base: tk.prog.Base, Proposal: prop, Policy: candidate, Server: r.cfg.Server,
 		Replaces: existing != nil, Detail: pf.detail, Failed: pf.setup, Checks: pf.checks, Reached: tk.reached, Refused: tk.refused})
 	if pf.setup != nil {
-		return tk.rep.finish(ctx, app.StateFailed, text.SetupFails(tk.request(), body, yaml), "setup fails")
+		return finished(app.StateFailed, text.SetupFails(tk.request(), body, yaml), "setup fails")
 	}
 	pr, err := r.pushPolicy(ctx, tk, ws, remote, tg, yaml, body)
 	if err != nil {
@@ -93,7 +89,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 		Summary: body}); err != nil {
 		return err
 	}
-	return tk.rep.finish(ctx, app.StateSucceeded, text.PolicyProposed(pr.Number, body), "proposed")
+	return finished(app.StateSucceeded, text.PolicyProposed(pr.Number, body), "proposed")
 }
 
 // buildPolicy is the policy text makes over the built-in defaults, under
