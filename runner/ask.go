@@ -44,26 +44,19 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 	tk.run = st
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
-		body := text.NoAnswer(tk.report(st))
-		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Title: "No answer: " + text.Reason(st, text.Failure{Stop: st.Stop}),
-			Summary: body, Text: tk.rep.checkText(ctx, st)}); err != nil {
-			return err
-		}
-		return finished(app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
+		report := tk.report(st)
+		return finished(app.StateFailed, text.NoAnswer(report), text.Reason(st, text.Failure{Stop: st.Stop})).
+			withCheck(app.ConclusionFailure, text.NoAnswerCheck(report))
 	}
 	web := strings.TrimSuffix(tk.policy.Repo.CloneURL, ".git")
 	// The answer is the model's text, posted in the App's name: inert, so
 	// that it mentions nobody and hides nothing of the page after it.
 	answer := app.Inert(linkCitations(st.Summary, web, tk.prog.Base, ws.Root().FS()), ownIssue(tk))
-	body := text.Answer(tk.report(st), answer, web)
 	if err := tk.rep.audit(ctx, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
 		return err
 	}
-	if err := tk.rep.completeCheck(ctx, app.ConclusionNeutral, app.CheckOutput{Title: "Answered; nothing was changed",
-		Summary: text.Usage(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
-		return err
-	}
-	return finished(app.StateSucceeded, body, "answered")
+	report := tk.report(st)
+	return finished(app.StateSucceeded, text.Answer(report, answer, web), "answered").withCheck(app.ConclusionNeutral, text.AnsweredCheck(report))
 }
 
 // readCheckout checks out, with a read-only token, what a task that

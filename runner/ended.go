@@ -26,6 +26,17 @@ type ended struct {
 	// run.
 	loop    *agent.State
 	failure text.Failure
+	// check is the task's check run, when it ends with one other than a
+	// failed change's.
+	check      *app.CheckOutput
+	conclusion app.Conclusion
+}
+
+// withCheck is e ending with the check run out, concluded c; the
+// reporter adds the trace of the task's loop, when it ran one.
+func (e *ended) withCheck(c app.Conclusion, out app.CheckOutput) *ended {
+	e.check, e.conclusion = &out, c
+	return e
 }
 
 func (e *ended) Error() string {
@@ -74,6 +85,14 @@ func (rp *reporter) ended(ctx context.Context, err error) error {
 			return err
 		}
 		return rp.say(ctx, e.body)
+	}
+	if out := e.check; out != nil {
+		if out.Text == "" && rp.tk.run != nil {
+			out.Text = rp.checkText(ctx, rp.tk.run)
+		}
+		if err := rp.completeCheck(ctx, e.conclusion, *out); err != nil {
+			return err
+		}
 	}
 	if e.refusal != "" {
 		rp.tk.log.Info("refused", "reason", e.refusal)

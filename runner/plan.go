@@ -169,12 +169,12 @@ const historyWindow = 90 * 24 * time.Hour
 // reads, as their median and range.
 func (r *Runner) estimate(ctx context.Context, tk *task) string {
 	if r.cfg.History == nil {
-		return "No outcome history is kept, so there is no estimate."
+		return text.NoHistory
 	}
 	all, err := r.cfg.History.Since(ctx, time.Now().Add(-historyWindow))
 	if err != nil {
 		tk.log.Warn("read the outcomes for the plan's estimate", "err", err)
-		return "The outcome history could not be read, so there is no estimate."
+		return text.HistoryUnreadable
 	}
 	var steps, tokens, cost []float64
 	for _, o := range all {
@@ -182,24 +182,7 @@ func (r *Runner) estimate(ctx context.Context, tk *task) string {
 			steps, tokens, cost = append(steps, float64(o.Iterations)), append(tokens, float64(o.Tokens)), append(cost, o.Cost)
 		}
 	}
-	if len(steps) == 0 {
-		return fmt.Sprintf("No task on %s has finished in the last %d days, so there is no estimate.", tk.Repo, int(historyWindow.Hours()/24))
-	}
-	return fmt.Sprintf("From %d finished tasks on %s in the last %d days: %s steps, %s tokens, $%s (median, and the range).",
-		len(steps), tk.Repo, int(historyWindow.Hours()/24), spread(steps, "%.0f"), spread(tokens, "%.0f"), spread(cost, "%.2f"))
-}
-
-// spread is the median of xs and their range, in format f.
-func spread(xs []float64, f string) string {
-	slices.Sort(xs)
-	mid := xs[len(xs)/2]
-	if len(xs)%2 == 0 {
-		mid = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
-	}
-	if xs[0] == xs[len(xs)-1] {
-		return fmt.Sprintf(f, mid)
-	}
-	return fmt.Sprintf(f+" ("+f+"–"+f+")", mid, xs[0], xs[len(xs)-1])
+	return text.Estimate(tk.Repo, int(historyWindow.Hours()/24), steps, tokens, cost)
 }
 
 // planView is p as tk's texts show it.

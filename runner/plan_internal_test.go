@@ -11,12 +11,3 @@ func TestPlanFilesAreTheFilesSection(t *testing.T) {
 		t.Errorf("planFiles = %q; want the two files of the Files section, once each", got)
 	}
 }
-
-func TestSpreadIsMedianAndRange(t *testing.T) {
-	if got := spread([]float64{9, 1, 4, 3}, "%.1f"); got != "3.5 (1.0–9.0)" {
-		t.Errorf("spread = %q", got)
-	}
-	if got := spread([]float64{2}, "%.0f"); got != "2" {
-		t.Errorf("spread of one = %q", got)
-	}
-}

@@ -470,13 +470,13 @@ func (rp *reporter) completeCheck(ctx context.Context, c app.Conclusion, out app
 
 // fail reports a task that ends without a pull request.
 func (rp *reporter) fail(ctx context.Context, st *agent.State, f text.Failure) error {
-	tk := rp.tk
-	body := text.Failed(tk.report(st), f)
+	out := text.FailedCheck(rp.tk.report(st), f)
 	conclusion := app.ConclusionFailure
 	if st.Status == app.StateStopped || f.StoppedBy != "" {
 		conclusion = app.ConclusionCancelled
 	}
-	if err := rp.completeCheck(ctx, conclusion, app.CheckOutput{Title: "No pull request: " + text.Reason(st, f), Summary: body, Text: rp.checkText(ctx, st)}); err != nil {
+	out.Text = rp.checkText(ctx, st)
+	if err := rp.completeCheck(ctx, conclusion, out); err != nil {
 		return err
 	}
 	final := app.StateFailed
@@ -486,7 +486,7 @@ func (rp *reporter) fail(ctx context.Context, st *agent.State, f text.Failure) e
 	case st.Status.Final() && st.Status != app.StateSucceeded:
 		final = st.Status
 	}
-	return rp.finish(ctx, final, body, text.Reason(st, f))
+	return rp.finish(ctx, final, out.Summary, text.Reason(st, f))
 }
 
 // setupPhase ends the setup phase in the trace, saying where the
@@ -525,9 +525,9 @@ func (rp *reporter) delivered(ctx context.Context, report text.Report, pr app.Pu
 		return rp.fail(ctx, report.Loop, *failed)
 	}
 	report.PR = &pr
-	if err := rp.completeCheck(ctx, app.ConclusionSuccess, app.CheckOutput{
-		Title: "Pull request #" + fmt.Sprint(pr.Number), Summary: text.CheckSummary(report), Text: rp.checkText(ctx, report.Loop),
-	}); err != nil {
+	out := text.DoneCheck(report, pr)
+	out.Text = rp.checkText(ctx, report.Loop)
+	if err := rp.completeCheck(ctx, app.ConclusionSuccess, out); err != nil {
 		return err
 	}
 	return rp.finish(ctx, app.StateSucceeded, text.Done(report, pr), fmt.Sprintf("pull request #%d", pr.Number))

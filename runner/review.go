@@ -96,12 +96,9 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	tk.run = st
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
-		body := text.NoReview(tk.report(st))
-		if err := tk.rep.completeCheck(ctx, app.ConclusionFailure, app.CheckOutput{Name: app.ReviewCheckName, Title: "No review: " + text.Reason(st, text.Failure{Stop: st.Stop}),
-			Summary: body, Text: tk.rep.checkText(ctx, st)}); err != nil {
-			return err
-		}
-		return finished(app.StateFailed, body, text.Reason(st, text.Failure{Stop: st.Stop}))
+		report := tk.report(st)
+		return finished(app.StateFailed, text.NoReview(report), text.Reason(st, text.Failure{Stop: st.Stop})).
+			withCheck(app.ConclusionFailure, text.NoReviewCheck(report))
 	}
 	rv := tk.prog.Review
 	if rv == nil {

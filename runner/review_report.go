@@ -38,7 +38,6 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 	}
 	proven := countProven(rv.Findings)
 	blocking := pol.BlockOn == policy.BlockProven && countProven(posted) > 0
-	title := text.FindingsTitle(len(posted), countProven(posted))
 	view := text.Review{Request: tk.request(), Head: tk.prog.Base, Base: rv.Base, Trigger: tk.policy.Policy.Trigger.Command, Summary: st.Summary}
 	if len(posted) > 0 && rv.ReviewID == 0 {
 		event := app.ReviewEventComment
@@ -72,15 +71,8 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 	if blocking {
 		conclusion = app.ConclusionFailure
 	}
-	summary := "No findings."
-	if len(posted) > 0 {
-		summary = text.Findings(tk.request(), findingViews(posted))
-	}
-	if err := tk.rep.completeCheck(ctx, conclusion, app.CheckOutput{Name: app.ReviewCheckName, Title: "Review: " + title,
-		Summary: summary + "\n\n" + text.Usage(st), Text: tk.rep.checkText(ctx, st)}); err != nil {
-		return err
-	}
-	return finished(app.StateSucceeded, text.Reviewed(tk.request(), tk.prog.Base, len(posted), countProven(posted)), "reviewed")
+	return finished(app.StateSucceeded, text.Reviewed(tk.request(), tk.prog.Base, len(posted), countProven(posted)), "reviewed").
+		withCheck(conclusion, text.ReviewCheck(tk.report(st), findingViews(posted), countProven(posted)))
 }
 
 // noteComments keeps which inline comment of review id posted each

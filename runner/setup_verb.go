@@ -85,11 +85,7 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	if err != nil {
 		return err
 	}
-	if err := tk.rep.completeCheck(ctx, app.ConclusionNeutral, app.CheckOutput{Title: "Proposed " + policy.PolicyPath,
-		Summary: body}); err != nil {
-		return err
-	}
-	return finished(app.StateSucceeded, text.PolicyProposed(pr.Number, body), "proposed")
+	return finished(app.StateSucceeded, text.PolicyProposed(pr.Number, body), "proposed").withCheck(app.ConclusionNeutral, text.ProposedCheck(body))
 }
 
 // buildPolicy is the policy text makes over the built-in defaults, under
@@ -200,10 +196,9 @@ func (r *Runner) pushPolicy(ctx context.Context, tk *task, ws *workspace.Workspa
 		if _, err := ws.Gate(ctx, only); err != nil {
 			return app.PullRequest{}, fmt.Errorf("gate the policy file: %w", err)
 		}
-		msg := "Add " + policy.PolicyPath + ", agentbot's policy for this repository\n\nInferred from the tree and proved in the sandbox; see the pull request."
-		if err := r.commitAndPush(ctx, tk, ws, remote, msg, ""); err != nil {
+		if err := r.commitAndPush(ctx, tk, ws, remote, text.PolicyCommit, ""); err != nil {
 			return app.PullRequest{}, err
 		}
 	}
-	return tk.rep.pullRequest(ctx, tg, "Add agentbot's policy ("+policy.PolicyPath+")", body, tk.policy.Policy.PullRequest)
+	return tk.rep.pullRequest(ctx, tg, text.PolicyTitle, body, tk.policy.Policy.PullRequest)
 }

@@ -152,3 +152,39 @@ func Trace(st *agent.State) string {
 		n.ToolCalls, n.InvalidCalls, n.BlockedWrites, n.BlockedCommands, n.BlockedWrites+n.BlockedCommands)
 	return b.String()
 }
+
+// FailedCheck is the check run of a fix that ended without a pull
+// request, or with a draft.
+func FailedCheck(r Report, f Failure) app.CheckOutput {
+	return app.CheckOutput{Title: "No pull request: " + Reason(r.Loop, f), Summary: Failed(r, f)}
+}
+
+// DoneCheck is the check run of a fix whose pull request is pr.
+func DoneCheck(r Report, pr app.PullRequest) app.CheckOutput {
+	return app.CheckOutput{Title: fmt.Sprintf("Pull request #%d", pr.Number), Summary: CheckSummary(r)}
+}
+
+// AnsweredCheck is the check run of an answered question.
+func AnsweredCheck(r Report) app.CheckOutput {
+	return app.CheckOutput{Title: "Answered; nothing was changed", Summary: Usage(r.Loop)}
+}
+
+// NoAnswerCheck is the check run of a question with no answer.
+func NoAnswerCheck(r Report) app.CheckOutput {
+	return app.CheckOutput{Title: "No answer: " + Reason(r.Loop, Failure{Stop: r.Loop.Stop}), Summary: NoAnswer(r)}
+}
+
+// ReviewCheck is the check run of a review that posted findings, proven
+// of them proven.
+func ReviewCheck(r Report, posted []Finding, proven int) app.CheckOutput {
+	summary := "No findings."
+	if len(posted) > 0 {
+		summary = Findings(r.Request, posted)
+	}
+	return app.CheckOutput{Name: app.ReviewCheckName, Title: "Review: " + FindingsTitle(len(posted), proven), Summary: summary + "\n\n" + Usage(r.Loop)}
+}
+
+// NoReviewCheck is the check run of a review that did not end.
+func NoReviewCheck(r Report) app.CheckOutput {
+	return app.CheckOutput{Name: app.ReviewCheckName, Title: "No review: " + Reason(r.Loop, Failure{Stop: r.Loop.Stop}), Summary: NoReview(r)}
+}

@@ -116,3 +116,20 @@ func TestFenceOutlastsTheText(t *testing.T) {
 		t.Errorf("Fence %q", got)
 	}
 }
+
+func TestEstimateIsMedianAndRange(t *testing.T) {
+	t.Parallel()
+	if got := spread([]float64{9, 1, 4, 3}, "%.1f"); got != "3.5 (1.0–9.0)" {
+		t.Errorf("spread = %q", got)
+	}
+	if got := spread([]float64{2}, "%.0f"); got != "2" {
+		t.Errorf("spread of one = %q", got)
+	}
+	if got := Estimate("acme/stats", 90, nil, nil, nil); !strings.Contains(got, "No task on acme/stats has finished in the last 90 days") {
+		t.Errorf("an estimate without history: %q", got)
+	}
+	got := Estimate("acme/stats", 90, []float64{3, 5}, []float64{1000, 3000}, []float64{0.01, 0.03})
+	if want := "From 2 finished tasks on acme/stats in the last 90 days: 4 (3–5) steps, 2000 (1000–3000) tokens, $0.02 (0.01–0.03)"; !strings.HasPrefix(got, want) {
+		t.Errorf("Estimate = %q; want it to start %q", got, want)
+	}
+}

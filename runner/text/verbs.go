@@ -3,6 +3,7 @@ package text
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -299,7 +300,7 @@ func PolicyRefused(r Request, err error, yaml string) string {
 
 // PolicyUnchanged ends "/agent setup" when the policy already says what
 // it would propose.
-var PolicyUnchanged = fmt.Sprintf("`%s` exists and already has what agentbot infers (image, setup and checks): nothing to propose.", policy.PolicyPath)
+const PolicyUnchanged = "`" + policy.PolicyPath + "` exists and already has what agentbot infers (image, setup and checks): nothing to propose."
 
 // SetupFails ends "/agent setup" whose inferred setup fails: body is the
 // proof's report, yaml the policy.
@@ -316,4 +317,46 @@ func PolicyProposed(pr int, body string) string {
 // inferred is the inferred policy, folded away.
 func inferred(r Request, yaml string) string {
 	return fmt.Sprintf("\n<details><summary>The policy agentbot inferred</summary>\n\n%s\n</details>\n", app.CodeBlock(yaml, "yaml", r.Own()))
+}
+
+// ProposedCheck is the check run of "/agent setup" that proposed the
+// policy, body the proof's report.
+func ProposedCheck(body string) app.CheckOutput {
+	return app.CheckOutput{Title: "Proposed " + policy.PolicyPath, Summary: body}
+}
+
+// PolicyTitle is the title of the pull request that proposes a policy.
+const PolicyTitle = "Add agentbot's policy (" + policy.PolicyPath + ")"
+
+// PolicyCommit is the message of the commit that adds a policy.
+const PolicyCommit = "Add " + policy.PolicyPath + ", agentbot's policy for this repository\n\nInferred from the tree and proved in the sandbox; see the pull request."
+
+// What a plan says of its cost when it cannot be estimated.
+const (
+	NoHistory         = "No outcome history is kept, so there is no estimate."
+	HistoryUnreadable = "The outcome history could not be read, so there is no estimate."
+)
+
+// Estimate is what similar tasks cost, from the steps, tokens and cost of
+// each task on repo that finished in the last days: their median and
+// range.
+func Estimate(repo string, days int, steps, tokens, cost []float64) string {
+	if len(steps) == 0 {
+		return fmt.Sprintf("No task on %s has finished in the last %d days, so there is no estimate.", repo, days)
+	}
+	return fmt.Sprintf("From %d finished tasks on %s in the last %d days: %s steps, %s tokens, $%s (median, and the range).",
+		len(steps), repo, days, spread(steps, "%.0f"), spread(tokens, "%.0f"), spread(cost, "%.2f"))
+}
+
+// spread is the median of xs and their range, in format f.
+func spread(xs []float64, f string) string {
+	slices.Sort(xs)
+	mid := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		mid = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	if xs[0] == xs[len(xs)-1] {
+		return fmt.Sprintf(f, mid)
+	}
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", mid, xs[0], xs[len(xs)-1])
 }
