@@ -13,7 +13,6 @@ import (
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/eval"
 	"github.com/agentbot/agentbot/runner/llm"
-	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
 
 // cmdEval runs a suite of tasks through the loop and the sandbox and
@@ -33,8 +32,9 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 	// each other as much as the model.
 	parallel := fs.Int("parallel", 1, "runs, of any tasks, that go at once; the report's order stays the suite's")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	image := fs.String("image", "agentbot-sandbox:dev", "the sandbox image")
-	executor := fs.String("executor", "", "the static agentbot binary run inside the sandbox; default this binary")
+	var sb sandboxFlags
+	sb.registerContainers(fs)
+	sb.registerOlderNames(fs)
 	dataDir := fs.String("data-dir", "", "where the image's seed of $HOME is kept for the next evaluation (envs/ in it), as a worker's --data-dir; default the worker's")
 	var envFlags envCacheFlags
 	envFlags.register(fs)
@@ -74,14 +74,9 @@ func cmdEval(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	cfg.Model = func(eval.Task) (agent.Model, func(), error) { return client, func() {}, nil }
-	if *executor == "" {
-		if *executor, err = os.Executable(); err != nil {
-			return fmt.Errorf("eval: find this binary for the sandbox: %w", err)
-		}
-	}
-	drv, err := docker.New(ctx, docker.Options{Image: *image, ExecutorPath: *executor, WorkerID: fmt.Sprintf("eval-%d", os.Getpid())})
+	drv, err := sb.driver(ctx, fmt.Sprintf("eval-%d", os.Getpid()), nil)
 	if err != nil {
-		return fmt.Errorf("eval: connect to Docker: %w", err)
+		return fmt.Errorf("eval: %w", err)
 	}
 	defer drv.Close()
 	cfg.Driver = drv

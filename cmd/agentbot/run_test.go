@@ -342,9 +342,10 @@ func TestRunSetupCAFile(t *testing.T) {
 	}
 }
 
-// TestRunAndWorkerShareTheirSandboxFlags: every flag of a worker that
-// changes how a change is made is agentbot run's too, by the same name.
-func TestRunAndWorkerShareTheirSandboxFlags(t *testing.T) {
+// TestRunAndEvalShareTheWorkersSandboxFlags: every flag of a worker that
+// changes how a change is made is agentbot run's too, by the same name,
+// and eval's where it makes its changes the same way.
+func TestRunAndEvalShareTheWorkersSandboxFlags(t *testing.T) {
 	t.Parallel()
 	help := func(cmd string) string {
 		var out bytes.Buffer
@@ -359,6 +360,14 @@ func TestRunAndWorkerShareTheirSandboxFlags(t *testing.T) {
 		}
 		if !strings.Contains(runHelp, "-"+name+" ") {
 			t.Errorf("run has no --%s, which the worker has", name)
+		}
+	}
+	// eval makes its changes in containers as the worker does; its setup
+	// reaches no network, so it trusts no CA.
+	evalHelp := help("eval")
+	for _, name := range []string{"sandbox-image", "sandbox-runtime", "sandbox-executor", "data-dir", "env-cache-dir", "env-cache-max", "model"} {
+		if !strings.Contains(evalHelp, "-"+name+" ") {
+			t.Errorf("eval has no --%s, which the worker has", name)
 		}
 	}
 }
