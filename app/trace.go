@@ -15,6 +15,7 @@ const (
 	TraceToolCall  TraceKind = "tool_call"  // a tool the model called, with its capped arguments and result
 	TraceCheck     TraceKind = "check"      // an acceptance check run
 	TraceRefusal   TraceKind = "refusal"    // a tool call or write the policy refused, or a connection setup's egress proxy refused
+	TraceEgress    TraceKind = "egress"     // a host setup's egress proxy connected setup to, once per task
 	TracePhase     TraceKind = "phase"      // a lifecycle phase ended: admission, workspace, setup, agent (attempts), gate, verification, push
 	TraceIncident  TraceKind = "incident"   // a safety incident: the final verification contradicts the loop
 	TraceAttempt   TraceKind = "attempt"    // one of limits.attempts ended: its verdict, and its diff in Result
@@ -24,7 +25,7 @@ const (
 // Valid reports whether k is one of the kinds above.
 func (k TraceKind) Valid() bool {
 	switch k {
-	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TracePhase, TraceIncident, TraceAttempt, TraceCut:
+	case TraceModelCall, TraceToolCall, TraceCheck, TraceRefusal, TraceEgress, TracePhase, TraceIncident, TraceAttempt, TraceCut:
 		return true
 	}
 	return false

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/egress"
@@ -40,15 +41,16 @@ func connectionRefused(ctx context.Context, tk *task, x egress.Refusal) {
 	}
 }
 
-// reached records a host setup's egress proxy connected it to, once
-// however many setups of the task reached it: the hosts setup needs,
-// which "/agent setup" shows an operator.
-func reached(tk *task, x egress.Reach) {
+// reached records a host setup's egress proxy connected it to, in the
+// trace and for "/agent setup", which shows an operator the hosts setup
+// needs: once however many setups of the task reached it.
+func reached(ctx context.Context, tk *task, x egress.Reach) {
 	if slices.Contains(tk.reached, x) || len(tk.reached) == egress.MaxReached {
 		return
 	}
 	tk.reached = append(tk.reached, x)
 	tk.log.Info("setup egress reached", "host", x.Host, "port", x.Port)
+	tk.rep.trace(ctx, app.TraceEvent{Time: time.Now().UTC(), Kind: app.TraceEgress, Name: "egress", Outcome: "reached", Detail: x.String()})
 }
 
 // maxRefusalsLogged bounds the worker's log lines about a task's refused

@@ -63,6 +63,15 @@ func TestSetupReachesOnlyAllowedHostsAndReportsTheRest(t *testing.T) {
 	if strings.Join(traced, "\n") != strings.Join(want, "\n") {
 		t.Errorf("trace's egress refusals:\n%s\nwant:\n%s", strings.Join(traced, "\n"), strings.Join(want, "\n"))
 	}
+	var reached []string
+	for _, e := range traces.events["E1"] {
+		if e.Kind == app.TraceEgress {
+			reached = append(reached, e.Outcome+" "+e.Detail)
+		}
+	}
+	if want := "reached " + gw + ":" + allowed.Port; len(reached) != 1 || reached[0] != want {
+		t.Errorf("trace's reached hosts %q; want once %q", reached, want)
+	}
 	for _, s := range want {
 		if !strings.Contains(status, s) {
 			t.Errorf("status comment lacks %q:\n%s", s, status)

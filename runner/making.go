@@ -42,7 +42,7 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	setup.Reached = func(x egress.Reach) {
 		mu.Lock()
 		defer mu.Unlock()
-		reached(tk, x)
+		reached(ctx, tk, x)
 	}
 	return change.Change{
 		ID: tk.ID, Tree: ws, Policy: p, Sandbox: r.cfg.Sandbox, Setup: setup,
@@ -237,7 +237,7 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.Secrets = r.cfg.SetupSecrets
 	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
 	s.Refused = func(x egress.Refusal) { connectionRefused(ctx, tk, x) }
-	s.Reached = func(x egress.Reach) { reached(tk, x) }
+	s.Reached = func(x egress.Reach) { reached(ctx, tk, x) }
 	s.Log = tk.log
 	return s
 }
