@@ -11,10 +11,10 @@ import (
 	"github.com/agentbot/agentbot/runner/tools"
 )
 
-// Checks is the checks as the check run, the status comment and the pull
+// checksSection is the checks as the check run, the status comment and the pull
 // request report them: the verification's, labelled as such, or the
 // loop's when the change never reached verification.
-func Checks(r Report) string {
+func checksSection(r Report) string {
 	st, v := r.Loop, r.Verified
 	if base := r.BaseChecks; v == nil && len(st.Checks) == 0 && base != nil {
 		return fmt.Sprintf("The agent ran no check. On the base commit `%s`, before it started:\n\n%s", ShortSHA(r.Base), runs(base))
@@ -40,7 +40,7 @@ func checksTable(st *agent.State) string {
 	var b strings.Builder
 	b.WriteString("| check | command | result | time |\n| --- | --- | --- | --- |\n")
 	for _, c := range Latest(st.Checks) {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, Result(c), float64(c.Millis)/1000)
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, resultCell(c), float64(c.Millis)/1000)
 	}
 	return b.String()
 }
@@ -50,7 +50,7 @@ func runs(v *change.Verification) string {
 	var b strings.Builder
 	b.WriteString("| check | command | result | time |\n| --- | --- | --- | --- |\n")
 	for _, c := range v.Checks {
-		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, Result(c), float64(c.Millis)/1000)
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %.1fs |\n", c.Name, c.Run, resultCell(c), float64(c.Millis)/1000)
 	}
 	for _, c := range v.NotRun {
 		fmt.Fprintf(&b, "| %s | `%s` | ⏭ not run | |\n", c.Name, c.Run)
@@ -73,8 +73,8 @@ func verification(v *change.Verification) string {
 	return b.String()
 }
 
-// Result is a check run's result in a table cell.
-func Result(c tools.CheckRun) string {
+// resultCell is a check run's result in a table cell.
+func resultCell(c tools.CheckRun) string {
 	switch {
 	case c.Passed:
 		return "✅ pass"
@@ -92,12 +92,12 @@ func Results(runs []tools.CheckRun) string {
 	}
 	parts := make([]string, len(runs))
 	for i, c := range runs {
-		parts[i] = c.Name + " " + bare(Result(c))
+		parts[i] = c.Name + " " + bare(resultCell(c))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// bare is a Result without its mark.
+// bare is a resultCell without its mark.
 func bare(result string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(result, "✅ "), "❌ ")
 }
@@ -156,17 +156,17 @@ func Trace(st *agent.State) string {
 // FailedCheck is the check run of a fix that ended without a pull
 // request, or with a draft.
 func FailedCheck(r Report, f Failure) app.CheckOutput {
-	return app.CheckOutput{Title: "No pull request: " + Reason(r.Loop, f), Summary: Failed(r, f)}
+	return app.CheckOutput{Title: "No pull request: " + Reason(r.Loop, f), Summary: failedText(r, f)}
 }
 
 // DoneCheck is the check run of a fix whose pull request is pr.
 func DoneCheck(r Report, pr app.PullRequest) app.CheckOutput {
-	return app.CheckOutput{Title: fmt.Sprintf("Pull request #%d", pr.Number), Summary: CheckSummary(r)}
+	return app.CheckOutput{Title: fmt.Sprintf("Pull request #%d", pr.Number), Summary: checkSummary(r)}
 }
 
 // AnsweredCheck is the check run of an answered question.
 func AnsweredCheck(r Report) app.CheckOutput {
-	return app.CheckOutput{Title: "Answered; nothing was changed", Summary: Usage(r.Loop)}
+	return app.CheckOutput{Title: "Answered; nothing was changed", Summary: usage(r.Loop)}
 }
 
 // NoAnswerCheck is the check run of a question with no answer.
@@ -179,9 +179,9 @@ func NoAnswerCheck(r Report) app.CheckOutput {
 func ReviewCheck(r Report, posted []Finding, proven int) app.CheckOutput {
 	summary := "No findings."
 	if len(posted) > 0 {
-		summary = Findings(r.Request, posted)
+		summary = findingsList(r.Request, posted)
 	}
-	return app.CheckOutput{Name: app.ReviewCheckName, Title: "Review: " + FindingsTitle(len(posted), proven), Summary: summary + "\n\n" + Usage(r.Loop)}
+	return app.CheckOutput{Name: app.ReviewCheckName, Title: "Review: " + findingsTitle(len(posted), proven), Summary: summary + "\n\n" + usage(r.Loop)}
 }
 
 // NoReviewCheck is the check run of a review that did not end.

@@ -34,7 +34,7 @@ func TestReproductionSection(t *testing.T) {
 		}
 	}
 	assertInert(t, "the reproduction section", s, "<summary>test on 0123456</summary>")
-	if !strings.Contains(CheckSummary(r), s) || !strings.Contains(Body(r), s) {
+	if !strings.Contains(checkSummary(r), s) || !strings.Contains(Body(r), s) {
 		t.Errorf("the check run's summary or the pull request's body lacks the reproduction")
 	}
 

@@ -83,9 +83,9 @@ func Body(r Report) string {
 	} else {
 		b.WriteString("The agent gave no summary; see the diff.\n")
 	}
-	b.WriteString("\n## Checks\n\n" + Checks(r))
+	b.WriteString("\n## Checks\n\n" + checksSection(r))
 	b.WriteString(reproduction(r) + tampering(r.Tampering) + attempts(r) + plan(r))
-	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", Usage(st))
+	fmt.Fprintf(&b, "\n## Usage\n\n%s.\n", usage(st))
 	fmt.Fprintf(&b, "\nAsked by @%s on #%d", t.Requester, t.Number)
 	if what := strings.TrimSpace(t.Instructions); what != "" {
 		b.WriteString(":\n\n")
@@ -116,10 +116,10 @@ func DraftBody(r Report, f Failure) string {
 		Reason(r.Loop, f), Body(r))
 }
 
-// CheckSummary is the summary of a fix's check run once its pull request
+// checkSummary is the summary of a fix's check run once its pull request
 // is open.
-func CheckSummary(r Report) string {
-	return Checks(r) + "\n" + Usage(r.Loop) + reproduction(r) + tampering(r.Tampering) + attempts(r)
+func checkSummary(r Report) string {
+	return checksSection(r) + "\n" + usage(r.Loop) + reproduction(r) + tampering(r.Tampering) + attempts(r)
 }
 
 // summaryBody is finish's summary without a first line that repeats the

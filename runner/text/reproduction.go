@@ -28,7 +28,7 @@ func reproduction(r Report) string {
 	if r.Pushed != "" {
 		head = "`" + ShortSHA(r.Pushed) + "`"
 	}
-	result := bare(Result(c))
+	result := bare(resultCell(c))
 	if rp.Existing {
 		fmt.Fprintf(&b, "✅ **Reproduced by an existing test:** %s %s on `%s` before any change (check **%s**, %s: %s), and %s on %s in the final verification.\n\n",
 			testList(rp), plural(rp, "fails", "fail"), ShortSHA(rp.Base), c.Name, app.CodeSpan(c.Run, app.IssueRef{}), result,

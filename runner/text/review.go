@@ -47,7 +47,7 @@ func ReviewBody(r Review, inline, summarized []Finding) string {
 		b.WriteString(app.Inert(s, r.Own()) + "\n\n")
 	}
 	if len(summarized) > 0 {
-		b.WriteString("**Also found:**\n\n" + Findings(r.Request, summarized) + "\n")
+		b.WriteString("**Also found:**\n\n" + findingsList(r.Request, summarized) + "\n")
 	}
 	b.WriteString("Proven findings come with a test the host ran in a fresh sandbox without network: it fails on the head and passes on the base. Unproven ones are the reviewer's reading.\n")
 	return b.String()
@@ -85,14 +85,14 @@ func FindingComment(r Review, f Finding) string {
 	if v := f.Run; v != nil && len(v.Checks) > 0 {
 		c := v.Checks[len(v.Checks)-1]
 		fmt.Fprintf(&b, "\n**%s** on `%s` in a fresh sandbox (%s): %s\n\n%s\n", c.Name, ShortSHA(r.Head),
-			app.CodeSpan(c.Run, own), bare(Result(c)), app.CodeBlock(change.Tail(c.Output, reproductionExcerpt), "", own))
+			app.CodeSpan(c.Run, own), bare(resultCell(c)), app.CodeBlock(change.Tail(c.Output, reproductionExcerpt), "", own))
 	}
 	b.WriteString("</details>\n")
 	return b.String()
 }
 
-// Findings is findings as a Markdown list, one line each.
-func Findings(r Request, fs []Finding) string {
+// findingsList is findings as a Markdown list, one line each.
+func findingsList(r Request, fs []Finding) string {
 	var b strings.Builder
 	for _, f := range fs {
 		fmt.Fprintf(&b, "- **%s** · %s — %s:%d: %s\n", severity(f.Severity), proof(f),
@@ -101,8 +101,8 @@ func Findings(r Request, fs []Finding) string {
 	return b.String()
 }
 
-// FindingsTitle is findings in a line: how many, how many proven.
-func FindingsTitle(n, proven int) string {
+// findingsTitle is findings in a line: how many, how many proven.
+func findingsTitle(n, proven int) string {
 	if n == 0 {
 		return "No findings"
 	}

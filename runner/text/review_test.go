@@ -29,7 +29,7 @@ func TestReviewAndSetupTextsAreInert(t *testing.T) {
 		t.Errorf("the comment does not say its test is a fix's reproduction:\n%s", comment)
 	}
 	assertInert(t, "the review's body", ReviewBody(rv, nil, []Finding{f}), "Also found:", "Proven findings come with a test")
-	assertInert(t, "the findings' list", Findings(r.Request, []Finding{f, {Finding: tools.Finding{Title: hostile}}}), "unproven")
+	assertInert(t, "the findings' list", findingsList(r.Request, []Finding{f, {Finding: tools.Finding{Title: hostile}}}), "unproven")
 	if task := FindingTask(r.Request, f); !strings.Contains(task, "Add it as it is, at that path") {
 		t.Errorf("the finding's task for the model:\n%s", task)
 	}
@@ -54,6 +54,6 @@ func TestAttemptsAndDoubtsAreInert(t *testing.T) {
 	r := hostileReport()
 	r.Attempts = &Attempts{Ran: 2, Each: []Attempt{{N: 1, Model: "m", Why: hostile}, {N: 2, Model: "m @mallory", Why: "the gate refused"}}}
 	r.Reproduction = &change.Reproduction{Why: "no test", Unsure: []string{hostile}}
-	assertInert(t, "the failure's attempts", Failed(r, Failure{}), "<h2>Attempts</h2>")
+	assertInert(t, "the failure's attempts", failedText(r, Failure{}), "<h2>Attempts</h2>")
 	assertInert(t, "the pull request's attempts and reproduction", Body(r), "<h2>Attempts</h2>", "<h2>Reproduction</h2>")
 }

@@ -47,7 +47,7 @@ func Approval(r Request, c *llm.ToolCall) string {
 
 // Done is the status comment of a fix whose pull request is pr.
 func Done(r Report, pr app.PullRequest) string {
-	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, Checks(r), Usage(r.Loop), r.Quote())
+	return fmt.Sprintf("✅ **Done:** #%d (%s)\n\n%s\n%s\n\n%s", pr.Number, pr.HTMLURL, checksSection(r), usage(r.Loop), r.Quote())
 }
 
 // Reason is why a task stopped, in one line: the stop rule and its
@@ -71,10 +71,10 @@ func Reason(st *agent.State, f Failure) string {
 	return string(st.Status)
 }
 
-// Failed says truthfully why a task ended without a pull request, or with
+// failedText says truthfully why a task ended without a pull request, or with
 // a draft: the reason, the last failing check's output (trimmed), the
 // refusals, and the partial diff folded away.
-func Failed(r Report, f Failure) string {
+func failedText(r Report, f Failure) string {
 	st := r.Loop
 	var b strings.Builder
 	if pr := r.PR; pr != nil {
@@ -104,7 +104,7 @@ func Failed(r Report, f Failure) string {
 	if n := st.Counts; n.BlockedWrites+n.BlockedCommands > 0 {
 		fmt.Fprintf(&b, "Safety: the policy refused %d writes and %d commands (see the trace).\n\n", n.BlockedWrites, n.BlockedCommands)
 	}
-	b.WriteString(Checks(r) + "\n" + Usage(st) + "\n\n")
+	b.WriteString(checksSection(r) + "\n" + usage(st) + "\n\n")
 	if a := attempts(r); a != "" {
 		b.WriteString(strings.TrimPrefix(a, "\n\n") + "\n")
 	}
@@ -148,8 +148,8 @@ func cannotRun(r Report, cr *change.CannotRun) string {
 	return b.String()
 }
 
-// Usage is the loop's usage in one sentence.
-func Usage(st *agent.State) string {
+// usage is the loop's usage in one sentence.
+func usage(st *agent.State) string {
 	u := st.Usage
 	return fmt.Sprintf("%d iterations, %d tokens (%d prompt, %d cached, %d completion), $%.4f",
 		st.Step, u.Total(), u.PromptTokens, u.CachedTokens, u.CompletionTokens, u.CostUSD)

@@ -103,7 +103,7 @@ func TestModelTextIsInert(t *testing.T) {
 	}
 
 	st.Stop = &agent.Stop{Reason: "same_failure", Detail: hostile}
-	assertInert(t, "the failure comment", Failed(r, Failure{Stop: st.Stop}),
+	assertInert(t, "the failure comment", failedText(r, Failure{Stop: st.Stop}),
 		"<summary>Partial diff</summary>", "<blockquote>\n<p>fix</p>\n</blockquote>")
 	assertInert(t, "the draft's body", DraftBody(r, Failure{Stop: st.Stop}), "<strong>Draft: the checks did not pass</strong>", "<h2>Checks</h2>")
 

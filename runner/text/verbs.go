@@ -203,7 +203,7 @@ func PlanExpired(r Request, wallClock time.Duration) string {
 // already, read at r.Base of the repository at web.
 func Answer(r Report, answer, web string) string {
 	return fmt.Sprintf("💬 **Answer** (read at [`%s`](%s/tree/%s); nothing was changed)\n\n%s\n\n<sub>%s</sub>\n\n%s",
-		ShortSHA(r.Base), web, r.Base, answer, Usage(r.Loop), r.Quote())
+		ShortSHA(r.Base), web, r.Base, answer, usage(r.Loop), r.Quote())
 }
 
 // NoAnswer says why a question got no answer.
@@ -214,7 +214,7 @@ func NoReview(r Report) string { return nothing("No review", r) }
 
 // nothing is a read-only task's end without its result.
 func nothing(what string, r Report) string {
-	return fmt.Sprintf("❌ **%s.** %s\n\n<sub>%s</sub>\n\n%s", what, Reason(r.Loop, Failure{Stop: r.Loop.Stop}), Usage(r.Loop), r.Quote())
+	return fmt.Sprintf("❌ **%s.** %s\n\n<sub>%s</sub>\n\n%s", what, Reason(r.Loop, Failure{Stop: r.Loop.Stop}), usage(r.Loop), r.Quote())
 }
 
 // NotAPull refuses verb, which works on pull requests, on issue #number.
@@ -231,7 +231,7 @@ func Reviewed(r Request, head string, n, proven int) string {
 	if n == 0 {
 		return fmt.Sprintf("🔎 **Reviewed** `%s`: no findings.\n\n%s", ShortSHA(head), r.Quote())
 	}
-	return fmt.Sprintf("🔎 **Reviewed** `%s`: %s, in the review above.\n\n%s", ShortSHA(head), FindingsTitle(n, proven), r.Quote())
+	return fmt.Sprintf("🔎 **Reviewed** `%s`: %s, in the review above.\n\n%s", ShortSHA(head), findingsTitle(n, proven), r.Quote())
 }
 
 // FixedOn is the reply in a finding's thread once its test, at path,
