@@ -121,3 +121,37 @@ func TestReviewCommentsAreTheReviewsOwn(t *testing.T) {
 		t.Errorf("review comments %+v; want the review's two, without the reply or the other comment", got)
 	}
 }
+
+// A pull request's review threads are read to the last, past GraphQL's
+// page of 100.
+func TestReviewThreadsReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const repo = "acme/widgets"
+	w.addRepo(t, repo, map[string]string{"README.md": "# widgets\n"})
+	w.push(t, repo, "agent/1-fix", map[string]string{"fix.go": "package fix\n"})
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "octocat", Title: "Fix", Head: "agent/1-fix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for n := range 250 {
+		id, err := w.sim.AddReviewComment(repo, pr, 0, "octocat", "fix.go", 1, fmt.Sprintf("thread %d", n), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	threads, err := w.installation(t, repo).ReviewThreads(t.Context(), repo, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(threads) != len(ids) {
+		t.Fatalf("%d threads; want %d", len(threads), len(ids))
+	}
+	for i, th := range threads {
+		if th.CommentID != ids[i] || th.Resolved {
+			t.Fatalf("thread %d: %+v; want comment %d, open", i, th, ids[i])
+		}
+	}
+}

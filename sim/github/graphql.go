@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -17,12 +18,14 @@ import (
 // variables are checked for the types the documents declare. A thread's
 // node id is its first comment's, typed PullRequestReviewThread.
 
-// ReviewThreadsQuery lists a pull request's review threads: id, whether
-// resolved, and the database id of the comment that begins each.
-const ReviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!) {
+// ReviewThreadsQuery lists a pull request's review threads, 100 after
+// the cursor $after (null for the first page): id, whether resolved, and
+// the database id of the comment that begins each.
+const ReviewThreadsQuery = `query($owner: String!, $name: String!, $number: Int!, $after: String) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
-      reviewThreads(first: 100) {
+      reviewThreads(first: 100, after: $after) {
+        pageInfo { hasNextPage endCursor }
         nodes { id isResolved comments(first: 1) { nodes { databaseId } } }
       }
     }
@@ -104,9 +107,18 @@ func (s *Server) access(tok, repoName, level string) (*repo, error) {
 	return nil, gqlError(fmt.Sprintf("Could not resolve to a Repository with the name '%s'.", repoName))
 }
 
+// threadsPage is how many threads a page of ReviewThreadsQuery holds.
+const threadsPage = 100
+
 func (s *Server) reviewThreads(tok string, vars map[string]json.RawMessage) (any, error) {
 	var owner, name string
 	var number int
+	var after *string // nullable
+	if _, ok := vars["after"]; ok {
+		if err := variable(vars, "after", "String", &after); err != nil {
+			return nil, err
+		}
+	}
 	for _, v := range []struct {
 		name, typ string
 		into      any
@@ -125,14 +137,30 @@ func (s *Server) reviewThreads(tok string, vars map[string]json.RawMessage) (any
 	if err != nil || is.Pull == nil {
 		return nil, gqlError(fmt.Sprintf("Could not resolve to a PullRequest with the number of %d.", number))
 	}
-	nodes := []obj{}
+	var all []obj
 	for _, c := range rp.reviewCs {
 		if c.Pull == number && c.InReplyTo == 0 {
-			nodes = append(nodes, obj{"id": threadID(c), "isResolved": c.ResolvedBy != "",
+			all = append(all, obj{"id": threadID(c), "isResolved": c.ResolvedBy != "",
 				"comments": obj{"nodes": []obj{{"databaseId": c.ID}}}})
 		}
 	}
-	return obj{"repository": obj{"pullRequest": obj{"reviewThreads": obj{"nodes": nodes}}}}, nil
+	// A cursor is the count of threads before the page, as an opaque
+	// string: a client only passes back what it was given.
+	from := 0
+	if after != nil {
+		n, err := strconv.Atoi(strings.TrimPrefix(*after, "cursor:"))
+		if err != nil || !strings.HasPrefix(*after, "cursor:") || n < 0 || n > len(all) {
+			return nil, gqlError(fmt.Sprintf("`%s` does not appear to be a valid cursor.", *after))
+		}
+		from = n
+	}
+	to := min(from+threadsPage, len(all))
+	nodes := append([]obj{}, all[from:to]...)
+	page := obj{"hasNextPage": to < len(all), "endCursor": nil}
+	if to > from {
+		page["endCursor"] = "cursor:" + strconv.Itoa(to)
+	}
+	return obj{"repository": obj{"pullRequest": obj{"reviewThreads": obj{"pageInfo": page, "nodes": nodes}}}}, nil
 }
 
 func (s *Server) resolveThread(tok string, vars map[string]json.RawMessage) (any, error) {

@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	githubsim "github.com/agentbot/agentbot/sim/github"
@@ -13,6 +14,10 @@ type threadsAnswer struct {
 		Repository struct {
 			PullRequest struct {
 				ReviewThreads struct {
+					PageInfo struct {
+						HasNextPage bool
+						EndCursor   *string
+					}
 					Nodes []struct {
 						ID         string
 						IsResolved bool
@@ -91,5 +96,40 @@ func TestGraphQLReviewThreads(t *testing.T) {
 	}
 	if got := graphql(t, c, githubsim.ReviewThreadsQuery, vars); !got.Data.Repository.PullRequest.ReviewThreads.Nodes[0].IsResolved {
 		t.Error("the thread is listed open after it was resolved")
+	}
+}
+
+// Threads come a page of 100 at a time, each page's end a cursor to pass
+// back as $after; a cursor the simulator did not give is an error.
+func TestGraphQLReviewThreadsPages(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	c := w.client(t, nil, nil)
+	w.pushBranch(t, full, "topic", "x.go", "package x\n")
+	pr, err := w.s.AddPullRequest(full, githubsim.PullOptions{Author: "grace", Title: "X", Head: "topic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for n := range 130 {
+		id, err := w.s.AddReviewComment(full, pr, 0, "grace", "x.go", 1, fmt.Sprintf("thread %d", n), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	vars := map[string]any{"owner": owner, "name": name, "number": pr}
+	first := graphql(t, c, githubsim.ReviewThreadsQuery, vars).Data.Repository.PullRequest.ReviewThreads
+	if len(first.Nodes) != 100 || !first.PageInfo.HasNextPage || first.PageInfo.EndCursor == nil {
+		t.Fatalf("first page: %d threads, next %v", len(first.Nodes), first.PageInfo.HasNextPage)
+	}
+	vars["after"] = *first.PageInfo.EndCursor
+	second := graphql(t, c, githubsim.ReviewThreadsQuery, vars).Data.Repository.PullRequest.ReviewThreads
+	if len(second.Nodes) != 30 || second.PageInfo.HasNextPage || second.Nodes[29].Comments.Nodes[0].DatabaseID != ids[129] {
+		t.Fatalf("second page: %d threads, next %v; want the last 30", len(second.Nodes), second.PageInfo.HasNextPage)
+	}
+	vars["after"] = "not a cursor"
+	if a := graphql(t, c, githubsim.ReviewThreadsQuery, vars); len(a.Errors) == 0 {
+		t.Errorf("a cursor it did not give was answered: %+v", a.Data)
 	}
 }
