@@ -80,3 +80,15 @@ func TestEndedSaysTheCIDecisionsAndTheRefusedHosts(t *testing.T) {
 		t.Errorf("/agent setup's status lists the refusals its own report says")
 	}
 }
+
+// A follow-up that failing CI started says so: nobody asked for it.
+func TestQuoteOfAFollowUpOnFailingCI(t *testing.T) {
+	t.Parallel()
+	r := Request{Task: &app.Task{Repo: "octo/hello", Number: 2, Requester: "agentbot[bot]", Verb: app.VerbFixCI,
+		CI: &app.CIEvent{Kind: "check_run", Name: "test` @mallory", HeadSHA: "0123456789abcdef"}}}
+	got := r.Quote()
+	if want := "failed on #2 at `0123456` (check_run): a follow-up on failing CI (`pull_request.ci_followups`)."; !strings.Contains(got, want) || strings.Contains(got, "asked") {
+		t.Errorf("Quote = %q; want it to say %q and no one asked", got, want)
+	}
+	assertInert(t, "the quote of a CI follow-up", got, "<code>")
+}

@@ -34,11 +34,19 @@ type Request struct {
 func (r Request) Own() app.IssueRef { return app.IssueRef{Repo: r.Task.Repo, Number: r.Task.Number} }
 
 // Quote is the request as a Markdown quote: who asked what, on what; for
-// an automatic review, the event that started it.
+// an automatic review or a follow-up on failing CI, the event that
+// started it, which nobody asked for in words.
 func (r Request) Quote() string {
 	t := r.Task
 	if a := t.Auto; a != nil {
 		return fmt.Sprintf("An automatic review (`review.auto`) of #%d at `%s`, after @%s's pull_request %s.\n", t.Number, ShortSHA(a.HeadSHA), t.Requester, a.Action)
+	}
+	if ci := t.CI; ci != nil {
+		what := "A check"
+		if ci.Name != "" {
+			what = "Check " + app.CodeSpan(ci.Name, r.Own())
+		}
+		return fmt.Sprintf("%s failed on #%d at `%s` (%s): a follow-up on failing CI (`pull_request.ci_followups`).\n", what, t.Number, ShortSHA(ci.HeadSHA), ci.Kind)
 	}
 	what := t.Instructions
 	if what == "" {
