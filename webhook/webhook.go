@@ -47,9 +47,11 @@ import (
 	"maps"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbot/agentbot/app"
+	"golang.org/x/time/rate"
 )
 
 // MaxBody is the largest delivery accepted; GitHub caps payloads at 25 MiB.
@@ -104,7 +106,19 @@ type Config struct {
 type Handler struct {
 	cfg    Config
 	budget *byteBudget
+	// refusedLog bounds the log lines of refused deliveries, which anyone
+	// can send in any number; unlogged counts those it held back, which
+	// the next line says. The metrics count every one.
+	refusedLog *rate.Limiter
+	unlogged   atomic.Int64
 }
+
+// Refused deliveries are logged at most refusedPerSecond a second, after a
+// burst of refusedBurst.
+const (
+	refusedPerSecond = 10
+	refusedBurst     = 20
+)
 
 // NewHandler checks cfg and returns a Handler. It refuses to build one
 // without a secret: an unsigned webhook would let anyone start the agent.
@@ -138,7 +152,7 @@ func NewHandler(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("webhook: body budget %d bytes is below the %d the largest payload needs", cfg.BodyBudget, least)
 	}
 	held := func(delta int64) { cfg.Metrics.bodyBytes.Add(float64(delta)) }
-	return &Handler{cfg: cfg, budget: newByteBudget(cfg.BodyBudget, held)}, nil
+	return &Handler{cfg: cfg, budget: newByteBudget(cfg.BodyBudget, held), refusedLog: rate.NewLimiter(refusedPerSecond, refusedBurst)}, nil
 }
 
 // TaskID returns the ID of the task made from delivery: the same delivery,
@@ -203,6 +217,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.reason != "" {
 		attrs = append(attrs, "reason", a.reason)
+	}
+	if a.status >= http.StatusBadRequest && !h.refusedLog.Allow() {
+		h.unlogged.Add(1)
+		return
+	}
+	if n := h.unlogged.Swap(0); n > 0 {
+		attrs = append(attrs, "refusals_unlogged", n)
 	}
 	if a.err != nil {
 		h.cfg.Logger.Warn("webhook refused", append(attrs, "err", a.err)...)
