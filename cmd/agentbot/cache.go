@@ -62,7 +62,7 @@ func (b *byteSize) Set(v string) error {
 // cmdCache lists and prunes the prepared environments of the worker whose
 // data directory is --data-dir.
 func cmdCache(ctx context.Context, args []string, env Env) error {
-	const synopsis = "agentbot cache list [--data-dir DIR] | agentbot cache prune [--repo R] [--all] [--data-dir DIR]"
+	const synopsis = "agentbot cache list [--data-dir DIR] | agentbot cache prune [--repo R] [--owner O] [--all] [--data-dir DIR]"
 	switch {
 	case len(args) == 0:
 		return &usageError{cmd: "agentbot cache", err: errors.New("name a cache command: list or prune")}
@@ -78,9 +78,10 @@ func cmdCache(ctx context.Context, args []string, env Env) error {
 	dataDir := fs.String("data-dir", "", "the worker's data directory (default: agentbot under the user's cache directory)")
 	var cf envCacheFlags
 	cf.register(fs)
-	repo, all := new(string), new(bool)
+	repo, owner, all := new(string), new(string), new(bool)
 	if verb == "prune" {
 		repo = fs.String("repo", "", "remove only this repository's environments (owner/name)")
+		owner = fs.String("owner", "", "remove only the environments of this owner, as cache list shows it (github:repo=ID,inst=ID or local:PATH)")
 		all = fs.Bool("all", false, "remove every environment, not only those over --env-cache-max")
 	}
 	if err := parseFlags(fs, args[1:], env); err != nil {
@@ -100,7 +101,7 @@ func cmdCache(ctx context.Context, args []string, env Env) error {
 		}
 		return printEnvs(env.Stdout, list, c.Max())
 	}
-	removed, busy, err := c.Prune(envcache.PruneOptions{Repo: *repo, All: *all})
+	removed, busy, err := c.Prune(envcache.PruneOptions{Repo: *repo, Owner: *owner, All: *all})
 	var freed int64
 	for _, e := range removed {
 		freed += e.Size

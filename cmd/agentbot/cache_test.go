@@ -23,9 +23,11 @@ func TestCacheListAndPrune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, repo := range map[string]string{"00000000000000a1": "acme/web", "00000000000000b2": "acme/api"} {
+	// A checkout of acme/api under agentbot run, and the repository of
+	// that name a worker serves, are two owners.
+	for key, repo := range map[string]string{"00000000000000a1": "acme/web", "00000000000000b2": "acme/api", "00000000000000c3": "acme/api"} {
 		owner := envcache.GitHubOwner(7, int64(len(key)+len(repo)))
-		if repo == "acme/api" {
+		if key == "00000000000000b2" {
 			owner = envcache.Owner{Local: "/src/api"}
 		}
 		b, err := c.Build(envcache.Entry{Key: key, Owner: owner, Repo: repo, Image: "agentbot-sandbox:env-go"}, t.TempDir(), envcache.DefaultMaxBytes)
@@ -45,12 +47,19 @@ func TestCacheListAndPrune(t *testing.T) {
 	// Each shows whom it serves: a repository by id, or a checkout.
 	if err != nil || !strings.Contains(out, "00000000000000a1  github:repo=24,inst=7  acme/web") ||
 		!strings.Contains(out, "00000000000000b2  local:/src/api         acme/api") ||
-		!strings.Contains(out, "2 environments") || !strings.Contains(out, "of 20GiB") {
+		!strings.Contains(out, "3 environments") || !strings.Contains(out, "of 20GiB") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 	out, err = runCache(t, "prune", "--data-dir", data, "--repo", "acme/web")
 	if err != nil || !strings.HasPrefix(out, "removed 1 environments") {
 		t.Fatalf("prune --repo: %v\n%s", err, out)
+	}
+	out, err = runCache(t, "prune", "--data-dir", data, "--owner", "local:/src/api")
+	if err != nil || !strings.HasPrefix(out, "removed 1 environments") {
+		t.Fatalf("prune --owner: %v\n%s", err, out)
+	}
+	if out, _ := runCache(t, "list", "--data-dir", data); strings.Contains(out, "00000000000000b2") || !strings.Contains(out, "00000000000000c3") {
+		t.Fatalf("prune --owner removed another owner's environment of the same repository:\n%s", out)
 	}
 	// Under the cap, a plain prune removes nothing.
 	if out, err = runCache(t, "prune", "--data-dir", data); err != nil || !strings.HasPrefix(out, "removed 0 environments") {

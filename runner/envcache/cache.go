@@ -533,16 +533,17 @@ func (c *Cache) List() ([]Entry, error) {
 
 // PruneOptions choose what Prune removes.
 type PruneOptions struct {
-	Repo string // only this repository's environments (owner/name)
-	All  bool   // every environment, not only what is over the cap
+	Repo  string // only this repository's environments (owner/name)
+	Owner string // only the environments of this owner, as Owner.String says it
+	All   bool   // every environment, not only what is over the cap
 }
 
-// Prune removes environments not in use and returns them: with All or
-// Repo, every one that matches; otherwise the least recently used until
-// the rest fit under the cap. busy counts those kept because a task uses
-// them.
+// Prune removes environments not in use and returns them: with All,
+// Repo or Owner, every one that matches; otherwise the least recently
+// used until the rest fit under the cap. busy counts those kept because a
+// task uses them.
 func (c *Cache) Prune(o PruneOptions) (removed []Entry, busy int, err error) {
-	if !o.All && o.Repo == "" {
+	if !o.All && o.Repo == "" && o.Owner == "" {
 		return c.trim()
 	}
 	list, err := c.List()
@@ -550,7 +551,7 @@ func (c *Cache) Prune(o PruneOptions) (removed []Entry, busy int, err error) {
 		return nil, 0, err
 	}
 	for _, e := range list {
-		if o.Repo != "" && !strings.EqualFold(e.Repo, o.Repo) {
+		if o.Repo != "" && !strings.EqualFold(e.Repo, o.Repo) || o.Owner != "" && e.Owner.String() != o.Owner {
 			continue
 		}
 		ok, err := c.remove(e.Key)
