@@ -5,10 +5,12 @@ import (
 	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/app/policyinit"
 	"github.com/agentbot/agentbot/runner"
@@ -190,6 +192,24 @@ func TestFirstContactFixesWithTheInferredPolicy(t *testing.T) {
 			key, ok := strings.CutPrefix(first, "setup: built ")
 			if !ok {
 				t.Fatalf("the first fix's setup: %q, want it built", first)
+			}
+			// The toolchain runs the repository's tests in the sandbox:
+			// failing before the agent's edit, passing after it.
+			byStep := map[int][]string{}
+			var steps []int
+			for _, e := range w.traces.events["T1"] {
+				if e.Kind == app.TraceCheck && e.Step > 0 {
+					if _, seen := byStep[e.Step]; !seen {
+						steps = append(steps, e.Step)
+					}
+					byStep[e.Step] = append(byStep[e.Step], e.Outcome)
+				}
+			}
+			if len(steps) < 2 || !slices.Contains(byStep[steps[0]], "failed") || slices.Contains(byStep[steps[len(steps)-1]], "failed") {
+				t.Errorf("the agent's checks by step %v; want a failure before the edit and none after it", byStep)
+			}
+			if prs := w.sim.PullRequests(repo); len(prs) != 1 {
+				t.Errorf("pull requests %+v, want the fix's", prs)
 			}
 			fetched := fc.registry.Requests.Load()
 			if fetched == 0 {

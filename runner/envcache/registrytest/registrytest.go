@@ -144,13 +144,6 @@ func PyPI(t testing.TB, dists ...Dist) *Registry {
 	})
 }
 
-// PipInstall is the setup command that installs requirements.txt from
-// index into a virtualenv .venv in the tree.
-func PipInstall(index *Registry) string {
-	return "python3 -m venv --system-site-packages .venv && .venv/bin/pip install -q --trusted-host " + index.Host() +
-		" --index-url " + index.URL + "/simple/ -r requirements.txt"
-}
-
 // NPMPackage is an npm registry holding one package.
 type NPMPackage struct {
 	*Registry
@@ -215,10 +208,4 @@ func NPM(t testing.TB, name, indexJS string) *NPMPackage {
 	})
 	p.Tarball = p.URL + tarball
 	return p
-}
-
-// NPMCI is the setup command that installs package-lock.json's packages
-// from registry into node_modules, changing no file of the tree.
-func NPMCI(registry *Registry) string {
-	return "npm ci --no-audit --no-fund --registry " + registry.URL + "/"
 }
