@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentbot/agentbot/app"
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/webhook"
 	"github.com/agentbot/agentbot/webhook/hookshot"
 )
@@ -42,24 +43,6 @@ func (u unreachable) ClaimBody(context.Context, string, string) (string, error) 
 	return "", nil
 }
 
-// lockedBuffer is a log that handlers write from many goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A flood of forged deliveries is counted in full in the metrics, and its
 // log lines are bounded: the lines held back are counted in the next one.
 func TestForgedFloodDoesNotFloodTheLog(t *testing.T) {
@@ -69,7 +52,7 @@ func TestForgedFloodDoesNotFloodTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs ostest.SyncBuffer
 	h, err := webhook.NewHandler(webhook.Config{Secrets: [][]byte{[]byte("secret")}, Queue: unreachable{t}, Deliveries: unreachable{t},
 		Metrics: m, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {

@@ -89,14 +89,7 @@ func TestCIChecksReadWhyAnotherAppsCheckFailed(t *testing.T) {
 
 func TestReviewCommentsAreTheReviewsOwn(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	const repo = "acme/widgets"
-	w.addRepo(t, repo, map[string]string{"README.md": "# widgets\n"})
-	w.push(t, repo, "agent/1-fix", map[string]string{"fix.go": "package fix\n"})
-	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "octocat", Title: "Fix", Head: "agent/1-fix"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, repo, pr := pullWorld(t)
 	sink := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	defer sink.Close()
 	ctx := context.Background()
@@ -126,14 +119,7 @@ func TestReviewCommentsAreTheReviewsOwn(t *testing.T) {
 // page of 100.
 func TestReviewThreadsReadsEveryPage(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t)
-	const repo = "acme/widgets"
-	w.addRepo(t, repo, map[string]string{"README.md": "# widgets\n"})
-	w.push(t, repo, "agent/1-fix", map[string]string{"fix.go": "package fix\n"})
-	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "octocat", Title: "Fix", Head: "agent/1-fix"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, repo, pr := pullWorld(t)
 	var ids []int64
 	for n := range 250 {
 		id, err := w.sim.AddReviewComment(repo, pr, 0, "octocat", "fix.go", 1, fmt.Sprintf("thread %d", n), 0)
@@ -154,4 +140,19 @@ func TestReviewThreadsReadsEveryPage(t *testing.T) {
 			t.Fatalf("thread %d: %+v; want comment %d, open", i, th, ids[i])
 		}
 	}
+}
+
+// pullWorld is a world whose repository acme/widgets has pull request pr,
+// which changes fix.go.
+func pullWorld(t *testing.T) (*world, string, int) {
+	t.Helper()
+	w := newWorld(t)
+	const repo = "acme/widgets"
+	w.addRepo(t, repo, map[string]string{"README.md": "# widgets\n"})
+	w.push(t, repo, "agent/1-fix", map[string]string{"fix.go": "package fix\n"})
+	pr, err := w.sim.AddPullRequest(repo, githubsim.PullOptions{Author: "octocat", Title: "Fix", Head: "agent/1-fix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, repo, pr
 }
