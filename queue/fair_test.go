@@ -67,16 +67,23 @@ func TestSlotsLimitAnInstallation(t *testing.T) {
 	if err := listWaiting(ctx, rdb, task("w2", 10)); err != nil {
 		t.Fatal(err)
 	}
-	short := &Slots{rdb: rdb, insp: s.insp, limit: 1, lease: 100 * time.Millisecond, log: quiet}
-	if got, _ := short.Acquire(ctx, task("c1", 3)); !got {
+	// While the lease runs, the slot is held: a lease of a minute, which
+	// no load outlasts between two calls.
+	one := &Slots{rdb: rdb, insp: s.insp, limit: 1, lease: time.Minute, log: quiet}
+	if got, _ := one.Acquire(ctx, task("c1", 3)); !got {
 		t.Fatal("first slot of installation 3 refused")
 	}
-	if got, _ := short.Acquire(ctx, task("c2", 3)); got {
+	if got, _ := one.Acquire(ctx, task("c2", 3)); got {
 		t.Fatal("second slot of installation 3 granted over the limit")
+	}
+	// Once it has run out, the slot is free: a lease of 100 ms.
+	short := &Slots{rdb: rdb, insp: s.insp, limit: 1, lease: 100 * time.Millisecond, log: quiet}
+	if got, _ := short.Acquire(ctx, task("d1", 4)); !got {
+		t.Fatal("first slot of installation 4 refused")
 	}
 	// Redis's clock dates the lease: poll until it has run out there.
 	waitUntil(t, 5*time.Second, "the holder's lease to run out and free its slot", func() bool {
-		got, err := short.Acquire(ctx, task("c2", 3))
+		got, err := short.Acquire(ctx, task("d2", 4))
 		if err != nil {
 			t.Fatalf("Acquire after the holder's lease: %v", err)
 		}

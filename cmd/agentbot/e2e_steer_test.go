@@ -63,7 +63,15 @@ func waitRunning(t *testing.T, w *demo.World, task string, old []string, args st
 // letGo ends the gated model's first call in sandbox box.
 func letGo(t *testing.T, box string) {
 	t.Helper()
-	if out, err := exec.Command("docker", "exec", box, "touch", "/tmp/go").CombinedOutput(); err != nil {
+	out, err := exec.Command("docker", "exec", box, "touch", "/tmp/go").CombinedOutput()
+	if err == nil {
+		return
+	}
+	// The waiting call ends only once /tmp/go exists: a box that stopped
+	// meanwhile was let go, and its loop went on and closed it before
+	// the exec returned.
+	running, _ := exec.Command("docker", "inspect", "-f", "{{.State.Running}}", box).Output()
+	if strings.TrimSpace(string(running)) == "true" {
 		t.Fatalf("docker exec %s: %v\n%s", box, err, out)
 	}
 }
