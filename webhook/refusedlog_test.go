@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -58,19 +59,22 @@ func TestForgedFloodDoesNotFloodTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 500
 	payload := hookshot.IssueComment("/agent fix")
+	forge := func(delivery string) int {
+		req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(payload))
+		req.Header.Set("X-GitHub-Event", "issue_comment")
+		req.Header.Set("X-GitHub-Delivery", delivery)
+		req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte("guess"), payload))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w.Code
+	}
+	const n = 500
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(payload))
-			req.Header.Set("X-GitHub-Event", "issue_comment")
-			req.Header.Set("X-GitHub-Delivery", fmt.Sprint("forged-", i))
-			req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte("guess"), payload))
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, req)
-			if w.Code != http.StatusUnauthorized {
-				t.Errorf("forged delivery: %d; want 401", w.Code)
+			if code := forge(fmt.Sprint("forged-", i)); code != http.StatusUnauthorized {
+				t.Errorf("forged delivery: %d; want 401", code)
 			}
 		})
 	}
@@ -78,26 +82,34 @@ func TestForgedFloodDoesNotFloodTheLog(t *testing.T) {
 	if got := unauthorized(t, reg); got != n {
 		t.Errorf("metrics count %v forged deliveries; want %d", got, n)
 	}
-	lines := strings.Count(logs.String(), `"msg":"webhook refused"`)
+	refused := func() int { return strings.Count(logs.String(), `"msg":"webhook refused"`) }
+	lines := refused()
 	if lines == 0 || lines >= n/2 {
 		t.Errorf("%d log lines for %d forged deliveries; want some, and far fewer", lines, n)
 	}
 
-	// The next refusal logged says how many were not.
-	held := n - lines
-	for {
-		req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(payload))
-		req.Header.Set("X-GitHub-Event", "issue_comment")
-		req.Header.Set("X-GitHub-Delivery", "forged-last")
-		req.Header.Set("X-Hub-Signature-256", webhook.Sign([]byte("guess"), payload))
-		h.ServeHTTP(httptest.NewRecorder(), req)
-		if strings.Count(logs.String(), `"msg":"webhook refused"`) > lines {
-			break
-		}
-		held++
+	// Every refusal is logged, or counted by a later line: send until one
+	// more line is logged, which counts what is left, then add up.
+	sent := n
+	for refused() == lines {
+		forge("forged-last")
+		sent++
 	}
-	if !strings.Contains(logs.String(), fmt.Sprintf(`"refusals_unlogged":%d`, held)) {
-		t.Errorf("no line says %d refusals were not logged:\n%s", held, logs.String())
+	logged, unlogged := 0, 0
+	for line := range strings.Lines(logs.String()) {
+		var e struct {
+			Msg      string `json:"msg"`
+			Unlogged int    `json:"refusals_unlogged"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if e.Msg == "webhook refused" {
+			logged, unlogged = logged+1, unlogged+e.Unlogged
+		}
+	}
+	if unlogged == 0 || logged+unlogged != sent {
+		t.Errorf("%d refusals logged and %d counted as unlogged; want %d in all, some unlogged", logged, unlogged, sent)
 	}
 }
 
