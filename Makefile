@@ -6,8 +6,10 @@ IMAGE     ?= agentbot-sandbox:dev
 # and a quarter less of it without; stack traces do not need it. make test
 # runs two go test at once (deploy/test-race.sh), each with the default of
 # a package per core: four packages at once on two cores. More starves
-# the tests' 500 ms Redis deadlines under the race detector.
-GOFLAGS_T ?= -count=1 -timeout 25m -ldflags=-w
+# the tests' 500 ms Redis deadlines under the race detector. -trimpath
+# keeps the checkout's directory out of the build cache's keys, so that
+# a clone elsewhere (CI's) reuses what was compiled and vetted before.
+GOFLAGS_T ?= -count=1 -timeout 25m -ldflags=-w -trimpath
 
 .PHONY: build test demo deps test-deps sandbox-image sandbox-images bench lint eval
 
@@ -43,9 +45,9 @@ RACE_PKGS := ./runner ./runner/change ./runner/envcache ./runner/sandbox/... ./q
 # deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
 # out of the binary's build): its chart test runs here too.
 test: test-deps sandbox-image
-	$(GO) vet ./...
+	$(GO) vet -trimpath ./...
 	deploy/test-scratch.sh deploy/test-race.sh "$(GO)" "$(GOFLAGS_T)" $(RACE_PKGS)
-	cd deploy/helm && $(GO) vet ./... && $(GO) test $(GOFLAGS_T) ./...
+	cd deploy/helm && $(GO) vet -trimpath ./... && $(GO) test $(GOFLAGS_T) ./...
 
 # The demo is a binary of its own: it links the GitHub simulator and the
 # scripted model, which the deployed agentbot does not; it runs $(BIN).
