@@ -5,10 +5,11 @@
 package apptest
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/agentbot/agentbot/internal/ostest"
 )
 
 // Fixtures returns the fixtures folder. Where it is missing the test is
@@ -25,26 +26,13 @@ func Fixtures(t testing.TB) string {
 	return dir
 }
 
-// fixtures finds the folder from the test's working directory, its
-// package's: the repository's root is the nearest directory above it with
-// a go.mod. Not from the source file's path, which a -trimpath build
-// (make test's, whose compiled packages are cached whatever the checkout's
-// directory) leaves relative.
+// fixtures is ../shared/fixtures from the module's root.
 func fixtures() (string, error) {
-	dir, err := os.Getwd()
+	root, err := ostest.ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			fx := filepath.Join(dir, "..", "shared", "fixtures")
-			_, err := os.Stat(fx)
-			return fx, err
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = up
-	}
+	dir := filepath.Join(root, "..", "shared", "fixtures")
+	_, err = os.Stat(dir)
+	return dir, err
 }

@@ -1,11 +1,12 @@
 // Package ostest holds the helpers that agentbot's tests share across
 // packages: a tree of files written from a map, a buffer a running process
-// writes while the test reads it, and the parallelism of a test binary whose
-// tests mostly wait on other processes.
+// writes while the test reads it, the parallelism of a test binary whose
+// tests mostly wait on other processes, and the module's root.
 package ostest
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -81,4 +82,25 @@ func MinParallel(n int) {
 		return
 	}
 	_ = f.Value.Set(strconv.Itoa(n))
+}
+
+// ModuleRoot is the root of the module a test runs in: the nearest
+// directory with a go.mod at or above the working directory, which go test
+// makes the package's. Not from a source file's path, which a -trimpath
+// build (make test's) leaves relative.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", errors.New("no go.mod at or above the working directory")
+		}
+		dir = up
+	}
 }

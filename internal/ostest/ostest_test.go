@@ -3,6 +3,7 @@ package ostest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -35,5 +36,22 @@ func TestSyncBuffer(t *testing.T) {
 	<-done
 	if n := len(b.String()); n != 100 {
 		t.Errorf("%d bytes; want 100", n)
+	}
+}
+
+// The module's root is found from a package's directory, not from the
+// source path a -trimpath build leaves relative.
+func TestModuleRoot(t *testing.T) {
+	t.Parallel()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil || !strings.HasPrefix(string(mod), "module github.com/agentbot/agentbot\n") {
+		t.Fatalf("ModuleRoot() = %s, whose go.mod is %.40q (%v); want agentbot's", root, mod, err)
+	}
+	if wd, _ := os.Getwd(); wd != filepath.Join(root, "internal", "ostest") {
+		t.Errorf("the test runs in %s; want it under the root %s", wd, root)
 	}
 }

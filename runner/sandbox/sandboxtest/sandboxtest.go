@@ -41,6 +41,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
+	"github.com/agentbot/agentbot/internal/ostest"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/sandbox/docker"
 )
@@ -156,18 +157,6 @@ func goTool() string {
 	return "/usr/local/go/bin/go"
 }
 
-func moduleRoot() (string, error) {
-	out, err := exec.Command(goTool(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("not inside the agentbot module")
-	}
-	return filepath.Dir(mod), nil
-}
-
 // NewDriver returns a Driver for the sandbox image with a fresh worker id;
 // every container it started is removed when the test ends.
 func NewDriver(t testing.TB) *docker.Driver {
@@ -272,7 +261,7 @@ func ensureImage(t testing.TB, image string, args ...string) {
 	if !cerrdefs.IsNotFound(err) {
 		t.Fatalf("inspect sandbox image %s: %v", image, err)
 	}
-	root, err := moduleRoot()
+	root, err := ostest.ModuleRoot()
 	if err != nil {
 		t.Fatalf("sandbox image %s is missing and the build script cannot be found: %v", image, err)
 	}
