@@ -19,14 +19,17 @@ import (
 // A failover pool asks the sentinels for the primary on every new
 // connection and follows their switch-master announcements, so the
 // intake, the workers and the CLI all move to a promoted replica without
-// a restart. Either way the timeouts are short on purpose: the webhook must
-// answer 503 within two seconds when Redis is gone, never hang.
+// a restart. Either way the timeouts are short unless the URL names its
+// own (dial_timeout, read_timeout, write_timeout, pool_timeout,
+// max_retries): the webhook must answer 503 within two seconds when Redis
+// is gone, never hang.
 func Connect(rawURL string) (*redis.Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse redis url: %w", err)
 	}
-	if u.Query().Has("master_name") {
+	q := u.Query()
+	if q.Has("master_name") {
 		opt, err := redis.ParseFailoverURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("parse redis sentinel url: %w", err)
@@ -34,8 +37,7 @@ func Connect(rawURL string) (*redis.Client, error) {
 		if opt.MasterName == "" {
 			return nil, fmt.Errorf("parse redis sentinel url: master_name is empty")
 		}
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = redisTimeout, redisTimeout, redisTimeout, redisTimeout
-		opt.MaxRetries = 1
+		short(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries)
 		opt.PoolSize = max(opt.PoolSize, poolSize)
 		return redis.NewFailoverClient(opt), nil
 	}
@@ -43,10 +45,22 @@ func Connect(rawURL string) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse redis url: %w", err)
 	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = redisTimeout, redisTimeout, redisTimeout, redisTimeout
-	opt.MaxRetries = 1
+	short(q, &opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout, &opt.PoolTimeout, &opt.MaxRetries)
 	opt.PoolSize = max(opt.PoolSize, poolSize)
 	return redis.NewClient(opt), nil
+}
+
+// short sets the timeouts and retries that the URL's query q does not
+// name to agentbot's: one retry, redisTimeout for each wait.
+func short(q url.Values, dial, read, write, pool *time.Duration, retries *int) {
+	for name, d := range map[string]*time.Duration{"dial_timeout": dial, "read_timeout": read, "write_timeout": write, "pool_timeout": pool} {
+		if !q.Has(name) {
+			*d = redisTimeout
+		}
+	}
+	if !q.Has("max_retries") {
+		*retries = 1
+	}
 }
 
 // Every pool's timeouts, and the least number of connections it keeps: a

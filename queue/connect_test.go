@@ -58,3 +58,34 @@ func TestWithMinReplicasRefusesBadSettings(t *testing.T) {
 		t.Errorf("WithMinReplicas(1, 0) = %v, want a zero timeout refused", err)
 	}
 }
+
+// TestConnectKeepsTheURLsTimeouts: the timeouts are short unless the URL
+// names its own, in either form, one setting at a time.
+func TestConnectKeepsTheURLsTimeouts(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{
+		"redis://localhost:6379/0?read_timeout=5s&max_retries=3",
+		"redis://s1:26379?master_name=m&addr=s2:26379&read_timeout=5s&max_retries=3",
+	} {
+		rdb, err := Connect(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := rdb.Options()
+		rdb.Close()
+		if o.ReadTimeout != 5*time.Second || o.MaxRetries != 3 {
+			t.Errorf("Connect(%q): read timeout %s, %d retries; want the URL's 5s and 3", url, o.ReadTimeout, o.MaxRetries)
+		}
+		if o.DialTimeout != redisTimeout || o.WriteTimeout != redisTimeout || o.PoolTimeout != redisTimeout {
+			t.Errorf("Connect(%q): dial %s, write %s, pool %s; want %s where the URL names none", url, o.DialTimeout, o.WriteTimeout, o.PoolTimeout, redisTimeout)
+		}
+	}
+	rdb, err := Connect("redis://localhost:6379/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if o := rdb.Options(); o.ReadTimeout != redisTimeout || o.MaxRetries != 1 {
+		t.Errorf("a URL without settings: read timeout %s, %d retries; want %s and 1", o.ReadTimeout, o.MaxRetries, redisTimeout)
+	}
+}
