@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/runner/agent"
@@ -86,7 +85,6 @@ func (r *Runner) goOn(ctx context.Context, tk *task, id string) (*task, error) {
 	if ptk.prog, err = r.loadProgress(ctx, pt.ID); err != nil {
 		return nil, err
 	}
-	ptk.since = time.Now()
 	if ptk.prog.Final == "" {
 		tg, err := r.prepare(ctx, ptk)
 		if err == nil {

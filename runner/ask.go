@@ -41,10 +41,10 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	tk.run = st
+	tk.rep.ran(st)
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
-		report := tk.report(st)
+		report := tk.rep.report(st)
 		return finished(app.StateFailed, text.NoAnswer(report), text.Reason(st, text.Failure{Stop: st.Stop})).
 			withCheck(app.ConclusionFailure, text.NoAnswerCheck(report))
 	}
@@ -55,7 +55,7 @@ func (r *Runner) ask(ctx context.Context, tk *task) error {
 	if err := tk.rep.audit(ctx, app.AuditAnswered, "read at "+tk.prog.Base); err != nil {
 		return err
 	}
-	report := tk.report(st)
+	report := tk.rep.report(st)
 	return finished(app.StateSucceeded, text.Answer(report, answer, web), "answered").withCheck(app.ConclusionNeutral, text.AnsweredCheck(report))
 }
 

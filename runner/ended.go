@@ -87,8 +87,8 @@ func (rp *reporter) ended(ctx context.Context, err error) error {
 		return rp.say(ctx, e.body)
 	}
 	if out := e.check; out != nil {
-		if out.Text == "" && rp.tk.run != nil {
-			out.Text = rp.checkText(ctx, rp.tk.run)
+		if out.Text == "" && rp.acct.run != nil {
+			out.Text = rp.checkText(ctx, rp.acct.run)
 		}
 		if err := rp.completeCheck(ctx, e.conclusion, *out); err != nil {
 			return err

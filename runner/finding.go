@@ -57,21 +57,20 @@ func (r *Runner) findingOf(ctx context.Context, tk *task) (*reviewed, error) {
 
 // findingFollowUp makes the finding whose thread tk was asked in its task,
 // when it is one; any other inline command goes on as it is.
-func (r *Runner) findingFollowUp(ctx context.Context, tk *task) error {
+func (r *Runner) findingFollowUp(ctx context.Context, tk *task) (*followUp, error) {
 	f, err := r.findingOf(ctx, tk)
 	if err != nil || f == nil {
-		return err
+		return nil, err
 	}
 	tk.log.Info("fixing a review's finding", "comment", f.CommentID, "path", f.Path, "line", f.Line, "test", f.Test != nil)
-	tk.follow = &followUp{text: text.FindingTask(tk.request(), findingView(*f)), finding: f}
-	return nil
+	return &followUp{text: text.FindingTask(tk.request(), findingView(*f)), finding: f}, nil
 }
 
-// fixesFinding reports whether tk fixes a review's finding: a
-// reproduction is tried, as for a fix of an issue, even where a follow-up
-// on a pull request would not try one.
-func fixesFinding(tk *task) bool {
-	return tk.follow != nil && tk.follow.finding != nil
+// fixesFinding reports whether f, what a task follows up on, is a
+// review's finding: a reproduction is tried, as for a fix of an issue,
+// even where a follow-up on a pull request would not try one.
+func (f *followUp) fixesFinding() bool {
+	return f != nil && f.finding != nil
 }
 
 // failingTest is f's test when the review saw it fail on the head — the
@@ -85,13 +84,13 @@ func failingTest(f *reviewed) *tools.FindingTest {
 
 // findingTestDropped says why the change in ws does not carry the
 // finding's failing test as the review wrote it, or "" when it does or
-// tk fixes no finding with such a test: without it, whatever reproduced
-// the change is not the finding's test.
-func findingTestDropped(tk *task, ws *workspace.Workspace) string {
-	if !fixesFinding(tk) {
+// f is no finding with such a test: without it, whatever reproduced the
+// change is not the finding's test.
+func findingTestDropped(tk *task, f *followUp, ws *workspace.Workspace) string {
+	if !f.fixesFinding() {
 		return ""
 	}
-	t := failingTest(tk.follow.finding)
+	t := failingTest(f.finding)
 	if t == nil {
 		return ""
 	}

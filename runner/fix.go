@@ -33,10 +33,11 @@ func (r *Runner) fix(ctx context.Context, tk *task) error {
 // failing CI, a finding and its test), then works: the sequence of a fix
 // once it holds its issue, whether it starts or an approval resumes it.
 func (r *Runner) followUpAndWork(ctx context.Context, tk *task, tg target) error {
-	if err := r.followUp(ctx, tk); err != nil {
+	f, err := r.followUp(ctx, tk)
+	if err != nil {
 		return err
 	}
-	return r.work(ctx, tk, tg)
+	return r.work(ctx, tk, tg, f)
 }
 
 // prepare admits a fix, checks that it has a definition of done and a
@@ -56,24 +57,25 @@ func (r *Runner) prepare(ctx context.Context, tk *task) (target, error) {
 	return tg, tk.rep.react(ctx, app.ReactionReceived)
 }
 
-// work runs an admitted fix to its end, or to a pause for approval: the
-// workspace, the plan when the policy asks for one, the change
-// (runner/change: setup, base checks, the loop or the attempts, the gate,
-// the verification and the reproduction), then what the change came to —
-// a pull request, a draft, a pause, or the report of why there is none.
-func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
+// work runs an admitted fix, following up on f (nil for none), to its
+// end, or to a pause for approval: the workspace, the plan when the policy
+// asks for one, the change (runner/change: setup, base checks, the loop
+// or the attempts, the gate, the verification and the reproduction), then
+// what the change came to — a pull request, a draft, a pause, or the
+// report of why there is none.
+func (r *Runner) work(ctx context.Context, tk *task, tg target, f *followUp) error {
 	ws, remote, err := r.workspace(ctx, tk, tg)
 	if err != nil {
 		return err
 	}
 	defer ws.Close()
-	if err := r.planFirst(ctx, tk, ws); err != nil {
+	if err := r.planFirst(ctx, tk, f, ws); err != nil {
 		return err
 	}
 	if tk.prog.Pushed != "" {
 		return r.proposeSaved(ctx, tk, ws, remote, tg)
 	}
-	c, err := r.change(ctx, tk, ws, remote)
+	c, err := r.change(ctx, tk, f, ws, remote)
 	if err != nil {
 		return err
 	}
@@ -88,7 +90,7 @@ func (r *Runner) work(ctx context.Context, tk *task, tg target) error {
 // conclude takes what Make made to its end: the pull request of a fix or
 // of a draft, a pause for approval, or the report of why there is none.
 func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote, tg target, res change.Result) error {
-	tk.run = res.Loop
+	tk.rep.ran(res.Loop)
 	if res.Attempts != nil && judged(res) {
 		traceAttempts(ctx, tk, res)
 	}
@@ -126,8 +128,9 @@ func (r *Runner) conclude(ctx context.Context, tk *task, remote workspace.Remote
 		}
 	case change.StepGate:
 		f.Gate, f.Diff = e.Cause, res.Gate.Diff
-		// An empty change is no refusal of the policy's.
-		tk.gated = res.Gate.Diff != ""
+		if res.Gate.Diff != "" { // an empty change is no refusal of the policy's
+			tk.rep.gateRefused()
+		}
 	case change.StepVerification:
 		f.Verify = res.Verified
 		if c := tk.policy.Policy.PullRequest; c.OnFailure == "draft_pr" {
@@ -154,7 +157,7 @@ func (r *Runner) proposeSaved(ctx context.Context, tk *task, ws *workspace.Works
 	if st == nil {
 		return fmt.Errorf("the change of task %s was pushed, but its loop state %s is gone", tk.ID, id)
 	}
-	tk.run = st
+	tk.rep.ran(st)
 	var failed *text.Failure // a draft's, as the loop ended it
 	if st.Status != app.StateSucceeded {
 		failed = &text.Failure{Stop: st.Stop}
@@ -232,7 +235,7 @@ func (r *Runner) propose(ctx context.Context, tk *task, ws *workspace.Workspace,
 		}
 	}
 	draft = verdict(tk, draft)
-	report := tk.report(st)
+	report := tk.rep.report(st)
 	report.Tampering, report.Proposed = tamper, tk.issue.Pull != nil && !tg.existing
 	pr, err := r.pullRequest(ctx, tk, tg, report, draft)
 	if err != nil {
@@ -249,7 +252,7 @@ func (r *Runner) pushChange(ctx context.Context, tk *task, ws *workspace.Workspa
 	if tg.existing {
 		lease = tk.prog.Base
 	}
-	err := r.commitAndPush(ctx, tk, ws, remote, text.CommitMessage(tk.report(st)), lease)
+	err := r.commitAndPush(ctx, tk, ws, remote, text.CommitMessage(tk.rep.report(st)), lease)
 	if errors.Is(err, workspace.ErrNoChanges) {
 		return failed(st, text.Failure{Gate: change.NothingChanged()})
 	}

@@ -65,30 +65,34 @@ func (r *Runner) agentsPull(tk *task) bool {
 }
 
 // followUp gathers what a review or CI follow-up addresses, once the task
-// is admitted and holds its pull request; a follow-up with nothing to
-// address is an *ended.
-func (r *Runner) followUp(ctx context.Context, tk *task) error {
+// is admitted and holds its pull request, and tells the reporter, which
+// answers it however the task ends; nil for a task that follows up on
+// nothing. A follow-up with nothing to address is an *ended.
+func (r *Runner) followUp(ctx context.Context, tk *task) (*followUp, error) {
+	var f *followUp
+	var err error
 	switch {
 	case tk.Review != nil:
-		return r.reviewFollowUp(ctx, tk)
+		f, err = r.reviewFollowUp(ctx, tk)
 	case tk.Verb == app.VerbFixCI:
-		return r.ciFollowUp(ctx, tk)
+		f, err = r.ciFollowUp(ctx, tk)
 	case tk.ReviewComment != nil:
-		return r.findingFollowUp(ctx, tk)
+		f, err = r.findingFollowUp(ctx, tk)
 	}
-	return nil
+	tk.rep.follows(f)
+	return f, err
 }
 
 // reviewFollowUp reads the review's inline comments: the ones on paths
 // the agent may change become the task, the others are answered with the
 // refusal once the task ends.
-func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) error {
+func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) (*followUp, error) {
 	if tk.Review.Implicit && !r.agentsPull(tk) {
-		return ignored("changes requested on a pull request that is not agentbot's")
+		return nil, ignored("changes requested on a pull request that is not agentbot's")
 	}
 	comments, err := tk.inst.ReviewComments(ctx, tk.Repo, tk.Number, tk.Review.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f := &followUp{}
 	for _, c := range comments {
@@ -98,14 +102,13 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) error {
 		}
 		f.comments = append(f.comments, c)
 	}
-	tk.follow = f
 	if len(comments) == 0 {
 		// "/agent fix" in a review without inline comments is a follow-up
 		// like one in a comment.
-		return nil
+		return f, nil
 	}
 	if len(f.comments) == 0 && tk.Instructions == "" {
-		return finished(app.StateRefused, text.NothingToAddress, "")
+		return f, finished(app.StateRefused, text.NothingToAddress, "")
 	}
 	var b strings.Builder
 	if len(f.comments) > 0 {
@@ -125,16 +128,16 @@ func (r *Runner) reviewFollowUp(ctx context.Context, tk *task) error {
 		fmt.Fprintf(&b, "\n(A comment on %s is outside the paths you may change and is answered apart; leave it.)\n", c.comment.Path)
 	}
 	f.text = b.String()
-	return nil
+	return f, nil
 }
 
 // changedPaths are the files the task's pushed change touches.
-func changedPaths(tk *task) map[string]bool {
-	out := map[string]bool{}
-	if tk.run == nil || tk.prog.Pushed == "" {
+func (rp *reporter) changedPaths() map[string]bool {
+	out, tk, run := map[string]bool{}, rp.tk, rp.acct.run
+	if run == nil || tk.prog.Pushed == "" {
 		return out
 	}
-	files, _, err := gitdiff.Parse(strings.NewReader(tk.run.Diff))
+	files, _, err := gitdiff.Parse(strings.NewReader(run.Diff))
 	if err != nil {
 		tk.log.Warn("read the pushed diff for the review replies", "err", err)
 		return out
@@ -152,10 +155,10 @@ func changedPaths(tk *task) map[string]bool {
 // there is nothing for it to fix: the head moved on, every failing check
 // was answered before, fails on the base too, or the automatic
 // follow-ups are used up.
-func (r *Runner) ciFollowUp(ctx context.Context, tk *task) error {
+func (r *Runner) ciFollowUp(ctx context.Context, tk *task) (*followUp, error) {
 	pull := tk.issue.Pull
 	if pull == nil {
-		return finished(app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
+		return nil, finished(app.StateRefused, text.NotAPull(tk.Verb, tk.policy.Policy.Trigger.Command, tk.Number), "")
 	}
 	head := pull.HeadSHA
 	if tk.prog.Base != "" {
@@ -163,19 +166,19 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) error {
 		head = tk.prog.Base
 	} else if ci := tk.CI; ci != nil {
 		if ci.HeadSHA != head {
-			return ignored(fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
+			return nil, ignored(fmt.Sprintf("the pull request's head moved on from %s to %s", ci.HeadSHA, head))
 		}
 		if tk.policy.Policy.PullRequest.CIFollowups == 0 {
-			return ignored("pull_request.ci_followups is 0")
+			return nil, ignored("pull_request.ci_followups is 0")
 		}
 	}
 	checks, err := tk.inst.CIChecks(ctx, tk.Repo, head, "", 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	answers, err := r.ciAnswers(ctx, tk)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	earlier := map[string]app.CIAnswer{}
 	for _, a := range answers {
@@ -195,7 +198,7 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) error {
 			continue
 		}
 		if f.base, err = r.baseRun(ctx, tk, c); err != nil {
-			return err
+			return nil, err
 		}
 		f.answer.Decision = app.CIFollowUp
 		if f.base != nil && app.CIFailed(f.base.Conclusion) {
@@ -205,26 +208,26 @@ func (r *Runner) ciFollowUp(ctx context.Context, tk *task) error {
 	}
 	if len(all) == 0 {
 		if tk.CI != nil {
-			return ignored("no check of another App fails on " + head)
+			return nil, ignored("no check of another App fails on " + head)
 		}
-		return finished(app.StateRefused, text.NoFailingCheck(tk.Number, head), "")
+		return nil, finished(app.StateRefused, text.NoFailingCheck(tk.Number, head), "")
 	}
 	if tk.CI != nil {
 		if all, err = r.answerCI(ctx, tk, all, answers); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	tk.follow = &followUp{ci: all}
+	f := &followUp{ci: all}
 	switch ciDecided(tk, all) {
 	case app.CIFollowUp:
-		tk.follow.text = ciText(tk, head, all)
-		return nil
+		f.text = ciText(tk, head, all)
+		return f, nil
 	case app.CIFollowUpsUsed:
-		return finished(app.StateRefused, text.CIFollowUpsUsed(tk.Number, tk.policy.Policy.PullRequest.CIFollowups), "follow-ups for CI used up")
+		return f, finished(app.StateRefused, text.CIFollowUpsUsed(tk.Number, tk.policy.Policy.PullRequest.CIFollowups), "follow-ups for CI used up")
 	case app.CIFailsOnBase:
-		return finished(app.StateRefused, text.CIFailsOnBase(tk.Number, pull.Base), failsOnBaseStep(tk))
+		return f, finished(app.StateRefused, text.CIFailsOnBase(tk.Number, pull.Base), failsOnBaseStep(tk))
 	}
-	return ignored("every check failing on " + head + " was answered before")
+	return f, ignored("every check failing on " + head + " was answered before")
 }
 
 // ciFailure is a failing check, its latest finished run on the base, and
@@ -376,13 +379,13 @@ func ciText(tk *task, head string, all []ciFailure) string {
 	return b.String()
 }
 
-// taskText is the command's instructions with what a follow-up addresses.
-func taskText(tk *task) string {
-	if tk.follow == nil || tk.follow.text == "" {
+// taskText is tk's instructions with what f addresses; f may be nil.
+func (f *followUp) taskText(tk *task) string {
+	if f == nil || f.text == "" {
 		return tk.Instructions
 	}
 	if tk.Instructions == "" {
-		return tk.follow.text
+		return f.text
 	}
-	return tk.Instructions + "\n\n" + tk.follow.text
+	return tk.Instructions + "\n\n" + f.text
 }

@@ -11,11 +11,13 @@ import (
 )
 
 func followUpTask() *task {
-	return &task{
+	tk := &task{
 		Task:  &app.Task{ID: "t1", Repo: "octo/hello", Number: 7, Requester: "alice", Verb: app.VerbFixCI},
 		issue: app.IssueInfo{Pull: &app.PullInfo{Head: "agent/3-x", HeadRepo: "octo/hello", Base: "main"}},
 		log:   slog.New(slog.DiscardHandler),
 	}
+	tk.rep = (&Runner{}).reporter(tk)
+	return tk
 }
 
 func TestCITextGivesTheModelWhyChecksFailed(t *testing.T) {
@@ -74,16 +76,17 @@ func TestCIAnswersAreTheirOwnersOnly(t *testing.T) {
 func TestTaskTextAddsTheFollowUp(t *testing.T) {
 	t.Parallel()
 	tk := followUpTask()
-	if got := taskText(tk); got != "" {
+	var none *followUp
+	if got := none.taskText(tk); got != "" {
 		t.Errorf("no instructions, no follow-up: %q", got)
 	}
 	tk.Instructions = "keep it short"
-	tk.follow = &followUp{text: "## The review's inline comments"}
-	if got := taskText(tk); got != "keep it short\n\n## The review's inline comments" {
+	f := &followUp{text: "## The review's inline comments"}
+	if got := f.taskText(tk); got != "keep it short\n\n## The review's inline comments" {
 		t.Errorf("task text %q", got)
 	}
 	tk.Instructions = ""
-	if got := taskText(tk); got != "## The review's inline comments" {
+	if got := f.taskText(tk); got != "## The review's inline comments" {
 		t.Errorf("task text %q", got)
 	}
 }
@@ -91,16 +94,16 @@ func TestTaskTextAddsTheFollowUp(t *testing.T) {
 func TestReviewRepliesSayWhatChanged(t *testing.T) {
 	t.Parallel()
 	tk := followUpTask()
-	tk.run = &agent.State{Summary: "Name things\n\nlonger", Diff: "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-x\n+y\n"}
+	tk.rep.ran(&agent.State{Summary: "Name things\n\nlonger", Diff: "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1 +1 @@\n-x\n+y\n"})
 	tk.prog.Pushed = "0123456789abcdef0123456789abcdef01234567"
 	tk.prog.PR = &app.PullRequest{Number: 8, HTMLURL: "https://github.com/octo/hello/pull/8"}
-	changed := changedPaths(tk)
+	changed := tk.rep.changedPaths()
 	if !changed["a.go"] || len(changed) != 1 {
 		t.Fatalf("changed %v; want a.go", changed)
 	}
 	link := "[0123456](https://github.com/octo/hello/pull/8/commits/" + tk.prog.Pushed + ")"
 	reply := func(path string, final app.State, status string) string {
-		return text.ReviewReply(tk.report(tk.run), path, final, changed[path], status)
+		return text.ReviewReply(tk.rep.report(tk.rep.acct.run), path, final, changed[path], status)
 	}
 	if got := reply("a.go", app.StateSucceeded, ""); got != "✅ Changed `a.go` in "+link+": Name things" {
 		t.Errorf("reply on a changed file: %q", got)

@@ -18,14 +18,15 @@ import (
 )
 
 // change is the change a fix asks runner/change to make over ws: the
-// task's policy, prompts and environment, the attempts' checkouts from
+// task's policy, prompts (with f, what a follow-up addresses) and
+// environment, the attempts' checkouts from
 // GitHub, and the worker's hooks — the loop's saved state, approvals,
 // stops, notes, budgets, and the reporter that hears of every step.
 //
 // The reporter's mutex guards what the attempts of limits.attempts would
 // otherwise share unlocked: the task's report, its refusals and their
 // spending.
-func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, remote workspace.Remote) (change.Change, error) {
+func (r *Runner) change(ctx context.Context, tk *task, f *followUp, ws *workspace.Workspace, remote workspace.Remote) (change.Change, error) {
 	r.nameModels(&tk.policy.Policy)
 	th, err := r.thread(ctx, tk)
 	if err != nil {
@@ -33,24 +34,13 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	}
 	p := tk.policy.Policy
 	mu := tk.rep.mu
-	setup := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
-	setup.Refused = func(x egress.Refusal) {
-		mu.Lock()
-		defer mu.Unlock()
-		connectionRefused(ctx, tk, x)
-	}
-	setup.Reached = func(x egress.Reach) {
-		mu.Lock()
-		defer mu.Unlock()
-		reached(ctx, tk, x)
-	}
 	return change.Change{
-		ID: tk.ID, Tree: ws, Policy: p, Sandbox: r.cfg.Sandbox, Setup: setup,
+		ID: tk.ID, Tree: ws, Policy: p, Sandbox: r.cfg.Sandbox, Setup: r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup"),
 		Envs: r.cfg.Envs, Owner: envOwner(tk),
-		Task: taskData(tk, th), Plan: approvedPlan(tk),
+		Task: taskData(tk, f, th), Plan: approvedPlan(tk),
 		// A fix of a review's finding must keep the finding's test.
-		OnPull:   followsUp(tk),
-		Unproven: func(tree *workspace.Workspace) string { return findingTestDropped(tk, tree) },
+		OnPull:   followsUp(tk, f),
+		Unproven: func(tree *workspace.Workspace) string { return findingTestDropped(tk, f, tree) },
 		Model:    r.cfg.Model, Fast: r.cfg.Fast, Base: tk.prog.BaseChecks,
 		Checkout: func(ctx context.Context) (*workspace.Workspace, error) {
 			return r.cfg.Workspaces.Checkout(ctx, workspace.CheckoutOptions{Repo: tk.Repo, Remote: remote, Base: tk.prog.Base})
@@ -62,10 +52,10 @@ func (r *Runner) change(ctx context.Context, tk *task, ws *workspace.Workspace, 
 	}, nil
 }
 
-// taskData is what the model is asked; th is the conversation it may
-// read.
-func taskData(tk *task, th *app.Thread) prompts.TaskData {
-	return prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: taskText(tk), Review: tk.ReviewComment}
+// taskData is what the model is asked, with f, what a follow-up
+// addresses; th is the conversation it may read.
+func taskData(tk *task, f *followUp, th *app.Thread) prompts.TaskData {
+	return prompts.TaskData{Repo: tk.Repo, Title: tk.issue.Title, Thread: th, Instructions: f.taskText(tk), Review: tk.ReviewComment}
 }
 
 // loopHooks are the worker's hooks on each attempt's loop: the loop's
@@ -236,8 +226,8 @@ func (r *Runner) setupOf(ctx context.Context, tk *task, dir, id string) Setup {
 	s.CABundle = r.cfg.SetupCABundle
 	s.Secrets = r.cfg.SetupSecrets
 	s.MaxEnvBytes = r.cfg.Server.SetupMaxEnvBytes
-	s.Refused = func(x egress.Refusal) { connectionRefused(ctx, tk, x) }
-	s.Reached = func(x egress.Reach) { reached(ctx, tk, x) }
+	s.Refused = func(x egress.Refusal) { tk.rep.connectionRefused(ctx, x) }
+	s.Reached = func(x egress.Reach) { tk.rep.reached(ctx, x) }
 	s.Log = tk.log
 	return s
 }

@@ -44,12 +44,12 @@ type plan struct {
 // planWait is the step a task shows while its plan waits for approval.
 const planWait = "waiting for /agent approve of the plan"
 
-// planFirst writes, or revises after a note, the plan of a fix whose
-// policy asks for one, and posts it. While the plan waits for "/agent
+// planFirst writes, or revises after a note, the plan of a fix (following
+// up on f) whose policy asks for one, and posts it. While the plan waits for "/agent
 // approve" the task pauses (an *ended), holding no sandbox and no slot,
 // and an approval or a note takes it up again. A plan denied, or left
 // waiting past limits.wall_clock, ends the task.
-func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspace) error {
+func (r *Runner) planFirst(ctx context.Context, tk *task, f *followUp, ws *workspace.Workspace) error {
 	mode := tk.policy.Policy.PlanFor()
 	p := tk.prog.Plan
 	switch {
@@ -68,7 +68,7 @@ func (r *Runner) planFirst(ctx context.Context, tk *task, ws *workspace.Workspac
 		return err
 	}
 	if p == nil || len(notes) > p.Notes {
-		if p, err = r.writePlan(ctx, tk, ws, p, notes); err != nil || p == nil {
+		if p, err = r.writePlan(ctx, tk, f, ws, p, notes); err != nil || p == nil {
 			return err
 		}
 		tk.prog.Plan = p
@@ -95,9 +95,9 @@ func (r *Runner) notesOf(ctx context.Context, tk *task) ([]app.Note, error) {
 }
 
 // writePlan runs a read-only loop over ws that answers with the plan: the
-// task, and for a revision the plan before and every note. A loop that
+// task (with f, what a follow-up addresses), and for a revision the plan before and every note. A loop that
 // gives no plan ends the task (reported; nil plan).
-func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspace, prev *plan, notes []app.Note) (*plan, error) {
+func (r *Runner) writePlan(ctx context.Context, tk *task, f *followUp, ws *workspace.Workspace, prev *plan, notes []app.Note) (*plan, error) {
 	p := tk.policy.Policy
 	version := 1
 	if prev != nil {
@@ -110,7 +110,7 @@ func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspac
 	if err != nil {
 		return nil, err
 	}
-	_, prompt, err := renderPrompts(tk, ws, th)
+	_, prompt, err := renderPrompts(tk, f, ws, th)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func (r *Runner) writePlan(ctx context.Context, tk *task, ws *workspace.Workspac
 		return nil, err
 	}
 	if st.Status != app.StateSucceeded || strings.TrimSpace(st.Summary) == "" {
-		tk.run = st
+		tk.rep.ran(st)
 		return nil, failed(st, text.Failure{Stop: st.Stop})
 	}
 	return &plan{Version: version, Text: st.Summary, Files: planFiles(st.Summary), Notes: len(notes),

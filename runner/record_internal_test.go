@@ -285,8 +285,9 @@ func TestObserveTracesTheLoop(t *testing.T) {
 }
 
 // TestPhasesFollowOneAnother: each phase starts where the previous one
-// ended, from the task's start; a task whose start was not seen gets a
-// first phase of no length rather than one since the zero time.
+// ended, from the task's start; a paused task that an approval resumes
+// measures its first phase from its new reporter's start, not from the
+// zero time.
 func TestPhasesFollowOneAnother(t *testing.T) {
 	t.Parallel()
 	w := newRecordWorld()
@@ -295,7 +296,7 @@ func TestPhasesFollowOneAnother(t *testing.T) {
 	if err := tk.rep.received(ctx); err != nil {
 		t.Fatal(err)
 	}
-	start := tk.since
+	start := tk.rep.acct.since
 	for _, p := range []string{"admission", "workspace", "agent"} {
 		tk.rep.phase(ctx, p)
 	}
@@ -311,15 +312,16 @@ func TestPhasesFollowOneAnother(t *testing.T) {
 	if !slices.Equal(names, []string{"admission", "workspace", "agent"}) {
 		t.Errorf("phases %v", names)
 	}
-	if total != tk.since.Sub(start) {
-		t.Errorf("phases add up to %s; the task ran %s", total, tk.since.Sub(start))
+	if ran := tk.rep.acct.since.Sub(start); total != ran {
+		t.Errorf("phases add up to %s; the task ran %s", total, ran)
 	}
 
-	unseen := &task{Task: &app.Task{ID: "t2"}, log: w.r.log}
-	unseen.rep = w.r.reporter(unseen)
-	unseen.rep.phase(ctx, "agent")
-	if e := w.traces["t2"]; len(e) != 1 || e[0].Duration != 0 {
-		t.Errorf("phase of a task whose start was not seen: %+v", e)
+	before := time.Now()
+	resumed := &task{Task: &app.Task{ID: "t2"}, log: w.r.log}
+	resumed.rep = w.r.reporter(resumed)
+	resumed.rep.phase(ctx, "agent")
+	if e := w.traces["t2"]; len(e) != 1 || e[0].Duration < 0 || e[0].Duration > time.Since(before) {
+		t.Errorf("the first phase of a task resumed by another %+v is not measured from its reporter's start", e)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
+	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/llm"
 	"github.com/agentbot/agentbot/runner/text"
 	"github.com/agentbot/agentbot/runner/tools"
@@ -37,17 +38,48 @@ type reporter struct {
 	// mu keeps the task's writes one at a time: the attempts of
 	// limits.attempts report at once.
 	mu       *sync.Mutex
-	envs     bool // the worker keeps prepared environments
+	acct     *account // shared with the reporters of the task's attempts
+	envs     bool     // the worker keeps prepared environments
 	store    Store
 	audits   AuditLog // nil: no audit log
 	traces   TraceLog // nil: no trace kept
 	outcomes Outcomes // nil: outcomes not kept
 }
 
-// reporter returns tk's reporter.
-func (r *Runner) reporter(tk *task) *reporter {
-	return &reporter{tk: tk, mu: &sync.Mutex{}, envs: r.cfg.Envs != nil, store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
+// account is what a task has come to so far, as its reports show it.
+// The steps tell the reporter (ran, gateRefused, follows, and the egress
+// proxy's callbacks); nothing else reads or writes it.
+type account struct {
+	run    *agent.State // the loop's end, once it ran
+	gated  bool         // the host gate refused the change
+	follow *followUp    // what a follow-up addresses, once read
+	since  time.Time    // when the trace's current phase began
+	// refused are the connections setup's egress proxy refused.
+	refused []egress.Refusal
+	// reached are the hosts setup's egress proxy connected it to, each
+	// once, up to egress.MaxReached.
+	reached []egress.Reach
+	// refusedMore counts the refusals past egress.MaxRefusals, which are
+	// neither traced, audited nor logged one by one.
+	refusedMore int
 }
+
+// reporter returns tk's reporter; the task's first phase begins now.
+func (r *Runner) reporter(tk *task) *reporter {
+	return &reporter{tk: tk, mu: &sync.Mutex{}, acct: &account{since: time.Now()}, envs: r.cfg.Envs != nil,
+		store: r.cfg.Store, audits: r.cfg.Audit, traces: r.cfg.Traces, outcomes: r.cfg.Outcomes}
+}
+
+// ran is told the loop's end st: the reports show it from now on.
+func (rp *reporter) ran(st *agent.State) { rp.acct.run = st }
+
+// gateRefused is told that the host gate refused the change, a safety
+// incident in the task's outcome.
+func (rp *reporter) gateRefused() { rp.acct.gated = true }
+
+// follows is told what the task follows up on: the reports show the CI
+// it answers, and the review's threads are answered when it ends.
+func (rp *reporter) follows(f *followUp) { rp.acct.follow = f }
 
 // forAttempt is rp for attempt n of limits.attempts: what it traces is
 // marked as the attempt's.
@@ -94,15 +126,12 @@ func (rp *reporter) react(ctx context.Context, reaction app.Reaction) error {
 	return rp.tk.inst.React(ctx, rp.tk.Task, reaction)
 }
 
-// received starts a task's record: the command's audit entry, and the
-// clock of its first phase. Every label added to an issue is delivered,
+// received starts a task's record with the command's audit entry. Every label added to an issue is delivered,
 // and only the policy says which one is the trigger: a label's entry waits
 // for the first decision about it, and a label that is no command leaves
 // none; so does a pull request event, which review.auto decides on.
 func (rp *reporter) received(ctx context.Context) error {
-	tk := rp.tk
-	tk.since = time.Now()
-	if undecided(tk) {
+	if undecided(rp.tk) {
 		return nil
 	}
 	return rp.auditCommand(ctx)
@@ -241,13 +270,9 @@ func (rp *reporter) phase(ctx context.Context, name string) { rp.endPhase(ctx, n
 
 // endPhase is phase with the trace event's detail.
 func (rp *reporter) endPhase(ctx context.Context, name, detail string) {
-	tk := rp.tk
 	now := time.Now()
-	if tk.since.IsZero() {
-		tk.since = now
-	}
-	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: name, Duration: now.Sub(tk.since), Detail: detail})
-	tk.since = now
+	rp.trace(ctx, app.TraceEvent{Time: now.UTC(), Kind: app.TracePhase, Name: name, Duration: now.Sub(rp.acct.since), Detail: detail})
+	rp.acct.since = now
 }
 
 // trace appends e to tk's trace. The trace is the task's account, not its
@@ -373,7 +398,7 @@ func (rp *reporter) ignore(ctx context.Context, why string) error {
 // final so a redelivery does nothing.
 func (rp *reporter) finish(ctx context.Context, st app.State, body, step string) error {
 	tk := rp.tk
-	body += text.Ended(tk.report(tk.run))
+	body += text.Ended(rp.report(rp.acct.run))
 	if err := tk.status.Set(ctx, body); err != nil {
 		return err
 	}
@@ -404,7 +429,7 @@ func (rp *reporter) finish(ctx context.Context, st app.State, body, step string)
 	if err := rp.store.SetState(ctx, tk.ID, st, step); err != nil {
 		return err
 	}
-	if tk.run != nil {
+	if rp.acct.run != nil {
 		rp.phase(ctx, "report")
 	}
 	tk.prog.Final = st
@@ -414,10 +439,10 @@ func (rp *reporter) finish(ctx context.Context, st app.State, body, step string)
 // saveOutcome records what became of a fix that was admitted.
 func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
 	tk := rp.tk
-	if rp.outcomes == nil || tk.run == nil {
+	run := rp.acct.run
+	if rp.outcomes == nil || run == nil {
 		return nil
 	}
-	run := tk.run
 	o := app.TaskOutcome{
 		Task: tk.ID, Repo: tk.Repo, Model: tk.policy.Policy.Model.Edit, FinishedAt: time.Now().UTC(), State: st,
 		ChecksPassed: len(run.Checks) > 0 && run.Checks[len(run.Checks)-1].Passed,
@@ -425,7 +450,7 @@ func (rp *reporter) saveOutcome(ctx context.Context, st app.State) error {
 		Iterations:   run.Step, WallTime: run.Elapsed, Tokens: run.Usage.Total(), Cost: run.Usage.CostUSD,
 		SafetyIncidents: run.Counts.BlockedWrites + run.Counts.BlockedCommands,
 	}
-	if tk.gated {
+	if rp.acct.gated {
 		o.SafetyIncidents++
 	}
 	if a := tk.prog.Attempts; a != nil {
@@ -470,7 +495,7 @@ func (rp *reporter) completeCheck(ctx context.Context, c app.Conclusion, out app
 
 // fail reports a task that ends without a pull request.
 func (rp *reporter) fail(ctx context.Context, st *agent.State, f text.Failure) error {
-	out := text.FailedCheck(rp.tk.report(st), f)
+	out := text.FailedCheck(rp.report(st), f)
 	conclusion := app.ConclusionFailure
 	if st.Status == app.StateStopped || f.StoppedBy != "" {
 		conclusion = app.ConclusionCancelled
@@ -497,12 +522,11 @@ func (rp *reporter) setupPhase(ctx context.Context, detail string) { rp.endPhase
 // comments: what changed, with a link to the commit, or why nothing did.
 // A reply carries the task's marker, so that answering again is a no-op.
 func (rp *reporter) answerReview(ctx context.Context, final app.State, status string) error {
-	tk := rp.tk
-	f := tk.follow
+	tk, f := rp.tk, rp.acct.follow
 	if f == nil {
 		return nil
 	}
-	changed, report := changedPaths(tk), tk.report(tk.run)
+	changed, report := rp.changedPaths(), rp.report(rp.acct.run)
 	for _, c := range f.comments {
 		reply := text.ReviewReply(report, c.Path, final, changed[c.Path], status)
 		if err := tk.inst.ReplyInThread(ctx, tk.Repo, tk.Number, c.ID, tk.ID, reply); err != nil {

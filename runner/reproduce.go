@@ -10,16 +10,17 @@ import (
 )
 
 // reproduceMode is the task's reproduction policy: the policy's, or its
-// default for a fix of an issue or a follow-up on a pull request.
-func reproduceMode(tk *task) policy.Reproduce {
-	return tk.policy.Policy.ReproduceFor(followsUp(tk))
+// default for a fix of an issue or a follow-up on a pull request; f is
+// what the task follows up on.
+func reproduceMode(tk *task, f *followUp) policy.Reproduce {
+	return tk.policy.Policy.ReproduceFor(followsUp(tk, f))
 }
 
 // followsUp says tk's change follows up on a pull request, whose
 // reproduction default differs from a fix's. A fix of a review's finding
-// has a test to reproduce it, as a fix of an issue is asked to have.
-func followsUp(tk *task) bool {
-	return tk.issue.Pull != nil && !fixesFinding(tk)
+// (f) has a test to reproduce it, as a fix of an issue is asked to have.
+func followsUp(tk *task, f *followUp) bool {
+	return tk.issue.Pull != nil && !f.fixesFinding()
 }
 
 // traceReproduction records each check run on the base with the tests.

@@ -63,7 +63,8 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		return err
 	}
 	defer ws.Close()
-	defer func() { tk.env.Release(tk.log) }()
+	env := &proofEnv{r: r, tk: tk, ws: ws}
+	defer env.release()
 	base, err := ws.MergeBase(ctx, pull.BaseSHA, ws.Base())
 	if err != nil {
 		// Histories that share no commit: the base branch as it is.
@@ -93,10 +94,10 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 	if err != nil {
 		return err
 	}
-	tk.run = st
+	tk.rep.ran(st)
 	tk.rep.phase(ctx, "agent")
 	if st.Status != app.StateSucceeded {
-		report := tk.report(st)
+		report := tk.rep.report(st)
 		return finished(app.StateFailed, text.NoReview(report), text.Reason(st, text.Failure{Stop: st.Stop})).
 			withCheck(app.ConclusionFailure, text.NoReviewCheck(report))
 	}
@@ -108,13 +109,13 @@ func (r *Runner) review(ctx context.Context, tk *task) error {
 		}
 	}
 	tk.prog.Review = rv
-	if err := r.recheck(ctx, tk, ws, prior); err != nil {
+	if err := r.recheck(ctx, tk, ws, env, prior); err != nil {
 		return err
 	}
 	// A finding whose thread is still open is not posted again, nor
 	// proven again: the thread already says it.
 	rv.Findings = slices.DeleteFunc(rv.Findings, func(f reviewed) bool { return repeats(rv.Carried, f.Finding) })
-	if err := r.proveAll(ctx, tk, ws, rv); err != nil {
+	if err := r.proveAll(ctx, tk, ws, env, rv); err != nil {
 		return err
 	}
 	return r.postReview(ctx, tk, st, diff)
@@ -264,21 +265,22 @@ type Proof struct {
 	Why string `json:"why,omitempty"`
 }
 
-// proveAll proves each finding that has a test and no proof yet, saving
-// the progress after each.
-func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace, rv *reviewProgress) error {
+// proveAll proves each finding that has a test and no proof yet, over
+// env, saving the progress after each.
+func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace, env *proofEnv, rv *reviewProgress) error {
 	for i := range rv.Findings {
 		f := &rv.Findings[i]
 		if f.Test == nil || f.Proof != nil {
 			continue
 		}
-		if err := r.proofEnv(ctx, tk, ws); err != nil {
+		prepared, err := env.get(ctx)
+		if err != nil {
 			return err
 		}
 		if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of finding %d on %s and %s", i+1, text.ShortSHA(ws.Base()), text.ShortSHA(rv.Base))); err != nil {
 			return err
 		}
-		pr, err := r.prove(ctx, tk, ws, rv.Base, f.Finding, fmt.Sprintf("%s-proof%d", tk.ID, i+1))
+		pr, err := r.prove(ctx, tk, ws, prepared, rv.Base, f.Finding, fmt.Sprintf("%s-proof%d", tk.ID, i+1))
 		if err != nil {
 			return err
 		}
@@ -291,40 +293,55 @@ func (r *Runner) proveAll(ctx context.Context, tk *task, ws *workspace.Workspace
 	return nil
 }
 
-// proofEnv prepares, once, the environment the proofs run over: the one
-// a fix of the pull request would use, from the environment cache when
-// its key matches (the head's lock files are the default branch's), or
-// else built for the task alone without network, as for every tree of a
-// pull request's head. When it cannot be prepared, each
-// proof runs the setup over its own tree, where it fails again and
-// proves nothing, said so in the finding.
-func (r *Runner) proofEnv(ctx context.Context, tk *task, ws *workspace.Workspace) error {
-	if tk.env != nil || r.cfg.Envs == nil {
-		return nil // a worker that keeps no environment runs setup in each proof's tree
-	}
-	if err := sandbox.ShareTree(ws.Dir()); err != nil {
-		return fmt.Errorf("share the review's tree with the sandbox: %w", err)
-	}
-	setup := r.setupOf(ctx, tk, ws.Dir(), tk.ID+"-setup")
-	env, detail, err := change.Prepare(ctx, setup, r.cfg.Envs, envOwner(tk), tk.Repo, ws.Root().FS())
-	if err == nil {
-		tk.rep.setupPhase(ctx, detail)
-	}
-	if sf, ok := errors.AsType[*SetupFailure](err); ok {
-		tk.log.Warn("no prepared environment for the proofs", "err", sf)
-		tk.env = &Prepared{Image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())} // tried once
-		return nil
-	}
-	tk.env = env
-	return err
+// proofEnv is the environment a review's proofs run over: the one a fix
+// of the pull request would use, from the environment cache when its key
+// matches (the head's lock files are the default branch's), or else built
+// for the task alone without network, as for every tree of a pull
+// request's head. It is prepared once, when the first proof needs it, and
+// released when the review ends.
+type proofEnv struct {
+	r   *Runner
+	tk  *task
+	ws  *workspace.Workspace // the review's checkout
+	env *Prepared            // nil until prepared, or tried
 }
 
-// prove runs f's test over the head and, when the base has f's file, over
-// the base, each as the final verification runs checks: a fresh tree made
+// get prepares the environment, the first time; nil for a worker that
+// keeps none, whose proofs run setup in each proof's tree. When it cannot
+// be prepared, each proof runs the setup over its own tree, where it
+// fails again and proves nothing, said so in the finding.
+func (p *proofEnv) get(ctx context.Context) (*Prepared, error) {
+	r, tk := p.r, p.tk
+	if p.env != nil || r.cfg.Envs == nil {
+		return p.env, nil
+	}
+	if err := sandbox.ShareTree(p.ws.Dir()); err != nil {
+		return nil, fmt.Errorf("share the review's tree with the sandbox: %w", err)
+	}
+	setup := r.setupOf(ctx, tk, p.ws.Dir(), tk.ID+"-setup")
+	env, detail, err := change.Prepare(ctx, setup, r.cfg.Envs, envOwner(tk), tk.Repo, p.ws.Root().FS())
+	if sf, ok := errors.AsType[*SetupFailure](err); ok {
+		tk.log.Warn("no prepared environment for the proofs", "err", sf)
+		p.env = &Prepared{Image: cmp.Or(tk.policy.Policy.Sandbox.Image, r.cfg.Sandbox.Image())} // tried once
+		return p.env, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	tk.rep.setupPhase(ctx, detail)
+	p.env = env
+	return env, nil
+}
+
+// release lets the environment cache evict the environment again.
+func (p *proofEnv) release() { p.env.Release(p.tk.log) }
+
+// prove runs f's test, over env, on the head and, when the base has f's
+// file, on the base, each as the final verification runs checks: a fresh tree made
 // by the host, a fresh sandbox without network, the policy's checks in
 // order (a plain "go test" narrowed to the file's tests).
-func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, base string, f tools.Finding, id string) (*Proof, error) {
-	hv, checks, err := r.runTest(ctx, tk, ws, ws.Base(), f, id+"-head")
+func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, env *Prepared, base string, f tools.Finding, id string) (*Proof, error) {
+	hv, checks, err := r.runTest(ctx, tk, ws, env, ws.Base(), f, id+"-head")
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +359,7 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 		pr.Proven, pr.BaseLacks = true, true // the code is new: failing on the head proves it
 		return pr, nil
 	}
-	bv, _, err := r.runTest(ctx, tk, ws, base, f, id+"-base")
+	bv, _, err := r.runTest(ctx, tk, ws, env, base, f, id+"-base")
 	if err != nil {
 		return nil, err
 	}
@@ -365,15 +382,15 @@ func (r *Runner) prove(ctx context.Context, tk *task, ws *workspace.Workspace, b
 }
 
 // runTest runs f's test over the commit at with the test file laid over
-// it, in a fresh sandbox (id) without network, through the policy's checks
+// it, in a fresh sandbox (id) over env without network, through the policy's checks
 // (a plain "go test" narrowed to the file's tests), which it returns.
-func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace, at string, f tools.Finding, id string) (Verification, []policy.Check, error) {
+func (r *Runner) runTest(ctx context.Context, tk *task, ws *workspace.Workspace, env *Prepared, at string, f tools.Finding, id string) (Verification, []policy.Check, error) {
 	checks := change.NarrowChecks(tk.policy.Policy.Checks, goTestNames(f.Test.Path, f.Test.Content))
 	tree, err := ws.WithFiles(ctx, at, map[string]string{f.Test.Path: f.Test.Content})
 	if err != nil {
 		return Verification{}, nil, err
 	}
-	v, err := r.fresh(ctx, tk).Run(ctx, ws, tree, id, checks)
+	v, err := r.fresh(ctx, tk, env).Run(ctx, ws, tree, id, checks)
 	return v, checks, err
 }
 

@@ -110,7 +110,7 @@ func failedOnHead(f reviewed) bool {
 // this head: passing, the thread gets a reply and is resolved; failing,
 // or with no test to run, the finding is carried to the next review.
 // Progress is saved after each.
-func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace, prior *priorReview) error {
+func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace, env *proofEnv, prior *priorReview) error {
 	if prior == nil {
 		return nil
 	}
@@ -134,10 +134,11 @@ func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace,
 		}
 		c := rechecked{CommentID: f.CommentID, Dismissed: thread.Resolved || slices.Contains(dismissed, f.ReviewID)}
 		if !thread.Resolved && failedOnHead(f) && prior.head != ws.Base() {
-			if err := r.proofEnv(ctx, tk, ws); err != nil {
+			prepared, err := env.get(ctx)
+			if err != nil {
 				return err
 			}
-			if c.Fixed, err = r.testAgain(ctx, tk, ws, f, thread.ID, fmt.Sprintf("%s-again%d", tk.ID, i+1)); err != nil {
+			if c.Fixed, err = r.testAgain(ctx, tk, ws, prepared, f, thread.ID, fmt.Sprintf("%s-again%d", tk.ID, i+1)); err != nil {
 				return err
 			}
 		}
@@ -154,11 +155,11 @@ func (r *Runner) recheck(ctx context.Context, tk *task, ws *workspace.Workspace,
 
 // testAgain runs f's test on the head; when it passes, it says so in the
 // finding's thread and resolves it.
-func (r *Runner) testAgain(ctx context.Context, tk *task, ws *workspace.Workspace, f reviewed, thread, id string) (fixed bool, err error) {
+func (r *Runner) testAgain(ctx context.Context, tk *task, ws *workspace.Workspace, env *Prepared, f reviewed, thread, id string) (fixed bool, err error) {
 	if err := tk.rep.running(ctx, "proof", fmt.Sprintf("running the test of an earlier finding on %s", text.ShortSHA(ws.Base()))); err != nil {
 		return false, err
 	}
-	v, _, err := r.runTest(ctx, tk, ws, ws.Base(), f.Finding, id)
+	v, _, err := r.runTest(ctx, tk, ws, env, ws.Base(), f.Finding, id)
 	if err != nil {
 		return false, err
 	}

@@ -72,7 +72,7 @@ func (r *Runner) postReview(ctx context.Context, tk *task, st *agent.State, diff
 		conclusion = app.ConclusionFailure
 	}
 	return finished(app.StateSucceeded, text.Reviewed(tk.request(), tk.prog.Base, len(posted), countProven(posted)), "reviewed").
-		withCheck(conclusion, text.ReviewCheck(tk.report(st), findingViews(posted), countProven(posted)))
+		withCheck(conclusion, text.ReviewCheck(tk.rep.report(st), findingViews(posted), countProven(posted)))
 }
 
 // noteComments keeps which inline comment of review id posted each

@@ -56,7 +56,6 @@ import (
 	"github.com/agentbot/agentbot/app/policy"
 	"github.com/agentbot/agentbot/runner/agent"
 	"github.com/agentbot/agentbot/runner/change"
-	"github.com/agentbot/agentbot/runner/egress"
 	"github.com/agentbot/agentbot/runner/envcache"
 	"github.com/agentbot/agentbot/runner/sandbox"
 	"github.com/agentbot/agentbot/runner/text"
@@ -266,8 +265,9 @@ func (r *Runner) loadProgress(ctx context.Context, id string) (progress, error) 
 	return p, nil
 }
 
-// task is one task being run: what it was asked, where, and the handles
-// on GitHub it reports through.
+// task is one task being run: what it was asked, where, the handles on
+// GitHub it reports through and its saved progress. What it has come to
+// so far is its reporter's (account).
 type task struct {
 	*app.Task
 	inst   Installation
@@ -276,20 +276,7 @@ type task struct {
 	status StatusComment
 	rep    *reporter // every write about the task goes through it
 	prog   progress
-	run    *agent.State // the loop's end, once it ran
-	gated  bool         // the host gate refused the change
-	follow *followUp    // a review's comments or failing CI, once read
-	env    *Prepared    // the environment a review's proofs run over, once prepared
-	since  time.Time    // when the trace's current phase began
-	// refused are the connections setup's egress proxy refused.
-	refused []egress.Refusal
-	// reached are the hosts setup's egress proxy connected it to, each
-	// once, up to egress.MaxReached.
-	reached []egress.Reach
-	// refusedMore counts the refusals past egress.MaxRefusals, which are
-	// neither traced, audited nor logged one by one.
-	refusedMore int
-	log         *slog.Logger
+	log    *slog.Logger
 }
 
 // ProcessTask runs t to its end. An error means the task should be tried
@@ -499,8 +486,8 @@ func (r *Runner) stop(ctx context.Context, tk *task) error {
 	return finished(app.StateRefused, text.NothingRunning(tk.Number), "")
 }
 
-// renderPrompts renders the system prompt and the task message; th is
-// the conversation the model may read.
-func renderPrompts(tk *task, ws *workspace.Workspace, th *app.Thread) (system, task string, err error) {
-	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk) != policy.ReproduceOff, taskData(tk, th))
+// renderPrompts renders the system prompt and the task message, with f
+// what a follow-up addresses; th is the conversation the model may read.
+func renderPrompts(tk *task, f *followUp, ws *workspace.Workspace, th *app.Thread) (system, task string, err error) {
+	return change.Prompts(ws.Root().FS(), tk.policy.Policy, reproduceMode(tk, f) != policy.ReproduceOff, taskData(tk, f, th))
 }

@@ -76,8 +76,9 @@ func (r *Runner) proposeSetup(ctx context.Context, tk *task, tg target) error {
 	if err != nil {
 		return err
 	}
+	reached, refused := tk.rep.egress()
 	body := text.SetupBody(text.Setup{Request: tk.request(), Base: tk.prog.Base, Proposal: prop, Policy: candidate, Server: r.cfg.Server,
-		Replaces: existing != nil, Detail: pf.detail, Failed: pf.setup, Checks: pf.checks, Reached: tk.reached, Refused: tk.refused})
+		Replaces: existing != nil, Detail: pf.detail, Failed: pf.setup, Checks: pf.checks, Reached: reached, Refused: refused})
 	if pf.setup != nil {
 		return finished(app.StateFailed, text.SetupFails(tk.request(), body, yaml), "setup fails")
 	}

@@ -33,10 +33,11 @@ func incidentDetail(st *agent.State, v Verification) string {
 	return "the agent's sandbox: " + text.Results(text.Latest(st.Checks)) + "; a fresh sandbox: " + text.Results(v.Checks)
 }
 
-// fresh is how a review's checks run outside the agent's sandbox: on the
-// Sandbox's image, after the policy's setup.
-func (r *Runner) fresh(ctx context.Context, tk *task) change.Fresh {
-	return change.Fresh{Sandbox: r.cfg.Sandbox, Policy: tk.policy.Policy, Env: tk.env, Setup: r.setupOf(ctx, tk, "", ""), Log: tk.log}
+// fresh is how a review's checks run outside the agent's sandbox: over
+// env when one was prepared, else on the Sandbox's image after the
+// policy's setup.
+func (r *Runner) fresh(ctx context.Context, tk *task, env *Prepared) change.Fresh {
+	return change.Fresh{Sandbox: r.cfg.Sandbox, Policy: tk.policy.Policy, Env: env, Setup: r.setupOf(ctx, tk, "", ""), Log: tk.log}
 }
 
 // verdict is why a change is not a fix: the loop's failure, or else a
