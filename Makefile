@@ -42,10 +42,16 @@ sandbox-images: sandbox-image
 # (deploy/test-race.sh).
 RACE_PKGS := ./runner ./runner/change ./runner/envcache ./runner/sandbox/... ./queue/...
 
-# deploy/helm is a module of its own (the Helm and Kubernetes libraries stay
-# out of the binary's build): its chart test runs here too.
-test: test-deps sandbox-image
-	$(GO) vet -trimpath ./...
+# Vet and the plain tests build as "make build" does, without cgo: the
+# binary the demo's test builds, the sandboxes' executor and the test
+# binaries then share one compilation of every package; the race
+# detector's build is the only other one. deploy/helm is a module of its
+# own (the Helm and Kubernetes libraries stay out of the binary's build):
+# its chart test runs here too. The sandbox image, when missing, is built
+# by the first test that needs it (sandboxtest.Image), while the others
+# compile and vet.
+test: test-deps
+	CGO_ENABLED=0 $(GO) vet -trimpath ./...
 	deploy/test-scratch.sh deploy/test-race.sh "$(GO)" "$(GOFLAGS_T)" $(RACE_PKGS)
 	cd deploy/helm && $(GO) vet -trimpath ./... && $(GO) test $(GOFLAGS_T) ./...
 
