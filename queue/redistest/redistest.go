@@ -24,7 +24,7 @@ import (
 // Server is a redis-server process owned by one test.
 type Server struct {
 	Addr string // host:port
-	URL  string // redis://host:port/0
+	URL  string // redis://host:port/0?read_timeout=…: with ClientTimeouts
 
 	t    testing.TB
 	dir  string
@@ -81,8 +81,15 @@ func newServer(t testing.TB, conf string) *Server {
 func (s *Server) setPort(port int) {
 	s.port = port
 	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
-	s.URL = "redis://" + s.Addr + "/0"
+	s.URL = "redis://" + s.Addr + "/0?" + ClientTimeouts
 }
+
+// ClientTimeouts are the waits of the clients a test's URL configures
+// (queue.Connect honours them): agentbot's own, 500 ms, are for Redis on
+// a production network, and a two-core machine running the suite at a
+// load of tens misses them without anything being wrong. A test of those
+// defaults connects without them.
+const ClientTimeouts = "read_timeout=5s&write_timeout=5s&pool_timeout=5s"
 
 // handedOut are the ports freePort gave this process, never given twice.
 var handedOut = struct {
