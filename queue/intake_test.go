@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/agentbot/agentbot/app"
 	"github.com/agentbot/agentbot/webhook"
@@ -141,17 +140,6 @@ func checkEveryAcceptedTaskEndsOnce(t *testing.T, h *prHandler, accepted map[str
 		}
 	}
 	t.Logf("%d accepted tasks, %d pull requests, %d tasks run again after a failure (found their pull request)", len(accepted), len(prs), again)
-}
-
-// connectURL is connect for a URL, such as a Sentinel one.
-func connectURL(t *testing.T, url string) *redis.Client {
-	t.Helper()
-	rdb, err := Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
 }
 
 // runServer runs srv until the test ends. Its cleanup stops srv before the

@@ -19,7 +19,14 @@ import (
 
 func connect(t *testing.T, s *redistest.Server) *redis.Client {
 	t.Helper()
-	rdb, err := Connect(s.URL)
+	return connectURL(t, s.URL)
+}
+
+// connectURL is connect for a URL, such as a Sentinel one or a patient
+// one (redistest.Patient).
+func connectURL(t *testing.T, url string) *redis.Client {
+	t.Helper()
+	rdb, err := Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}

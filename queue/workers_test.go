@@ -78,7 +78,10 @@ func TestManyWorkerProcesses(t *testing.T) {
 	}
 	ctx := t.Context()
 	qs, ghs := redistest.Start(t), redistest.Start(t)
-	rdb, gh := connect(t, qs), connect(t, ghs)
+	// The workers' own clients and the test's: patient, as the four
+	// processes and their tasks load the machine.
+	queueURL, ghURL := redistest.Patient(qs.URL), redistest.Patient(ghs.URL)
+	rdb, gh := connectURL(t, queueURL), connectURL(t, ghURL)
 	c := NewClient(rdb)
 	const tasks = 40
 	for i := range tasks {
@@ -89,7 +92,7 @@ func TestManyWorkerProcesses(t *testing.T) {
 	start := func(name string) *exec.Cmd {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$", "-test.count=1")
 		// Each worker has a directory of its own, as on its own host.
-		cmd.Env = append(os.Environ(), workerEnv+"="+qs.URL+" "+ghs.URL+" "+name, "TMPDIR="+t.TempDir())
+		cmd.Env = append(os.Environ(), workerEnv+"="+queueURL+" "+ghURL+" "+name, "TMPDIR="+t.TempDir())
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start worker %s: %v", name, err)
 		}

@@ -103,7 +103,7 @@ func startWorld(t testing.TB, o worldOptions, vars map[string]string) *demo.Worl
 	if o.script != nil {
 		sample.Script = *o.script
 	}
-	w, err := demo.Start(t.Context(), sample, demo.Options{RedisURL: rs.URL, Image: sandboxtest.Image(t),
+	w, err := demo.Start(t.Context(), sample, demo.Options{RedisURL: redistest.Patient(rs.URL), Image: sandboxtest.Image(t),
 		Executor: sandboxtest.Executor(t), Getenv: func(k string) string { return vars[k] }})
 	if err != nil {
 		t.Fatalf("start the world: %v", err)

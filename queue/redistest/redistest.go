@@ -24,7 +24,7 @@ import (
 // Server is a redis-server process owned by one test.
 type Server struct {
 	Addr string // host:port
-	URL  string // redis://host:port/0?read_timeout=…: with ClientTimeouts
+	URL  string // redis://host:port/0
 
 	t    testing.TB
 	dir  string
@@ -81,15 +81,23 @@ func newServer(t testing.TB, conf string) *Server {
 func (s *Server) setPort(port int) {
 	s.port = port
 	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
-	s.URL = "redis://" + s.Addr + "/0?" + ClientTimeouts
+	s.URL = "redis://" + s.Addr + "/0"
 }
 
-// ClientTimeouts are the waits of the clients a test's URL configures
-// (queue.Connect honours them): agentbot's own, 500 ms, are for Redis on
-// a production network, and a two-core machine running the suite at a
-// load of tens misses them without anything being wrong. A test of those
-// defaults connects without them.
-const ClientTimeouts = "read_timeout=5s&write_timeout=5s&pool_timeout=5s"
+// Patient returns url, a Server's or a Sentinel deployment's, with
+// read, write and pool timeouts of 5 s, which queue.Connect honours: for
+// the workers of an end-to-end test and the test's own reads, which a
+// two-core machine running the suite at a load of tens makes miss
+// agentbot's 500 ms without anything being wrong. The intake's tests keep
+// the plain URL: answering 503 at once when Redis is slow is what they
+// test.
+func Patient(url string) string {
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "read_timeout=5s&write_timeout=5s&pool_timeout=5s"
+}
 
 // handedOut are the ports freePort gave this process, never given twice.
 var handedOut = struct {

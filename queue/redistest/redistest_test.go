@@ -64,3 +64,17 @@ func TestSentinelPromotesAReplica(t *testing.T) {
 		t.Fatalf("write through the sentinels after the failover: %v", err)
 	}
 }
+
+// TestPatientKeepsTheURL: Patient adds its timeouts to a plain and to a
+// Sentinel URL, whose other settings stay.
+func TestPatientKeepsTheURL(t *testing.T) {
+	t.Parallel()
+	plain, err := redis.ParseURL(Patient("redis://127.0.0.1:6379/2"))
+	if err != nil || plain.Addr != "127.0.0.1:6379" || plain.DB != 2 || plain.ReadTimeout != 5*time.Second || plain.PoolTimeout != 5*time.Second {
+		t.Errorf("plain: %+v, %v", plain, err)
+	}
+	failover, err := redis.ParseFailoverURL(Patient("redis://s1:26379/0?master_name=m&addr=s2:26379"))
+	if err != nil || failover.MasterName != "m" || len(failover.SentinelAddrs) != 2 || failover.WriteTimeout != 5*time.Second {
+		t.Errorf("sentinel: %+v, %v", failover, err)
+	}
+}

@@ -26,7 +26,7 @@ type Sentinel struct {
 	Replicas  []*Server
 	Sentinels []*Server
 	// URL is the go-redis failover form naming all three sentinels:
-	// redis://s1?master_name=mymaster&addr=s2&addr=s3, with ClientTimeouts.
+	// redis://s1?master_name=mymaster&addr=s2&addr=s3.
 	URL string
 
 	t testing.TB
@@ -71,7 +71,7 @@ func StartSentinel(t testing.TB, replicas int) *Sentinel {
 		d.Sentinels = append(d.Sentinels, s)
 		addrs[i] = s.Addr
 	}
-	d.URL = "redis://" + addrs[0] + "/0?master_name=" + MasterName + "&addr=" + addrs[1] + "&addr=" + addrs[2] + "&" + ClientTimeouts
+	d.URL = "redis://" + addrs[0] + "/0?master_name=" + MasterName + "&addr=" + addrs[1] + "&addr=" + addrs[2]
 	d.waitFor("the sentinels to know each other and the replicas", func(ctx context.Context) (bool, error) {
 		for _, s := range d.Sentinels {
 			m, err := d.master(ctx, s)
