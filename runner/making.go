@@ -19,9 +19,9 @@ import (
 
 // change is the change a fix asks runner/change to make over ws: the
 // task's policy, prompts (with f, what a follow-up addresses) and
-// environment, the attempts' checkouts from
-// GitHub, and the worker's hooks — the loop's saved state, approvals,
-// stops, notes, budgets, and the reporter that hears of every step.
+// environment, the attempts' checkouts from GitHub, and the worker's
+// hooks — the loop's saved state, approvals, stops, notes, budgets, and
+// the reporter that hears of every step.
 //
 // The reporter's mutex guards what the attempts of limits.attempts would
 // otherwise share unlocked: the task's report, its refusals and their
